@@ -1,0 +1,34 @@
+package causes
+
+import (
+	"testing"
+
+	"github.com/kopfgo/kopfgo/internal/patch"
+)
+
+func BenchmarkDetect(b *testing.B) {
+	in := factors{deletion: "unset", finalizer: "mixed", diffbase: "equal", initial: false}.input(b)
+	b.ReportAllocs()
+	for b.Loop() {
+		if Detect(in) != Noop {
+			b.Fatal("not noop")
+		}
+	}
+}
+
+func BenchmarkFinalizerAction(b *testing.B) {
+	body := bodyWith(false, []any{"a", "b", ourFinalizer})
+	b.ReportAllocs()
+	for b.Loop() {
+		FinalizerAction(body, ourFinalizer, true)
+	}
+}
+
+func BenchmarkAddFinalizer(b *testing.B) {
+	body := bodyWith(false, []any{"a", "b"})
+	b.ReportAllocs()
+	for b.Loop() {
+		var p patch.Patch
+		AddFinalizer(body, &p, ourFinalizer)
+	}
+}

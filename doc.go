@@ -1,0 +1,49 @@
+// Package kopfgo is a Kubernetes operator framework in the style of Kopf:
+// handlers are plain Go functions registered per cause (create, update,
+// delete, resume, a field's change), and the framework works out what
+// happened to an object by diffing it against the last handled state stored
+// on the object itself.
+//
+// # Getting started
+//
+//	func init() {
+//		kopfgo.On.Create("kopfexamples.kopf.dev", createFn, kopfgo.Retries(5))
+//		kopfgo.On.Field("kopfexamples", "spec.field", fieldFn)
+//	}
+//
+//	func createFn(ctx context.Context, c *kopfgo.Change) (any, error) {
+//		c.Logger.Info("creating", "spec", c.Spec)
+//		return map[string]any{"message": "hello world"}, nil // status.createFn
+//	}
+//
+// Run it with `kopfgo run ./path/to/pkg`, or give your own binary the same
+// command line with kopfgo.Main. An embedded operator is kopfgo.New(opts),
+// registered with op.On… and run with op.Run(ctx), which blocks until ctx
+// ends and owns every goroutine it starts.
+//
+// # Handlers
+//
+// A handler receives one typed struct (Change for resource-changing
+// handlers) instead of Kopf's keyword arguments. Its result goes to
+// status.<handler-id>. Errors: return kopfgo.Temporary(err, delay) to retry
+// after a delay, kopfgo.Permanent(err) to give up for this change; any other
+// error is retried after the handler's backoff (see Errors for other modes).
+// A panic is an error of the handler, never a crash of the operator.
+//
+// Handler ids default to the function's name. Closures must be given an
+// explicit ID, because the id keys the progress persisted on objects and a
+// closure's Go name changes with unrelated edits.
+//
+// # Persistence
+//
+// Progress, retries and the last handled state are stored on each object in
+// Kopf's own format and keys (kopf.zalando.org/…), so an operator ported from
+// Kopf takes over its objects without handling them again.
+//
+// # Edge and level
+//
+// Causes are derived from the object's state, not from watch events, so
+// several changes made while the operator is busy or down collapse into one
+// update against the last handled state: handlers see the latest state and
+// the whole difference, as in Kopf.
+package kopfgo

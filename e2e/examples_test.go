@@ -1,0 +1,144 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+)
+
+// Each example is run as `kopfgo run ./examples/NN-name`, the demo object is
+// created and deleted, and the operator's log lines are counted, the way
+// Kopf's own e2e suite checks its examples.
+
+func TestExample01Minimal(t *testing.T) {
+	ns := namespace(t)
+	op := runOperator(t, "./examples/01-minimal", ns)
+	obj := createKex(t, ns, objYAML(t))
+
+	waitLog(t, op, "Creation is processed: 1 succeeded; 0 failed.", 1)
+	assertCount(t, op, "Handler 'create_fn' succeeded.", 1)
+	assertCount(t, op, "And here we are! Creating: map[duration:1m field:value items:[item1 item2]]", 1)
+	got := getKex(t, ns, obj.GetName())
+	if msg, _, _ := unstructured.NestedString(got.Object, "status", "create_fn", "message"); msg != "hello world" {
+		t.Errorf("status.create_fn.message = %q, want hello world", msg)
+	}
+	if len(got.GetFinalizers()) != 0 {
+		t.Errorf("finalizers = %v, want none: there are no delete handlers", got.GetFinalizers())
+	}
+	assertNoProgress(t, got)
+
+	deleteKex(t, ns, obj.GetName())
+	waitGone(t, ns, obj.GetName())
+	settle()
+	assertCount(t, op, "Handler 'create_fn' succeeded.", 1)
+}
+
+func TestExample02Children(t *testing.T) {
+	ns := namespace(t)
+	op := runOperator(t, "./examples/02-children", ns)
+	obj := createKex(t, ns, objYAML(t))
+
+	waitLog(t, op, "Creation is processed: 1 succeeded; 0 failed.", 1)
+	assertCount(t, op, "Handler 'create_fn' succeeded.", 1)
+	pods, err := kube(t).CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{LabelSelector: "kopfgo.dev/parent=" + obj.GetName()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pods.Items) != 1 {
+		t.Fatalf("%d child pods, want 1", len(pods.Items))
+	}
+	pod := pods.Items[0]
+	if refs := pod.OwnerReferences; len(refs) != 1 || refs[0].UID != obj.GetUID() || refs[0].Kind != "KopfExample" {
+		t.Errorf("pod owner references = %+v, want the KopfExample %s", refs, obj.GetUID())
+	}
+	got := getKex(t, ns, obj.GetName())
+	children, _, _ := unstructured.NestedStringSlice(got.Object, "status", "create_fn", "children")
+	if len(children) != 1 || children[0] != string(pod.UID) {
+		t.Errorf("status.create_fn.children = %v, want [%s]", children, pod.UID)
+	}
+
+	deleteKex(t, ns, obj.GetName())
+	waitGone(t, ns, obj.GetName())
+}
+
+func TestExample03Exceptions(t *testing.T) {
+	ns := namespace(t)
+	op := runOperator(t, "./examples/03-exceptions", ns)
+	obj := createKex(t, ns, objYAML(t))
+
+	waitLog(t, op, "Creation is processed: 0 succeeded; 1 failed.", 1)
+	assertCount(t, op, "Handler 'create_fn' failed temporarily: First failure.", 1)
+	assertCount(t, op, "Handler 'create_fn' failed with an exception and will try again in 1 seconds: Second failure.", 1)
+	assertCount(t, op, "Handler 'create_fn' failed permanently: Third failure, the final one.", 1)
+	assertCount(t, op, "Handler 'create_fn' succeeded.", 0)
+	got := getKex(t, ns, obj.GetName())
+	assertNoProgress(t, got)
+	if _, ok := got.GetAnnotations()["kopf.zalando.org/last-handled-configuration"]; !ok {
+		t.Errorf("no diff-base after a permanently failed creation: the next change would be a creation again")
+	}
+
+	deleteKex(t, ns, obj.GetName())
+	waitGone(t, ns, obj.GetName())
+}
+
+func TestExample05Handlers(t *testing.T) {
+	ns := namespace(t)
+	op := runOperator(t, "./examples/05-handlers", ns)
+	obj := createKex(t, ns, objYAML(t))
+	name := obj.GetName()
+
+	waitLog(t, op, "Creation is processed: 2 succeeded; 0 failed.", 1)
+	for _, line := range []string{"CREATED 1st", "CREATED 2nd", "Handler 'create_fn_1' succeeded.", "Handler 'create_fn_2' succeeded."} {
+		assertCount(t, op, line, 1)
+	}
+	if fin := getKex(t, ns, name).GetFinalizers(); len(fin) != 1 || fin[0] != "kopf.zalando.org/KopfFinalizerMarker" {
+		t.Errorf("finalizers = %v, want Kopf's finalizer for the delete handlers", fin)
+	}
+
+	// A spec change: one update and one field handler call.
+	patchKex(t, ns, name, `{"spec":{"field":"other"}}`)
+	waitLog(t, op, "Updating is processed: 2 succeeded; 0 failed.", 1)
+	assertCount(t, op, `UPDATED: [["change",["spec","field"],"value","other"]]`, 1)
+	assertCount(t, op, "FIELD CHANGED: value -> other", 1)
+
+	// A status change is not a change of the object.
+	patchKex(t, ns, name, `{"status":{"extra":"x"}}`, "status")
+	// A label change is: the update handler runs, the field handler does not.
+	patchKex(t, ns, name, `{"metadata":{"labels":{"newlabel":"yes"}}}`)
+	waitLog(t, op, "Updating is processed: 1 succeeded; 0 failed.", 1)
+	assertCount(t, op, `UPDATED: [["add",["metadata","labels","newlabel"],null,"yes"]]`, 1)
+	assertCount(t, op, "UPDATED", 2)
+	assertCount(t, op, "FIELD CHANGED", 1)
+
+	// A restart resumes the object once.
+	if err := op.Stop(waitShort); err != nil {
+		t.Fatal(err)
+	}
+	op2 := runOperator(t, "./examples/05-handlers", ns)
+	waitLog(t, op2, "Resuming is processed: 2 succeeded; 0 failed.", 1)
+	assertCount(t, op2, "RESUMED 1st", 1)
+	assertCount(t, op2, "RESUMED 2nd", 1)
+	assertCount(t, op2, "CREATED", 0)
+
+	deleteKex(t, ns, name)
+	waitGone(t, ns, name)
+	waitLog(t, op2, "Deletion is processed: 2 succeeded; 0 failed.", 1)
+	assertCount(t, op2, "DELETED 1st", 1)
+	assertCount(t, op2, "DELETED 2nd", 1)
+	assertCount(t, op2, "RESUMED", 2)
+}
+
+// assertNoProgress checks that no per-handler progress is left on a handled
+// object: records live only while their handlers are pending.
+func assertNoProgress(t *testing.T, u *unstructured.Unstructured) {
+	t.Helper()
+	for k := range u.GetAnnotations() {
+		if k != "kopf.zalando.org/last-handled-configuration" && len(k) > len("kopf.zalando.org/") && k[:len("kopf.zalando.org/")] == "kopf.zalando.org/" {
+			t.Errorf("progress annotation %s left on a handled object", k)
+		}
+	}
+}

@@ -1,0 +1,250 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"sigs.k8s.io/yaml"
+
+	"github.com/kopfgo/kopfgo/e2e/cluster"
+	"github.com/kopfgo/kopfgo/e2e/runner"
+)
+
+var kexGVR = schema.GroupVersionResource{Group: "kopf.dev", Version: "v1", Resource: "kopfexamples"}
+
+const (
+	waitShort = 30 * time.Second
+	waitLong  = 90 * time.Second
+)
+
+var (
+	cliOnce sync.Once
+	cliPath string
+	cliErr  error
+)
+
+// kopfgoCLI builds cmd/kopfgo once per test binary.
+func kopfgoCLI(t *testing.T) string {
+	t.Helper()
+	cliOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "kopfgo-cli-")
+		if err != nil {
+			cliErr = err
+			return
+		}
+		cliPath = filepath.Join(dir, "kopfgo")
+		out, err := exec.Command("go", "build", "-o", cliPath, filepath.Join(repoRoot, "cmd", "kopfgo")).CombinedOutput()
+		if err != nil {
+			cliErr = fmt.Errorf("go build ./cmd/kopfgo: %v\n%s", err, out)
+		}
+	})
+	if cliErr != nil {
+		t.Fatal(cliErr)
+	}
+	return cliPath
+}
+
+// runOperator starts `kopfgo run PKG -n NS` with plain logs and stops it
+// (SIGTERM) when the test ends.
+func runOperator(t *testing.T, pkg, ns string, extra ...string) *runner.Process {
+	t.Helper()
+	args := append([]string{"run", pkg, "-n", ns, "--standalone", "--verbose", "--log-format=plain"}, extra...)
+	var echo *os.File
+	if os.Getenv("KOPFGO_E2E_ECHO") == "1" {
+		echo = os.Stderr
+	}
+	opts := runner.Options{Dir: repoRoot}
+	if echo != nil {
+		opts.Echo = echo
+	}
+	p, err := runner.Start(kopfgoCLI(t), args, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		select {
+		case <-p.Done():
+		default:
+			if err := p.Stop(30 * time.Second); err != nil {
+				t.Errorf("stopping the operator: %v", err)
+			}
+		}
+		if t.Failed() {
+			t.Logf("operator log:\n%s", p.Log())
+		}
+	})
+	return p
+}
+
+func dyn(t *testing.T) dynamic.Interface {
+	t.Helper()
+	d, err := dynamic.NewForConfig(cluster.Shared(t).RESTConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+func kube(t *testing.T) kubernetes.Interface {
+	t.Helper()
+	k, err := kubernetes.NewForConfig(cluster.Shared(t).RESTConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k
+}
+
+var nsCounter atomic.Int64
+
+// namespace creates a namespace of the test's own. Namespaces are not
+// deleted: the local cluster has no namespace controller to finalize them,
+// and the whole cluster goes at the end of the run.
+func namespace(t *testing.T) string {
+	t.Helper()
+	name := fmt.Sprintf("e2e-%s-%d", strings.ToLower(sanitize(t.Name())), nsCounter.Add(1))
+	if len(name) > 60 {
+		name = fmt.Sprintf("e2e-%d-%d", time.Now().UnixNano()%1e9, nsCounter.Add(1))
+	}
+	_, err := kube(t).CoreV1().Namespaces().Create(context.Background(),
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return name
+}
+
+func sanitize(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' {
+			b.WriteRune(r)
+		} else {
+			b.WriteRune('-')
+		}
+	}
+	return strings.Trim(b.String(), "-")
+}
+
+// objYAML is examples/obj.yaml, the demo object.
+func objYAML(t *testing.T) map[string]any {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(repoRoot, "examples", "obj.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var obj map[string]any
+	if err := yaml.Unmarshal(data, &obj); err != nil {
+		t.Fatal(err)
+	}
+	return obj
+}
+
+func createKex(t *testing.T, ns string, obj map[string]any) *unstructured.Unstructured {
+	t.Helper()
+	u, err := dyn(t).Resource(kexGVR).Namespace(ns).Create(context.Background(), &unstructured.Unstructured{Object: obj}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return u
+}
+
+func getKex(t *testing.T, ns, name string) *unstructured.Unstructured {
+	t.Helper()
+	u, err := dyn(t).Resource(kexGVR).Namespace(ns).Get(context.Background(), name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return u
+}
+
+func patchKex(t *testing.T, ns, name, merge string, subresources ...string) {
+	t.Helper()
+	_, err := dyn(t).Resource(kexGVR).Namespace(ns).Patch(context.Background(), name, types.MergePatchType, []byte(merge), metav1.PatchOptions{}, subresources...)
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func deleteKex(t *testing.T, ns, name string) {
+	t.Helper()
+	if err := dyn(t).Resource(kexGVR).Namespace(ns).Delete(context.Background(), name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// eventually polls cond until it holds or the timeout passes.
+func eventually(t *testing.T, timeout time.Duration, what string, cond func() (bool, error)) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	var last error
+	for {
+		ok, err := cond()
+		if ok {
+			return
+		}
+		last = err
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s (last error: %v)", timeout, what, last)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func waitGone(t *testing.T, ns, name string) {
+	t.Helper()
+	eventually(t, waitShort, "the object to be gone", func() (bool, error) {
+		_, err := dyn(t).Resource(kexGVR).Namespace(ns).Get(context.Background(), name, metav1.GetOptions{})
+		return apierrors.IsNotFound(err), err
+	})
+}
+
+func waitLog(t *testing.T, p *runner.Process, substr string, n int) {
+	t.Helper()
+	if err := p.WaitFor(context.Background(), substr, n, waitLong); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// assertCount checks that exactly n log lines contain substr.
+func assertCount(t *testing.T, p *runner.Process, substr string, n int) {
+	t.Helper()
+	if got := p.Count(substr); got != n {
+		t.Errorf("%d log lines contain %q, want %d", got, substr, n)
+	}
+}
+
+// settle gives the operator time to do something it should not do (a second
+// invocation, say) before the test asserts it did not. It is not a timing
+// assertion: the test passes however fast the operator is.
+func settle() { time.Sleep(2 * time.Second) }
+
+func mustJSON(t *testing.T, v any) string {
+	t.Helper()
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		t.Fatal(err)
+	}
+	return strings.TrimSpace(b.String())
+}

@@ -1,0 +1,46 @@
+package kopfgo
+
+import (
+	"errors"
+	"time"
+
+	"github.com/kopfgo/kopfgo/handlers"
+)
+
+// TemporaryError asks for a retry after its Delay.
+type TemporaryError = handlers.TemporaryError
+
+// PermanentError fails the handler for the current change without retries.
+type PermanentError = handlers.PermanentError
+
+// HandlerTimeoutError is the permanent failure of a handler past its Timeout.
+type HandlerTimeoutError = handlers.HandlerTimeoutError
+
+// RetriesExceededError is the permanent failure of a handler past its Retries.
+type RetriesExceededError = handlers.RetriesExceededError
+
+// PanicError is a recovered panic of a handler.
+type PanicError = handlers.PanicError
+
+// ErrRegistration marks invalid registrations, returned by Run before
+// anything starts.
+var ErrRegistration = handlers.ErrRegistration
+
+// DefaultTemporaryDelay is the delay Kopf gives a TemporaryError by default.
+const DefaultTemporaryDelay = handlers.DefaultTemporaryDelay
+
+// Temporary wraps err so that the handler is retried after delay.
+func Temporary(err error, delay time.Duration) error {
+	return &TemporaryError{Err: err, Delay: delay}
+}
+
+// TemporaryMsg is Temporary with a message instead of an error.
+func TemporaryMsg(msg string, delay time.Duration) error {
+	return Temporary(errors.New(msg), delay)
+}
+
+// Permanent wraps err so that the handler is not retried for this change.
+func Permanent(err error) error { return &PermanentError{Err: err} }
+
+// PermanentMsg is Permanent with a message instead of an error.
+func PermanentMsg(msg string) error { return Permanent(errors.New(msg)) }

@@ -1,0 +1,69 @@
+// Package children creates a child pod for each KopfExample, owned by it, so
+// that Kubernetes' garbage collector deletes the pod with its parent. Run:
+//
+//	kopfgo run ./examples/02-children
+package children
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/kopfgo/kopfgo"
+)
+
+func init() {
+	kopfgo.On.Create("kopf.dev/v1/kopfexamples", createFn, kopfgo.ID("create_fn"))
+}
+
+func createFn(ctx context.Context, c *kopfgo.Change) (any, error) {
+	duration, _ := c.Spec["duration"].(string)
+	if duration == "" {
+		duration = "0"
+	}
+	field, _ := c.Spec["field"].(string)
+	if field == "" {
+		field = "default-value"
+	}
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{
+			GenerateName: c.Name + "-",
+			Namespace:    c.Namespace,
+			Labels:       map[string]string{"kopfgo.dev/parent": c.Name},
+			// Make it our child: deleted by Kubernetes together with the parent.
+			OwnerReferences: []metav1.OwnerReference{{
+				APIVersion:         c.Resource.APIVersion(),
+				Kind:               c.Resource.Kind,
+				Name:               c.Name,
+				UID:                types.UID(c.UID),
+				Controller:         ptr(true),
+				BlockOwnerDeletion: ptr(true),
+			}},
+		},
+		Spec: corev1.PodSpec{
+			Containers: []corev1.Container{{
+				Name:    "the-only-one",
+				Image:   "busybox",
+				Command: []string{"sh", "-x", "-c"},
+				Args:    []string{fmt.Sprintf("echo \"FIELD=$FIELD\"\nsleep %s\n", duration)},
+				Env:     []corev1.EnvVar{{Name: "FIELD", Value: field}},
+			}},
+		},
+	}
+	api, err := kubernetes.NewForConfig(kopfgo.RESTConfig(ctx))
+	if err != nil {
+		return nil, kopfgo.Permanent(err)
+	}
+	created, err := api.CoreV1().Pods(c.Namespace).Create(ctx, pod, metav1.CreateOptions{})
+	if err != nil {
+		return nil, err // retried after the backoff
+	}
+	c.Logger.Info(fmt.Sprintf("Pod child is created: %s", created.Name))
+	return map[string]any{"children": []string{string(created.UID)}}, nil
+}
+
+func ptr[T any](v T) *T { return &v }

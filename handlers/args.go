@@ -1,0 +1,100 @@
+package handlers
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"github.com/kopfgo/kopfgo/causes"
+	"github.com/kopfgo/kopfgo/diffbase"
+	"github.com/kopfgo/kopfgo/internal/dicts"
+	"github.com/kopfgo/kopfgo/internal/patch"
+	"github.com/kopfgo/kopfgo/internal/resources"
+)
+
+// Object is what every per-object handler receives about its object. Body is
+// the object as last seen; Spec, Meta and Status are views into it (never
+// nil). Handlers must not modify them: write changes into Patch instead.
+type Object struct {
+	Body        map[string]any
+	Spec        map[string]any
+	Meta        map[string]any
+	Status      map[string]any
+	Name        string
+	Namespace   string // "" for cluster-scoped objects
+	UID         string
+	Labels      map[string]string // empty, never nil, when absent
+	Annotations map[string]string // empty, never nil, when absent
+	Resource    resources.Resource
+	// Patch collects changes to the object, applied as merge patches after
+	// the handler returns: Patch.Spec()["x"] = 1, Patch.Status()["y"] = nil.
+	Patch *patch.Patch
+	// Logger prefixes messages with the object, e.g. [default/kopf-example-1].
+	Logger *slog.Logger
+	// Memo is per-object state kept in memory while the object exists; it is
+	// not persisted.
+	Memo *Memo
+	// Param is the value given with the Param option at registration.
+	Param any
+}
+
+// Attempt describes the current attempt of a retried handler.
+type Attempt struct {
+	Retry   int           // 0 on the first attempt
+	Started time.Time     // the first attempt, persisted across retries and restarts
+	Runtime time.Duration // since Started
+}
+
+// Change is the argument of create, update, delete, resume and field
+// handlers. Old and New are the essences of the object (or the field's values
+// for field handlers); nil means absent. Diff lists the changes between them
+// in Kopf's format.
+type Change struct {
+	Object
+	Attempt
+	Reason causes.Reason
+	Diff   diffbase.Diff
+	Old    any
+	New    any
+}
+
+// ChangeFunc is a resource-changing handler. A non-nil result is stored at
+// status.<handler-id>: a map is merged there, anything else replaces it.
+type ChangeFunc func(ctx context.Context, c *Change) (any, error)
+
+// NewObject fills the object part of handler arguments from a body.
+func NewObject(body map[string]any, res resources.Resource, p *patch.Patch, logger *slog.Logger) Object {
+	meta := nonNilMap(dicts.Map(body, "metadata"))
+	return Object{
+		Body:        body,
+		Spec:        nonNilMap(dicts.Map(body, "spec")),
+		Meta:        meta,
+		Status:      nonNilMap(dicts.Map(body, "status")),
+		Name:        dicts.String(meta, "name"),
+		Namespace:   dicts.String(meta, "namespace"),
+		UID:         dicts.String(meta, "uid"),
+		Labels:      stringMap(meta["labels"]),
+		Annotations: stringMap(meta["annotations"]),
+		Resource:    res,
+		Patch:       p,
+		Logger:      logger,
+	}
+}
+
+func nonNilMap(m map[string]any) map[string]any {
+	if m == nil {
+		return map[string]any{}
+	}
+	return m
+}
+
+func stringMap(v any) map[string]string {
+	m, _ := v.(map[string]any)
+	out := make(map[string]string, len(m))
+	for k, x := range m {
+		if s, ok := x.(string); ok {
+			out[k] = s
+		}
+	}
+	return out
+}

@@ -1,0 +1,342 @@
+package handlers
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"runtime/debug"
+	"time"
+
+	"k8s.io/utils/clock"
+
+	"github.com/kopfgo/kopfgo/causes"
+	"github.com/kopfgo/kopfgo/diffbase"
+	"github.com/kopfgo/kopfgo/internal/patch"
+	"github.com/kopfgo/kopfgo/internal/resources"
+	"github.com/kopfgo/kopfgo/persistence"
+)
+
+// Cycle is one pass of Kopf's handling cycle for one cause of one object
+// (K1-197): it runs at most one handler, the awake one with the fewest
+// retries, records its outcome in Patch, and says whether the cause is fully
+// handled or when to come back. The reactor applies Patch and, while handlers
+// remain, runs the next pass on the object's next state, so that each
+// handler's progress is persisted before the next one starts.
+type Cycle struct {
+	Reason   causes.Reason
+	Handlers []*Handler // selected for this cause, in registration order
+	// Known are all handlers of the resource: their stale records (from a
+	// superseded cause) are purged when the cause is done.
+	Known    []*Handler
+	Body     map[string]any
+	Resource resources.Resource
+	Old      map[string]any
+	New      map[string]any
+	Diff     diffbase.Diff
+	Patch    *patch.Patch
+	Storage  persistence.Storage
+	Clock    clock.PassiveClock
+	Logger   *slog.Logger
+	Memo     *Memo
+	// DefaultBackoff is the retry delay after arbitrary errors of handlers
+	// without their own Backoff.
+	DefaultBackoff time.Duration
+	// Invoke wraps each handler call, e.g. to limit concurrency; nil calls
+	// the handler directly.
+	Invoke func(ctx context.Context, call func())
+}
+
+// Outcome is the result of one pass.
+type Outcome struct {
+	// Done means every handler of the cause has finished (succeeded or
+	// failed permanently) and their records are purged.
+	Done bool
+	// Delay is, when not Done, how long until a handler is due; zero means
+	// at once (another handler is awake).
+	Delay     time.Duration
+	Succeeded int
+	Failed    int
+	// Ran reports whether a handler was invoked in this pass.
+	Ran bool
+}
+
+type state struct {
+	h   *Handler
+	rec *persistence.Record
+}
+
+func (s state) finished() bool { return s.rec != nil && (s.rec.Success || s.rec.Failure) }
+
+func (s state) awake(now time.Time) bool {
+	return s.rec == nil || s.rec.Delayed == nil || !s.rec.Delayed.After(now)
+}
+
+func (s state) retries() int {
+	if s.rec == nil {
+		return 0
+	}
+	return s.rec.Retries
+}
+
+// Run executes one pass.
+func (c *Cycle) Run(ctx context.Context) Outcome {
+	now := c.Clock.Now()
+	states := c.fetch()
+
+	var next *state
+	for i := range states {
+		s := &states[i]
+		if s.finished() || !s.awake(now) {
+			continue
+		}
+		if next == nil || s.retries() < next.retries() {
+			next = s
+		}
+	}
+	ran := false
+	if next != nil {
+		next.rec = c.attempt(ctx, next.h, next.rec)
+		c.Storage.Store(next.h.ID, next.rec, c.Body, c.Patch)
+		ran = true
+	}
+
+	out := Outcome{Ran: ran, Delay: time.Duration(math.MaxInt64)}
+	done := true
+	for _, s := range states {
+		switch {
+		case s.rec != nil && s.rec.Success:
+			out.Succeeded++
+		case s.rec != nil && s.rec.Failure:
+			out.Failed++
+		default:
+			done = false
+			out.Delay = min(out.Delay, c.delayOf(s, now))
+		}
+	}
+	if !done {
+		return out
+	}
+	out.Done, out.Delay = true, 0
+	c.Logger.Info(fmt.Sprintf("%s is processed: %d succeeded; %d failed.", c.Reason.Title(), out.Succeeded, out.Failed))
+	c.purge()
+	return out
+}
+
+func (c *Cycle) delayOf(s state, now time.Time) time.Duration {
+	if s.awake(now) {
+		return 0
+	}
+	return s.rec.Delayed.Sub(now)
+}
+
+// fetch reads the records of the cause's handlers. A record of another
+// purpose belongs to a superseded cause and does not count for this one.
+func (c *Cycle) fetch() []state {
+	states := make([]state, len(c.Handlers))
+	superseded := 0
+	for i, h := range c.Handlers {
+		states[i].h = h
+		rec, err := c.Storage.Fetch(h.ID, c.Body)
+		if err != nil {
+			c.Logger.Warn(fmt.Sprintf("Ignoring the unreadable progress of handler %q (it starts afresh): %v", h.ID, err))
+			continue
+		}
+		if rec != nil && rec.Purpose != "" && rec.Purpose != string(c.Reason) {
+			superseded++
+			continue
+		}
+		states[i].rec = rec
+	}
+	if superseded > 0 {
+		c.Logger.Info(fmt.Sprintf("Earlier handling is superseded by %s: %d handlers start afresh.", c.Reason.Title(), superseded))
+	}
+	return states
+}
+
+func (c *Cycle) purge() {
+	seen := map[string]bool{}
+	for _, hs := range [][]*Handler{c.Handlers, c.Known} {
+		for _, h := range hs {
+			if seen[h.ID] {
+				continue
+			}
+			seen[h.ID] = true
+			c.Storage.Purge(h.ID, c.Body, c.Patch)
+		}
+	}
+}
+
+// attempt invokes the handler once (or fails it without a call when its
+// timeout or retries are used up) and returns its new record.
+func (c *Cycle) attempt(ctx context.Context, h *Handler, prev *persistence.Record) *persistence.Record {
+	now := c.Clock.Now()
+	rec := persistence.Record{Purpose: string(c.Reason)}
+	if prev != nil {
+		rec = *prev
+		rec.Purpose = string(c.Reason)
+	}
+	if rec.Started == nil {
+		t := now
+		rec.Started = &t
+	}
+	runtime := now.Sub(*rec.Started)
+	log := c.Logger
+
+	fail := func(msg string) *persistence.Record {
+		log.Error(msg)
+		rec.Failure, rec.Stopped, rec.Delayed, rec.Message = true, &now, nil, msg
+		return &rec
+	}
+	if h.Timeout > 0 && runtime >= h.Timeout {
+		return fail(fmt.Sprintf("Handler '%s' has timed out after %s.", h.ID, runtime.Round(time.Millisecond)))
+	}
+	if h.Retries > 0 && rec.Retries >= h.Retries {
+		return fail(fmt.Sprintf("Handler '%s' has exceeded %d retries.", h.ID, h.Retries))
+	}
+
+	result, err := c.invoke(ctx, h, rec, runtime)
+	rec.Retries++
+	end := c.Clock.Now()
+
+	if err == nil {
+		if result != nil {
+			if err := deliver(c.Patch, h.ID, result); err != nil {
+				return fail(fmt.Sprintf("Handler '%s' returned a result that cannot be stored in status: %v", h.ID, err))
+			}
+		}
+		log.Info(fmt.Sprintf("Handler '%s' succeeded.", h.ID))
+		rec.Success, rec.Stopped, rec.Delayed, rec.Message = true, &end, nil, ""
+		return &rec
+	}
+
+	var (
+		temp  *TemporaryError
+		panic *PanicError
+		msg   = err.Error()
+		delay time.Duration
+	)
+	switch {
+	case errors.As(err, &temp):
+		delay = temp.Delay
+		if lookahead := c.lookahead(h, rec, runtime, delay); lookahead != "" {
+			return fail(fmt.Sprintf("Handler '%s' failed temporarily but will %s: %s", h.ID, lookahead, msg))
+		}
+		log.Error(fmt.Sprintf("Handler '%s' failed temporarily: %s", h.ID, msg))
+	case errors.Is(err, &PermanentError{}):
+		return fail(fmt.Sprintf("Handler '%s' failed permanently: %s", h.ID, msg))
+	default:
+		if errors.As(err, &panic) {
+			log.Debug(fmt.Sprintf("Handler '%s' panicked at:\n%s", h.ID, panic.Stack))
+		}
+		switch h.Errors {
+		case ErrorsIgnored:
+			log.Error(fmt.Sprintf("Handler '%s' failed with an exception and will ignore it: %s", h.ID, msg))
+			rec.Success, rec.Stopped, rec.Delayed, rec.Message = true, &end, nil, ""
+			return &rec
+		case ErrorsPermanent:
+			return fail(fmt.Sprintf("Handler '%s' failed with an exception and will stop now: %s", h.ID, msg))
+		}
+		delay = h.Backoff
+		if delay == 0 {
+			delay = c.DefaultBackoff
+		}
+		if lookahead := c.lookahead(h, rec, runtime, delay); lookahead != "" {
+			return fail(fmt.Sprintf("Handler '%s' failed with an exception and will stop now (it would %s on the next attempt): %s", h.ID, lookahead, msg))
+		}
+		log.Error(fmt.Sprintf("Handler '%s' failed with an exception and will try again in %s: %s", h.ID, seconds(delay), msg))
+	}
+	until := end.Add(delay)
+	rec.Delayed, rec.Message = &until, msg
+	return &rec
+}
+
+// lookahead tells whether the next attempt after delay would be past the
+// handler's timeout or retries, which fails it now rather than later.
+func (c *Cycle) lookahead(h *Handler, rec persistence.Record, runtime, delay time.Duration) string {
+	if h.Timeout > 0 && runtime+delay >= h.Timeout {
+		return fmt.Sprintf("time out after %s", seconds(h.Timeout))
+	}
+	if h.Retries > 0 && rec.Retries >= h.Retries {
+		return fmt.Sprintf("exceed %d retries", h.Retries)
+	}
+	return ""
+}
+
+func seconds(d time.Duration) string {
+	return fmt.Sprintf("%g seconds", d.Seconds())
+}
+
+func (c *Cycle) invoke(ctx context.Context, h *Handler, rec persistence.Record, runtime time.Duration) (result any, err error) {
+	if h.Timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithDeadline(ctx, rec.Started.Add(h.Timeout))
+		defer cancel()
+	}
+	logger := c.Logger
+	arg := &Change{
+		Object:  NewObject(c.Body, c.Resource, c.Patch, logger),
+		Attempt: Attempt{Retry: rec.Retries, Started: *rec.Started, Runtime: runtime},
+		Reason:  c.Reason,
+	}
+	arg.Memo = c.Memo
+	arg.Param = h.Param
+	arg.Diff = c.Diff
+	if c.Old != nil {
+		arg.Old = c.Old // a nil map in an interface would not be nil
+	}
+	if c.New != nil {
+		arg.New = c.New
+	}
+	if len(h.Field) > 0 {
+		arg.Old, _ = getPath(c.Old, h.Field)
+		arg.New, _ = getPath(c.New, h.Field)
+		arg.Diff = c.Diff.Reduce(h.Field)
+	}
+	logger.Debug(fmt.Sprintf("Invoking handler '%s'.", h.ID))
+	call := func() { result, err = safeCall(ctx, h.Fn, arg) }
+	if c.Invoke != nil {
+		c.Invoke(ctx, call)
+	} else {
+		call()
+	}
+	return result, err
+}
+
+func safeCall(ctx context.Context, fn ChangeFunc, arg *Change) (result any, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			result, err = nil, &PanicError{Value: v, Stack: debug.Stack()}
+		}
+	}()
+	return fn(ctx, arg)
+}
+
+// deliver puts a handler's result at status.<id>: a map merges into what is
+// there, anything else replaces it (K1-180). Results go through JSON so that
+// structs are stored as their JSON form.
+func deliver(p *patch.Patch, id string, result any) error {
+	raw, err := json.Marshal(result)
+	if err != nil {
+		return err
+	}
+	var v any
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return err
+	}
+	status := p.Status()
+	if m, ok := v.(map[string]any); ok {
+		if cur, ok := status[id].(map[string]any); ok {
+			for k, x := range m {
+				cur[k] = x
+			}
+			return nil
+		}
+		status[id] = m
+		return nil
+	}
+	status[id] = v
+	return nil
+}

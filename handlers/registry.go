@@ -1,0 +1,240 @@
+package handlers
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+
+	"github.com/kopfgo/kopfgo/causes"
+	"github.com/kopfgo/kopfgo/diffbase"
+	"github.com/kopfgo/kopfgo/internal/dicts"
+	"github.com/kopfgo/kopfgo/internal/resources"
+)
+
+// Registry collects handlers. Registration never fails on the spot: problems
+// are recorded and returned together by Err, so that Run can report every
+// mistake, each naming its handler, before anything starts.
+type Registry struct {
+	mu       sync.Mutex
+	changing []*Handler
+	errs     []error
+}
+
+// Registration is what the public API hands over for one changing handler.
+// Field is the dotted path for field handlers.
+type Registration struct {
+	Resource string
+	Reason   causes.Reason
+	Field    string
+	IsField  bool
+	Fn       ChangeFunc
+	// Configure applies the options; an ID it sets is the explicit id.
+	Configure func(*Handler)
+}
+
+// AddChanging validates and records a changing handler.
+func (r *Registry) AddChanging(reg Registration) {
+	h := &Handler{Reason: reg.Reason, Fn: reg.Fn, Resource: reg.Resource}
+	if reg.Configure != nil {
+		reg.Configure(h)
+	}
+	full, derived := FuncName(reg.Fn)
+	h.FuncName = full
+	h.fnPtr = funcPtr(reg.Fn)
+	explicit := h.ID
+	what := describe(reg, full, explicit)
+
+	var errs []error
+	if reg.Fn == nil {
+		errs = append(errs, fmt.Errorf("%s: the handler function is nil", what))
+	}
+	id := explicit
+	if id == "" {
+		id = derived
+		if id == "" && reg.Fn != nil {
+			errs = append(errs, fmt.Errorf("%s: a closure or function literal has no stable name; give it kopfgo.ID(\"...\"), because the id keys the progress persisted on objects", what))
+		}
+	}
+	if reg.IsField {
+		path, err := dicts.ParsePath(reg.Field)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", what, err))
+		}
+		h.Field = path
+		if id != "" && len(path) > 0 {
+			id += "/" + reg.Field
+		}
+	}
+	h.ID = id
+	sel, err := resources.Parse(reg.Resource)
+	if err != nil {
+		errs = append(errs, fmt.Errorf("%s: %w", what, err))
+	}
+	h.Selector = sel
+	if h.Retries < 0 {
+		errs = append(errs, fmt.Errorf("%s: Retries must not be negative", what))
+	}
+	if h.Backoff < 0 || h.Timeout < 0 {
+		errs = append(errs, fmt.Errorf("%s: Backoff and Timeout must not be negative", what))
+	}
+
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(errs) == 0 {
+		for _, o := range r.changing {
+			if o.ID == h.ID && o.Reason == h.Reason && o.Selector == h.Selector {
+				errs = append(errs, fmt.Errorf("%s: duplicate handler id %q (also %s); give one of them another kopfgo.ID", what, h.ID, o.FuncName))
+				break
+			}
+		}
+	}
+	for _, err := range errs {
+		r.errs = append(r.errs, fmt.Errorf("%w: %w", ErrRegistration, err))
+	}
+	if len(errs) == 0 {
+		r.changing = append(r.changing, h)
+	}
+}
+
+// AddError records a registration problem found by a caller.
+func (r *Registry) AddError(err error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.errs = append(r.errs, fmt.Errorf("%w: %w", ErrRegistration, err))
+}
+
+func describe(reg Registration, full, explicit string) string {
+	kind := "On." + titleCase(string(reg.Reason))
+	if reg.IsField {
+		kind = "On.Field"
+	}
+	name := full
+	if explicit != "" {
+		name = fmt.Sprintf("%q (%s)", explicit, full)
+	}
+	if name == "" {
+		name = "<nil>"
+	}
+	return fmt.Sprintf("%s(%q) handler %s", kind, reg.Resource, name)
+}
+
+func titleCase(s string) string {
+	if s == "" {
+		return s
+	}
+	return strings.ToUpper(s[:1]) + s[1:]
+}
+
+// Err returns every registration error, joined, or nil.
+func (r *Registry) Err() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return errors.Join(r.errs...)
+}
+
+// Changing returns the changing handlers in registration order.
+func (r *Registry) Changing() []*Handler {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]*Handler(nil), r.changing...)
+}
+
+// Selectors returns the distinct selectors of all handlers, for discovery.
+func (r *Registry) Selectors() []resources.Selector {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	seen := map[resources.Selector]bool{}
+	var out []resources.Selector
+	for _, h := range r.changing {
+		if !seen[h.Selector] {
+			seen[h.Selector] = true
+			out = append(out, h.Selector)
+		}
+	}
+	return out
+}
+
+// ForResource returns the handlers whose selectors match the resource.
+func ForResource(all []*Handler, res resources.Resource) []*Handler {
+	var out []*Handler
+	for _, h := range all {
+		if h.Selector.Matches(res) {
+			out = append(out, h)
+		}
+	}
+	return out
+}
+
+// RequiresFinalizer reports whether any of the handlers needs the finalizer.
+func RequiresFinalizer(hs []*Handler) bool {
+	for _, h := range hs {
+		if h.RequiresFinalizer() {
+			return true
+		}
+	}
+	return false
+}
+
+// ExtraFields returns the field paths that field handlers watch outside the
+// default essence (status, for instance), so that they enter the essence.
+func ExtraFields(hs []*Handler) [][]string {
+	var out [][]string
+	for _, h := range hs {
+		if len(h.Field) > 0 && h.Field[0] != "spec" && h.Field[0] != "metadata" {
+			out = append(out, h.Field)
+		}
+	}
+	return out
+}
+
+// Select returns the handlers to run for a cause, in registration order,
+// deduplicated by function and id (K1-032). Field handlers run on updates
+// where their field changed, and (per the manual, not Kopf's code) not on
+// creation. Resume handlers join an update or deletion of an object first
+// seen in the initial listing (K1-041, K1-042).
+func Select(hs []*Handler, reason causes.Reason, diff diffbase.Diff, initial bool) []*Handler {
+	var out []*Handler
+	type key struct {
+		fn uintptr
+		id string
+	}
+	seen := map[key]bool{}
+	for _, h := range hs {
+		if !selected(h, reason, diff, initial) {
+			continue
+		}
+		k := key{h.fnPtr, h.ID}
+		if seen[k] {
+			continue
+		}
+		seen[k] = true
+		out = append(out, h)
+	}
+	return out
+}
+
+func selected(h *Handler, reason causes.Reason, diff diffbase.Diff, initial bool) bool {
+	switch h.Reason {
+	case causes.Resume:
+		switch reason {
+		case causes.Resume:
+			return true
+		case causes.Update:
+			return initial
+		case causes.Delete:
+			return initial && h.Deleted
+		}
+		return false
+	case causes.Update:
+		if reason != causes.Update {
+			return false
+		}
+		if len(h.Field) > 0 {
+			return len(diff.Reduce(h.Field)) > 0
+		}
+		return true
+	default:
+		return h.Reason == reason
+	}
+}

@@ -1,0 +1,124 @@
+package handlers
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/kopfgo/kopfgo/causes"
+	"github.com/kopfgo/kopfgo/diffbase"
+)
+
+func namedFn(ctx context.Context, c *Change) (any, error) { return nil, nil }
+func otherFn(ctx context.Context, c *Change) (any, error) { return nil, nil }
+
+type T struct{}
+
+func (T) Method(ctx context.Context, c *Change) (any, error) { return nil, nil }
+
+func TestFuncNameDerivesStableIDs(t *testing.T) {
+	closure := func(ctx context.Context, c *Change) (any, error) { return nil, nil }
+	tests := []struct {
+		fn   any
+		want string
+	}{
+		{ChangeFunc(namedFn), "namedFn"},
+		{ChangeFunc(T{}.Method), "T.Method"},
+		{ChangeFunc(closure), ""},
+	}
+	for _, tt := range tests {
+		if _, got := FuncName(tt.fn); got != tt.want {
+			t.Errorf("FuncName = %q, want %q", got, tt.want)
+		}
+	}
+}
+
+func TestRegistrationErrorsNameTheHandler(t *testing.T) {
+	tests := []struct {
+		name string
+		reg  Registration
+		want string
+	}{
+		{"closure without id", Registration{Resource: "kopfexamples", Reason: causes.Create,
+			Fn: func(ctx context.Context, c *Change) (any, error) { return nil, nil }}, "give it kopfgo.ID"},
+		{"empty field", Registration{Resource: "kopfexamples", Reason: causes.Update, IsField: true, Fn: namedFn}, "empty field path"},
+		{"bad field", Registration{Resource: "kopfexamples", Reason: causes.Update, IsField: true, Field: "spec..x", Fn: namedFn}, "empty segment"},
+		{"empty resource", Registration{Resource: "", Reason: causes.Create, Fn: namedFn}, "empty resource"},
+		{"bad resource", Registration{Resource: "a/b/c/d", Reason: causes.Create, Fn: namedFn}, "too many parts"},
+		{"nil fn", Registration{Resource: "kopfexamples", Reason: causes.Create}, "nil"},
+		{"negative retries", Registration{Resource: "kopfexamples", Reason: causes.Create, Fn: namedFn,
+			Configure: func(h *Handler) { h.Retries = -1 }}, "Retries"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var r Registry
+			r.AddChanging(tt.reg)
+			err := r.Err()
+			if !errors.Is(err, ErrRegistration) || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("err = %v, want ErrRegistration mentioning %q", err, tt.want)
+			}
+			if tt.reg.Fn != nil && !strings.Contains(err.Error(), "On.") {
+				t.Errorf("err does not name the registration: %v", err)
+			}
+		})
+	}
+}
+
+func TestDuplicateIDs(t *testing.T) {
+	var r Registry
+	r.AddChanging(Registration{Resource: "kopfexamples", Reason: causes.Create, Fn: namedFn})
+	r.AddChanging(Registration{Resource: "kopfexamples", Reason: causes.Create, Fn: otherFn,
+		Configure: func(h *Handler) { h.ID = "namedFn" }})
+	if err := r.Err(); err == nil || !strings.Contains(err.Error(), `duplicate handler id "namedFn"`) {
+		t.Fatalf("err = %v", err)
+	}
+	// The same function for create and resume is fine (deduplicated at run).
+	var ok Registry
+	ok.AddChanging(Registration{Resource: "kopfexamples", Reason: causes.Create, Fn: namedFn})
+	ok.AddChanging(Registration{Resource: "kopfexamples", Reason: causes.Resume, Fn: namedFn})
+	if err := ok.Err(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestFieldHandlerIDAndSelection(t *testing.T) {
+	var r Registry
+	r.AddChanging(Registration{Resource: "kopfexamples", Reason: causes.Update, IsField: true, Field: "spec.field", Fn: namedFn})
+	r.AddChanging(Registration{Resource: "kopfexamples", Reason: causes.Update, Fn: otherFn})
+	r.AddChanging(Registration{Resource: "kopfexamples", Reason: causes.Resume, Fn: otherFn, Configure: func(h *Handler) { h.ID = "res" }})
+	if err := r.Err(); err != nil {
+		t.Fatal(err)
+	}
+	hs := r.Changing()
+	if hs[0].ID != "namedFn/spec.field" {
+		t.Errorf("field handler id = %q", hs[0].ID)
+	}
+	ids := func(hs []*Handler) string {
+		var s []string
+		for _, h := range hs {
+			s = append(s, h.ID)
+		}
+		return strings.Join(s, ",")
+	}
+	fieldDiff := diffbase.Diff{{Op: diffbase.Change, Path: []string{"spec", "field"}, Old: "a", New: "b"}}
+	otherDiff := diffbase.Diff{{Op: diffbase.Change, Path: []string{"spec", "other"}, Old: "a", New: "b"}}
+	tests := []struct {
+		reason  causes.Reason
+		diff    diffbase.Diff
+		initial bool
+		want    string
+	}{
+		{causes.Update, fieldDiff, false, "namedFn/spec.field,otherFn"},
+		{causes.Update, otherDiff, false, "otherFn"},
+		{causes.Update, otherDiff, true, "otherFn,res"},
+		{causes.Resume, nil, true, "res"},
+		{causes.Create, nil, false, ""},
+		{causes.Delete, nil, true, ""},
+	}
+	for _, tt := range tests {
+		if got := ids(Select(hs, tt.reason, tt.diff, tt.initial)); got != tt.want {
+			t.Errorf("Select(%s, initial=%v) = %q, want %q", tt.reason, tt.initial, got, tt.want)
+		}
+	}
+}

@@ -1,0 +1,224 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/pflag"
+
+	"github.com/kopfgo/kopfgo/internal/logging"
+)
+
+// RunFlags are the options of `kopf run` that apply to kopfgo (K2-069),
+// plus --kubeconfig and --context. Kopf's --liveness, --peering, --priority
+// and --dev are left out until kopfgo serves probes and peers; -m/--module
+// has no meaning in Go.
+type RunFlags struct {
+	Namespaces    []string // -n/--namespace, repeatable; patterns as in Kopf
+	AllNamespaces bool     // -A/--all-namespaces
+	Standalone    bool     // --standalone
+	Verbose       bool     // -v/--verbose
+	Debug         bool     // -d/--debug
+	Quiet         bool     // -q/--quiet
+	LogFormat     string   // --log-format plain|full|json
+	LogPrefix     *bool    // --log-prefix/--no-log-prefix; nil: by format
+	LogRefKey     string   // --log-refkey
+	Kubeconfig    string   // --kubeconfig
+	Context       string   // --context
+}
+
+// The environment variables of the flags, as Kopf's click names them
+// (auto_envvar_prefix KOPF, the command, the parameter's name): e.g. -A is
+// the parameter "clusterwide". KOPF_RUN_NAMESPACE (singular, legacy) is
+// handled separately: it is always appended to the namespaces.
+var envNames = map[string]string{
+	"namespace":      "KOPF_RUN_NAMESPACES",
+	"all-namespaces": "KOPF_RUN_CLUSTERWIDE",
+	"standalone":     "KOPF_RUN_STANDALONE",
+	"verbose":        "KOPF_RUN_VERBOSE",
+	"debug":          "KOPF_RUN_DEBUG",
+	"quiet":          "KOPF_RUN_QUIET",
+	"log-format":     "KOPF_RUN_LOG_FORMAT",
+	"log-prefix":     "KOPF_RUN_LOG_PREFIX",
+	"no-log-prefix":  "KOPF_RUN_LOG_PREFIX",
+	"log-refkey":     "KOPF_RUN_LOG_REFKEY",
+	"kubeconfig":     "KOPF_RUN_KUBECONFIG",
+	"context":        "KOPF_RUN_CONTEXT",
+}
+
+// LegacyNamespaceEnv names one more namespace, appended to the others.
+const LegacyNamespaceEnv = "KOPF_RUN_NAMESPACE"
+
+// Bind defines the flags on fs, writing to f.
+func (f *RunFlags) Bind(fs *pflag.FlagSet) {
+	fs.SortFlags = false
+	usage := func(name, text string) string { return text + " [$" + envNames[name] + "]" }
+	fs.StringArrayVarP(&f.Namespaces, "namespace", "n", nil, usage("namespace",
+		"serve this namespace, or the namespaces matching this pattern: globs with * and ?, "+
+			"negated with !, several comma-separated in one pattern; repeatable"))
+	fs.BoolVarP(&f.AllNamespaces, "all-namespaces", "A", false, usage("all-namespaces",
+		"serve the whole cluster through the cluster-wide API endpoints (the default without -n)"))
+	fs.BoolVar(&f.Standalone, "standalone", false, usage("standalone",
+		"disable peering: run as the only instance of the operator"))
+	fs.BoolVarP(&f.Verbose, "verbose", "v", false, usage("verbose",
+		"log at DEBUG: what the operator is doing"))
+	fs.BoolVarP(&f.Debug, "debug", "d", false, usage("debug",
+		"log at DEBUG, with client-go's internals and the API traffic"))
+	fs.BoolVarP(&f.Quiet, "quiet", "q", false, usage("quiet",
+		"log only warnings and errors"))
+	fs.StringVar(&f.LogFormat, "log-format", string(logging.FormatFull), usage("log-format",
+		"log format: plain, full or json"))
+	fs.AddFlag(&pflag.Flag{Name: "log-prefix", NoOptDefVal: "true", Value: &prefixValue{&f.LogPrefix, true},
+		Usage: usage("log-prefix", "prefix object-related messages with [namespace/name] (default: on, off for json)")})
+	fs.AddFlag(&pflag.Flag{Name: "no-log-prefix", NoOptDefVal: "true", Value: &prefixValue{&f.LogPrefix, false},
+		Usage: "do not prefix object-related messages"})
+	fs.StringVar(&f.LogRefKey, "log-refkey", "", usage("log-refkey",
+		`for json logs, the key of the object reference (default "object")`))
+	fs.StringVar(&f.Kubeconfig, "kubeconfig", "", usage("kubeconfig",
+		"kubeconfig file (default: $KUBECONFIG, ~/.kube/config, or the in-cluster service account)"))
+	fs.StringVar(&f.Context, "context", "", usage("context",
+		"kubeconfig context (default: the current context)"))
+}
+
+// Complete applies the environment variables to the flags not given on the
+// command line (lookup is os.LookupEnv outside tests), then validates the
+// flags. Its errors are usage errors.
+func (f *RunFlags) Complete(fs *pflag.FlagSet, lookup func(string) (string, bool)) error {
+	var errs []error
+	changed := func(name string) bool { return fs.Changed(name) }
+	fs.VisitAll(func(fl *pflag.Flag) {
+		env := envNames[fl.Name]
+		if env == "" || changed(fl.Name) || (env == envNames["log-prefix"] && (changed("log-prefix") || changed("no-log-prefix"))) {
+			return
+		}
+		v, ok := lookup(env)
+		if !ok || strings.TrimSpace(v) == "" || fl.Name == "no-log-prefix" {
+			return // empty is unset, as in click
+		}
+		if err := setFromEnv(fl, v); err != nil {
+			errs = append(errs, fmt.Errorf("invalid value %q for $%s: %w", v, env, err))
+		}
+	})
+	if v, ok := lookup(LegacyNamespaceEnv); ok && v != "" {
+		f.Namespaces = append(f.Namespaces, v)
+	}
+	if len(f.Namespaces) > 0 && f.AllNamespaces {
+		errs = append(errs, errors.New("either --namespace or --all-namespaces can be used, not both"))
+	}
+	for _, ns := range f.Namespaces {
+		if strings.TrimSpace(ns) == "" {
+			errs = append(errs, errors.New("--namespace must not be empty"))
+			break
+		}
+	}
+	if _, err := logging.ParseFormat(f.LogFormat); err != nil || f.LogFormat == "" {
+		errs = append(errs, fmt.Errorf("invalid --log-format %q: use plain, full or json", f.LogFormat))
+	}
+	return errors.Join(errs...)
+}
+
+func setFromEnv(fl *pflag.Flag, v string) error {
+	switch val := fl.Value.(type) {
+	case pflag.SliceValue:
+		// Click splits the values of repeatable options on whitespace.
+		return val.Replace(strings.Fields(v))
+	case *prefixValue:
+		b, err := parseBool(v)
+		if err != nil {
+			return err
+		}
+		*val.target = &b
+		return nil
+	}
+	if fl.Value.Type() == "bool" {
+		b, err := parseBool(v)
+		if err != nil {
+			return err
+		}
+		v = strconv.FormatBool(b)
+	}
+	return fl.Value.Set(v)
+}
+
+// parseBool parses booleans as click does.
+func parseBool(s string) (bool, error) {
+	switch strings.ToLower(strings.TrimSpace(s)) {
+	case "1", "true", "t", "yes", "y", "on":
+		return true, nil
+	case "0", "false", "f", "no", "n", "off":
+		return false, nil
+	}
+	return false, errors.New("not a boolean: use 1/0, true/false, yes/no or on/off")
+}
+
+// Level is the log level the verbosity flags ask for (K2-021).
+func (f *RunFlags) Level() slog.Level {
+	switch {
+	case f.Debug || f.Verbose:
+		return slog.LevelDebug
+	case f.Quiet:
+		return slog.LevelWarn
+	}
+	return slog.LevelInfo
+}
+
+// Logging is the logging configuration the flags ask for.
+func (f *RunFlags) Logging(w io.Writer) logging.Config {
+	format, _ := logging.ParseFormat(f.LogFormat)
+	return logging.Config{Format: format, Level: f.Level(), Prefix: f.LogPrefix, RefKey: f.LogRefKey, Writer: w}
+}
+
+// Args returns the flags given on the command line of fs, as arguments
+// that give the same flags to another command with the same definitions.
+// The environment variables are not included: the other command reads them
+// itself.
+func Args(fs *pflag.FlagSet) []string {
+	var args []string
+	prefixDone := false
+	fs.Visit(func(fl *pflag.Flag) {
+		switch v := fl.Value.(type) {
+		case *prefixValue:
+			if !prefixDone {
+				args = append(args, "--log-prefix="+v.String())
+				prefixDone = true
+			}
+		case pflag.SliceValue:
+			for _, s := range v.GetSlice() {
+				args = append(args, "--"+fl.Name+"="+s)
+			}
+		default:
+			args = append(args, "--"+fl.Name+"="+fl.Value.String())
+		}
+	})
+	return args
+}
+
+// prefixValue is one of --log-prefix (sets) and --no-log-prefix (sets
+// false): a pair sharing one tri-state target, the last given one wins.
+type prefixValue struct {
+	target **bool
+	sets   bool
+}
+
+func (p *prefixValue) Set(s string) error {
+	b, err := strconv.ParseBool(s)
+	if err != nil {
+		return err
+	}
+	v := b == p.sets
+	*p.target = &v
+	return nil
+}
+
+func (p *prefixValue) String() string {
+	if p.target == nil || *p.target == nil {
+		return ""
+	}
+	return strconv.FormatBool(**p.target)
+}
+
+func (p *prefixValue) Type() string { return "bool" }

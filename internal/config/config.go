@@ -1,0 +1,97 @@
+package config
+
+import (
+	"time"
+
+	"github.com/kopfgo/kopfgo/diffbase"
+	"github.com/kopfgo/kopfgo/persistence"
+)
+
+// DefaultFinalizer is the finalizer Kopf puts on objects whose deletion must
+// wait for the operator (persistence.finalizer).
+const DefaultFinalizer = "kopf.zalando.org/KopfFinalizerMarker"
+
+// Settings is the operator's configuration. The zero value is Kopf's defaults.
+type Settings struct {
+	Persistence Persistence
+	Execution   Execution
+	Queueing    Queueing
+	Watching    Watching
+}
+
+// Persistence says where and how the operator keeps its state on objects.
+type Persistence struct {
+	// Finalizer blocks deletion while delete handlers are pending.
+	// Default: "kopf.zalando.org/KopfFinalizerMarker".
+	Finalizer string
+	// ProgressStorage keeps per-handler progress. Default: Kopf's smart
+	// storage (annotations, with the legacy status records read and purged).
+	ProgressStorage persistence.Storage
+	// DiffBaseStorage keeps the last handled essence. Default: the
+	// kopf.zalando.org/last-handled-configuration annotation.
+	DiffBaseStorage diffbase.Storage
+	// ConsistencyTimeout bounds the wait for the operator's own patch to come
+	// back through the watch before state-dependent handlers run again.
+	// Default 5s; negative disables the wait.
+	ConsistencyTimeout time.Duration
+}
+
+// Execution tunes handler invocation.
+type Execution struct {
+	// DefaultBackoff is the retry delay after an arbitrary error of a handler
+	// without its own Backoff. Default 60s.
+	DefaultBackoff time.Duration
+	// MaxWorkers caps concurrent handler invocations across objects; 0 means
+	// no cap (Kopf's thread pool has no Go equivalent).
+	MaxWorkers int
+}
+
+// Queueing tunes the per-object workers.
+type Queueing struct {
+	// IdleTimeout is how long an object's worker lingers without events.
+	// Default 5s.
+	IdleTimeout time.Duration
+	// ErrorDelays throttle an object after unexpected errors of the
+	// framework itself (not handler errors). Default: Fibonacci 1s..610s.
+	ErrorDelays []time.Duration
+}
+
+// Watching tunes the watch streams.
+type Watching struct {
+	// ServerTimeout is sent as timeoutSeconds on watch requests; 0 lets the
+	// server choose.
+	ServerTimeout time.Duration
+	// ReconnectBackoff is the pause between watch attempts. Default 0.1s.
+	ReconnectBackoff time.Duration
+}
+
+// WithDefaults returns a copy with every unset field given Kopf's default.
+func (s Settings) WithDefaults() Settings {
+	if s.Persistence.Finalizer == "" {
+		s.Persistence.Finalizer = DefaultFinalizer
+	}
+	if s.Persistence.ProgressStorage == nil {
+		s.Persistence.ProgressStorage = persistence.Default()
+	}
+	if s.Persistence.DiffBaseStorage == nil {
+		s.Persistence.DiffBaseStorage = diffbase.Default()
+	}
+	if s.Persistence.ConsistencyTimeout == 0 {
+		s.Persistence.ConsistencyTimeout = 5 * time.Second
+	}
+	if s.Execution.DefaultBackoff == 0 {
+		s.Execution.DefaultBackoff = 60 * time.Second
+	}
+	if s.Queueing.IdleTimeout == 0 {
+		s.Queueing.IdleTimeout = 5 * time.Second
+	}
+	if len(s.Queueing.ErrorDelays) == 0 {
+		for _, n := range []int{1, 1, 2, 3, 5, 8, 13, 21, 34, 55, 89, 144, 233, 377, 610} {
+			s.Queueing.ErrorDelays = append(s.Queueing.ErrorDelays, time.Duration(n)*time.Second)
+		}
+	}
+	if s.Watching.ReconnectBackoff == 0 {
+		s.Watching.ReconnectBackoff = 100 * time.Millisecond
+	}
+	return s
+}

@@ -1,0 +1,8 @@
+// Package conventions forms the annotation keys that kopfgo's storages write,
+// exactly as Kopf forms them, so that objects handled by a Kopf operator and
+// by a kopfgo operator carry the same keys (K2-039, K2-040).
+//
+// It also recognises the keys of other Kopf-style operators, so that their
+// state never counts as an essential change of an object (the "ping-pong"
+// between two operators that Kopf's markers prevent).
+package conventions

@@ -1,0 +1,8 @@
+// Package dicts reads and writes dotted field paths in the unstructured
+// map[string]any trees that Kubernetes objects decode to.
+//
+// Kopf addresses fields as "spec.field" or as tuples of keys; kopfgo keeps the
+// tuple form ([]string) internally so that keys containing dots (annotation
+// keys, for instance) stay addressable, and parses the dotted form only at the
+// registration boundary.
+package dicts

@@ -1,0 +1,172 @@
+package kube
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
+
+	"github.com/kopfgo/kopfgo/internal/patch"
+	"github.com/kopfgo/kopfgo/internal/resources"
+)
+
+// Client wraps the dynamic and discovery clients the operator needs.
+type Client struct {
+	Dynamic   dynamic.Interface
+	Discovery discovery.DiscoveryInterface
+}
+
+// NewClient builds clients for cfg. Client-side rate limiting is disabled,
+// as in Kopf: the operator's request rate follows the cluster's events, and
+// the API server's own priority and fairness protects it.
+func NewClient(cfg *rest.Config) (*Client, error) {
+	cfg = rest.CopyConfig(cfg)
+	if cfg.QPS == 0 && cfg.RateLimiter == nil {
+		cfg.QPS = -1
+	}
+	cfg.UserAgent = "kopfgo"
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("cannot create the Kubernetes client: %w", err)
+	}
+	disc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("cannot create the discovery client: %w", err)
+	}
+	return &Client{Dynamic: dyn, Discovery: disc}, nil
+}
+
+// Discover lists every served resource of every version, marking the
+// preferred versions. Groups whose discovery fails (a broken aggregated API,
+// for instance) are skipped, so that they cannot block the whole operator;
+// the error is returned alongside for logging.
+func (c *Client) Discover(ctx context.Context) ([]resources.Resource, error) {
+	groups, lists, err := c.Discovery.ServerGroupsAndResources()
+	var partial *discovery.ErrGroupDiscoveryFailed
+	if err != nil && !errors.As(err, &partial) {
+		return nil, fmt.Errorf("cannot discover the cluster's resources: %w", err)
+	}
+	preferred := map[string]string{}
+	for _, g := range groups {
+		preferred[g.Name] = g.PreferredVersion.Version
+	}
+	var out []resources.Resource
+	for _, list := range lists {
+		gv, perr := schema.ParseGroupVersion(list.GroupVersion)
+		if perr != nil {
+			continue
+		}
+		subs := map[string][]string{}
+		for _, r := range list.APIResources {
+			if base, sub, ok := strings.Cut(r.Name, "/"); ok {
+				subs[base] = append(subs[base], sub)
+			}
+		}
+		for _, r := range list.APIResources {
+			if strings.Contains(r.Name, "/") {
+				continue
+			}
+			out = append(out, resources.Resource{
+				Group:        gv.Group,
+				Version:      gv.Version,
+				Plural:       r.Name,
+				Singular:     r.SingularName,
+				Kind:         r.Kind,
+				ShortNames:   slices.Clone(r.ShortNames),
+				Categories:   slices.Clone(r.Categories),
+				Namespaced:   r.Namespaced,
+				Preferred:    preferred[gv.Group] == gv.Version,
+				Subresources: subs[r.Name],
+				Verbs:        slices.Clone(r.Verbs),
+			})
+		}
+	}
+	if partial != nil {
+		return out, partial
+	}
+	return out, nil
+}
+
+// ErrGone means the object no longer exists.
+var ErrGone = errors.New("object is gone")
+
+// Apply sends a handling cycle's patch: one merge patch of the object and,
+// for resources with a status subresource, one of its status (the API server
+// ignores status in main patches there). It returns the object as the last
+// patch left it. A vanished object is ErrGone, not a failure.
+func (c *Client) Apply(ctx context.Context, res resources.Resource, namespace, name string, p *patch.Patch) (*unstructured.Unstructured, error) {
+	if p.IsEmpty() {
+		return nil, nil
+	}
+	ri := c.resource(res, namespace)
+	var main, status map[string]any
+	if res.HasStatus() {
+		main, status = p.Split()
+	} else {
+		main = p.Map()
+	}
+	var last *unstructured.Unstructured
+	for _, part := range []struct {
+		body map[string]any
+		sub  []string
+	}{{main, nil}, {status, []string{"status"}}} {
+		if len(part.body) == 0 {
+			continue
+		}
+		data, err := json.Marshal(part.body)
+		if err != nil {
+			return nil, fmt.Errorf("cannot encode the patch: %w", err)
+		}
+		obj, err := ri.Patch(ctx, name, types.MergePatchType, data, metav1.PatchOptions{}, part.sub...)
+		if apierrors.IsNotFound(err) {
+			return last, ErrGone
+		}
+		if err != nil {
+			where := res.String()
+			if len(part.sub) > 0 {
+				where += "/status"
+			}
+			return last, fmt.Errorf("patching %s %s: %w", where, objectName(namespace, name), err)
+		}
+		last = obj
+	}
+	return last, nil
+}
+
+// Get reads an object afresh from the API (not from a watch cache).
+func (c *Client) Get(ctx context.Context, res resources.Resource, namespace, name string) (*unstructured.Unstructured, error) {
+	obj, err := c.resource(res, namespace).Get(ctx, name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil, ErrGone
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading %s %s: %w", res, objectName(namespace, name), err)
+	}
+	return obj, nil
+}
+
+func (c *Client) resource(res resources.Resource, namespace string) dynamic.ResourceInterface {
+	ri := c.Dynamic.Resource(res.GVR())
+	if res.Namespaced {
+		return ri.Namespace(namespace)
+	}
+	return ri
+}
+
+func objectName(namespace, name string) string {
+	if namespace == "" {
+		return name
+	}
+	return namespace + "/" + name
+}

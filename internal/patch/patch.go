@@ -1,0 +1,155 @@
+package patch
+
+import (
+	"encoding/json"
+
+	"github.com/kopfgo/kopfgo/internal/dicts"
+)
+
+// Patch is a JSON merge patch being built. A nil value removes a field when
+// the patch is applied; maps merge recursively; any other value (lists
+// included) replaces the field. The zero value is an empty patch ready to use.
+type Patch struct {
+	root map[string]any
+}
+
+// Map returns the patch as a tree. It is the patch's own storage, not a copy.
+func (p *Patch) Map() map[string]any {
+	if p.root == nil {
+		p.root = map[string]any{}
+	}
+	return p.root
+}
+
+// IsEmpty reports whether applying the patch would send nothing.
+func (p *Patch) IsEmpty() bool { return len(p.root) == 0 }
+
+// Section returns the map at the given keys, creating it when absent, so that
+// callers can write into it: p.Section("spec")["replicas"] = 3.
+func (p *Patch) Section(keys ...string) map[string]any {
+	cur := p.Map()
+	for _, k := range keys {
+		next, ok := cur[k].(map[string]any)
+		if !ok {
+			next = map[string]any{}
+			cur[k] = next
+		}
+		cur = next
+	}
+	return cur
+}
+
+// Spec returns the patch's spec section for writing.
+func (p *Patch) Spec() map[string]any { return p.Section("spec") }
+
+// Status returns the patch's status section for writing.
+func (p *Patch) Status() map[string]any { return p.Section("status") }
+
+// Meta returns the patch's metadata section for writing.
+func (p *Patch) Meta() map[string]any { return p.Section("metadata") }
+
+// Labels returns the patch's metadata.labels section for writing.
+func (p *Patch) Labels() map[string]any { return p.Section("metadata", "labels") }
+
+// Annotations returns the patch's metadata.annotations section for writing.
+func (p *Patch) Annotations() map[string]any { return p.Section("metadata", "annotations") }
+
+// Set stores value at the keys path; a nil value removes the field on apply.
+func (p *Patch) Set(keys []string, value any) { dicts.Set(p.Map(), keys, value) }
+
+// SetAnnotation sets an annotation; RemoveAnnotation removes it on apply.
+func (p *Patch) SetAnnotation(key, value string) { p.Annotations()[key] = value }
+
+// RemoveAnnotation removes an annotation when the patch is applied.
+func (p *Patch) RemoveAnnotation(key string) { p.Annotations()[key] = nil }
+
+// Has reports whether the patch sets or removes the field at keys.
+func (p *Patch) Has(keys ...string) bool {
+	_, ok := dicts.Get(p.root, keys)
+	return ok
+}
+
+// Merge folds other into p with merge-patch semantics: nested maps merge,
+// everything else (nil included) overwrites.
+func (p *Patch) Merge(other *Patch) {
+	if other == nil || other.IsEmpty() {
+		return
+	}
+	mergeInto(p.Map(), other.root)
+}
+
+func mergeInto(dst, src map[string]any) {
+	for k, v := range src {
+		if sm, ok := v.(map[string]any); ok {
+			if dm, ok := dst[k].(map[string]any); ok {
+				mergeInto(dm, sm)
+				continue
+			}
+			dst[k] = dicts.DeepCopyMap(sm)
+			continue
+		}
+		dst[k] = dicts.DeepCopy(v)
+	}
+}
+
+// Split separates the status section from the rest, for resources whose
+// status is a subresource: the API server ignores status in main-resource
+// patches there, and everything but status in status patches.
+func (p *Patch) Split() (main, status map[string]any) {
+	main = make(map[string]any, len(p.root))
+	for k, v := range p.root {
+		if k == "status" {
+			if s, ok := v.(map[string]any); ok {
+				if len(s) > 0 {
+					status = map[string]any{"status": s}
+				}
+				continue
+			}
+			status = map[string]any{"status": v}
+			continue
+		}
+		main[k] = v
+	}
+	if len(main) == 0 {
+		main = nil
+	}
+	return main, status
+}
+
+// MarshalJSON encodes the patch as the merge-patch document.
+func (p *Patch) MarshalJSON() ([]byte, error) {
+	if p.root == nil {
+		return []byte("{}"), nil
+	}
+	return json.Marshal(p.root)
+}
+
+// Apply returns a copy of body with the patch applied using merge-patch
+// semantics. The framework uses it to predict an object's state after its own
+// patch, e.g. for logging and for handlers that read their own writes.
+func (p *Patch) Apply(body map[string]any) map[string]any {
+	out := dicts.DeepCopyMap(body)
+	if out == nil {
+		out = map[string]any{}
+	}
+	applyInto(out, p.root)
+	return out
+}
+
+func applyInto(dst, src map[string]any) {
+	for k, v := range src {
+		switch t := v.(type) {
+		case nil:
+			delete(dst, k)
+		case map[string]any:
+			dm, ok := dst[k].(map[string]any)
+			if !ok || dm == nil {
+				dm = map[string]any{}
+				dst[k] = dm
+			}
+			applyInto(dm, t)
+		default:
+			dst[k] = dicts.DeepCopy(t)
+		}
+	}
+}

@@ -1,0 +1,326 @@
+package reactor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/kopfgo/kopfgo/causes"
+	"github.com/kopfgo/kopfgo/diffbase"
+	"github.com/kopfgo/kopfgo/handlers"
+	"github.com/kopfgo/kopfgo/internal/kube"
+	"github.com/kopfgo/kopfgo/internal/logging"
+	"github.com/kopfgo/kopfgo/internal/patch"
+	"github.com/kopfgo/kopfgo/internal/resources"
+	"github.com/kopfgo/kopfgo/persistence"
+)
+
+// processor handles the objects of one watched resource and namespace.
+type processor struct {
+	cfg      Config
+	client   *kube.Client
+	res      resources.Resource
+	handlers []*handlers.Handler
+	store    cache.Store
+	invoke   func(ctx context.Context, call func())
+
+	requiresFinalizer bool
+	extraFields       [][]string
+
+	mu    sync.Mutex
+	slots map[string]*slot
+	mems  map[string]*memory
+	wg    sync.WaitGroup
+}
+
+func newProcessor(cfg Config, client *kube.Client, res resources.Resource, hs []*handlers.Handler, store cache.Store) *processor {
+	p := &processor{
+		cfg: cfg, client: client, res: res, handlers: hs, store: store,
+		requiresFinalizer: handlers.RequiresFinalizer(hs),
+		extraFields:       handlers.ExtraFields(hs),
+		slots:             map[string]*slot{},
+		mems:              map[string]*memory{},
+	}
+	if cfg.Limiter != nil {
+		p.invoke = func(ctx context.Context, call func()) {
+			select {
+			case cfg.Limiter <- struct{}{}:
+				defer func() { <-cfg.Limiter }()
+				call()
+			case <-ctx.Done():
+				call() // the handler sees the cancelled ctx and should return at once
+			}
+		}
+	}
+	return p
+}
+
+func (p *processor) logger(s *slot) *slog.Logger {
+	obj, ok, _ := p.store.GetByKey(s.key)
+	if !ok {
+		return p.cfg.Logger
+	}
+	return p.objectLogger(obj.(*unstructured.Unstructured))
+}
+
+func (p *processor) objectLogger(u *unstructured.Unstructured) *slog.Logger {
+	return logging.WithObject(p.cfg.Logger, logging.ObjectRef{
+		APIVersion: u.GetAPIVersion(), Kind: u.GetKind(), Name: u.GetName(),
+		UID: string(u.GetUID()), Namespace: u.GetNamespace(),
+	})
+}
+
+// memoryOf returns the memory of the object as it is now; a new object under
+// an old name starts with a fresh memory.
+func (p *processor) memoryOf(s *slot, uid string) *memory {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	mem := p.mems[s.key]
+	if mem == nil || mem.uid != uid {
+		mem = &memory{uid: uid}
+		p.mems[s.key] = mem
+	}
+	s.mem = mem
+	return mem
+}
+
+// process runs one pass for the object's latest state. It returns how long
+// to wait before the next pass unless news arrives (-1: only on news), and
+// whether the wait ends with a touch patch (delayed handlers) or just
+// another pass (consistency, throttling).
+func (p *processor) process(ctx context.Context, s *slot) (time.Duration, bool) {
+	obj, exists, err := p.store.GetByKey(s.key)
+	if err != nil || !exists {
+		return -1, false // gone: its memory went with the DELETED event
+	}
+	u := obj.(*unstructured.Unstructured)
+	body := u.Object
+	mem := p.memoryOf(s, string(u.GetUID()))
+	log := p.objectLogger(u)
+	now := p.cfg.Clock.Now()
+
+	mem.mu.Lock()
+	if mem.expected != "" && u.GetResourceVersion() != mem.expected {
+		left := p.cfg.Settings.Persistence.ConsistencyTimeout - now.Sub(mem.expectedAt)
+		if left > 0 {
+			mem.mu.Unlock()
+			return left, false
+		}
+		log.Debug(fmt.Sprintf("The operator's own patch (resourceVersion %s) has not come back within the consistency timeout; proceeding.", mem.expected))
+		mem.expected = ""
+	}
+	initial := mem.initial && !mem.handledOnce
+	if mem.memo == nil {
+		mem.memo = &handlers.Memo{}
+	}
+	memo := mem.memo
+	mem.mu.Unlock()
+
+	st := p.cfg.Settings.Persistence
+	fin := st.Finalizer
+	pt := &patch.Patch{}
+	deleting := causes.IsDeleting(body)
+	hasFin := causes.HasFinalizer(body, fin)
+	switch {
+	case p.requiresFinalizer && !deleting && !hasFin:
+		log.Debug("Adding the finalizer, thus preventing the actual deletion.")
+		causes.AddFinalizer(body, pt, fin)
+		return p.applyGuarded(ctx, u, mem, log, pt, -1, true)
+	case !p.requiresFinalizer && !deleting && hasFin:
+		log.Debug("Removing the finalizer, as there are no handlers requiring it.")
+		causes.RemoveFinalizer(body, pt, fin)
+		return p.applyGuarded(ctx, u, mem, log, pt, -1, false)
+	}
+
+	old, err := st.DiffBaseStorage.Fetch(body)
+	if err != nil {
+		log.Warn(fmt.Sprintf("Ignoring the unreadable last-handled configuration; the object is handled as never handled before: %v", err))
+		old = nil
+	}
+	if old != nil {
+		old = st.ProgressStorage.Clear(old)
+	}
+	essence := st.ProgressStorage.Clear(st.DiffBaseStorage.Build(body, p.extraFields))
+	diff := diffbase.Compute(old, essence)
+	reason := causes.Detect(causes.Input{
+		Body: body, Finalizer: fin, Old: old, New: essence, Diff: diff, Initial: initial,
+	})
+
+	switch reason {
+	case causes.Gone, causes.Free:
+		return -1, false
+	case causes.Noop:
+		mem.mu.Lock()
+		mem.handledOnce = true
+		mem.mu.Unlock()
+		log.Debug("Something has changed, but we are not interested (the essence is the same).")
+		return -1, false
+	}
+
+	selected := handlers.Select(p.handlers, reason, diff, initial)
+	cycle := handlers.Cycle{
+		Reason: reason, Handlers: selected, Known: p.handlers,
+		Body: body, Resource: p.res, Old: old, New: essence, Diff: diff,
+		Patch: pt, Storage: st.ProgressStorage, Clock: p.cfg.Clock, Logger: log, Memo: memo,
+		DefaultBackoff: p.cfg.Settings.Execution.DefaultBackoff,
+		Invoke:         p.invoke,
+	}
+	if len(selected) > 0 {
+		log.Debug(fmt.Sprintf("%s is in progress.", reason.Title()))
+	}
+	out := cycle.Run(ctx)
+	removeFin := false
+	if ctx.Err() != nil && !out.Ran {
+		return -1, false
+	}
+	if out.Done {
+		mem.mu.Lock()
+		mem.handledOnce = true
+		mem.mu.Unlock()
+		if reason == causes.Delete {
+			if hasFin {
+				log.Debug("Removing the finalizer, thus allowing the actual deletion.")
+				removeFin = true
+			}
+		} else {
+			st.DiffBaseStorage.Store(body, pt, essence)
+		}
+	}
+	next := time.Duration(-1)
+	touch := false
+	if !out.Done && out.Delay > 0 {
+		next, touch = out.Delay, true
+		log.Debug(fmt.Sprintf("Sleeping for %g seconds for the delayed handlers.", out.Delay.Seconds()))
+	}
+	var wait time.Duration
+	if removeFin {
+		wait, _ = p.applyGuarded(ctx, u, mem, log, pt, next, false)
+	} else {
+		wait, _ = p.apply(ctx, u, mem, log, pt, next)
+	}
+	if wait != next {
+		return wait, false // throttled by an error
+	}
+	return next, touch
+}
+
+// apply sends the patch and remembers the resulting version, so that the next
+// pass waits for the watch to catch up with it. On unexpected errors, the
+// object is throttled with growing delays; other objects are unaffected.
+func (p *processor) apply(ctx context.Context, u *unstructured.Unstructured, mem *memory, log *slog.Logger, pt *patch.Patch, next time.Duration) (time.Duration, bool) {
+	if pt.IsEmpty() {
+		return next, false
+	}
+	st := p.cfg.Settings.Persistence
+	st.ProgressStorage.Touch(u.Object, pt, nil) // a real patch makes the touch-dummy unnecessary
+	log.Debug(fmt.Sprintf("Patching with: %s", mustJSON(pt)))
+	// The outcome of a handler that has run must reach the object even when
+	// the operator is stopping, or the handler would run again after restart.
+	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), applyTimeout)
+	defer cancel()
+	res, err := p.client.Apply(actx, p.res, u.GetNamespace(), u.GetName(), pt)
+	if errors.Is(err, kube.ErrGone) {
+		log.Debug("The object is gone while patching; nothing to do.")
+		return -1, false
+	}
+	if apierrors.IsConflict(err) {
+		return -1, true
+	}
+	mem.mu.Lock()
+	defer mem.mu.Unlock()
+	if err != nil {
+		delays := p.cfg.Settings.Queueing.ErrorDelays
+		d := delays[min(mem.errors, len(delays)-1)]
+		mem.errors++
+		log.Error(fmt.Sprintf("Throttling for %g seconds due to an unexpected error: %v", d.Seconds(), err))
+		return d, false
+	}
+	mem.errors = 0
+	if res != nil && st.ConsistencyTimeout > 0 {
+		mem.expect(res.GetResourceVersion(), p.cfg.Clock.Now())
+	}
+	return next, false
+}
+
+// applyTimeout bounds the final patch of a pass when the operator stops.
+const applyTimeout = 30 * time.Second
+
+// touch wakes delayed handlers: a dummy annotation changes, the watch sees
+// the object anew, and the next pass finds the handlers awake.
+func (p *processor) touch(ctx context.Context, s *slot) {
+	obj, exists, _ := p.store.GetByKey(s.key)
+	if !exists {
+		return
+	}
+	u := obj.(*unstructured.Unstructured)
+	mem := p.memoryOf(s, string(u.GetUID()))
+	pt := &patch.Patch{}
+	stamp := persistence.FormatTime(p.cfg.Clock.Now())
+	p.cfg.Settings.Persistence.ProgressStorage.Touch(u.Object, pt, &stamp)
+	log := p.objectLogger(u)
+	log.Debug("Touching the object to wake the delayed handlers.")
+	res, err := p.client.Apply(ctx, p.res, u.GetNamespace(), u.GetName(), pt)
+	if err != nil {
+		if !errors.Is(err, kube.ErrGone) && ctx.Err() == nil {
+			log.Error(fmt.Sprintf("Cannot touch the object to wake its delayed handlers: %v", err))
+		}
+		return
+	}
+	if res != nil && p.cfg.Settings.Persistence.ConsistencyTimeout > 0 {
+		mem.mu.Lock()
+		mem.expect(res.GetResourceVersion(), p.cfg.Clock.Now())
+		mem.mu.Unlock()
+	}
+}
+
+// applyGuarded applies a patch that changes the finalizers. A merge patch
+// replaces lists whole, so a finalizer list computed from a stale body would
+// silently undo another controller's change: the patch carries the
+// resourceVersion it was computed from, and on a conflict the list is
+// recomputed from the object's current version and sent again. The rest of
+// the patch (handlers' outcomes) goes along unchanged, so nothing is lost.
+func (p *processor) applyGuarded(ctx context.Context, u *unstructured.Unstructured, mem *memory, log *slog.Logger, pt *patch.Patch, next time.Duration, add bool) (time.Duration, bool) {
+	fin := p.cfg.Settings.Persistence.Finalizer
+	cur := u
+	for attempt := 0; ; attempt++ {
+		pt.Meta()["resourceVersion"] = cur.GetResourceVersion()
+		if add {
+			causes.AddFinalizer(cur.Object, pt, fin)
+		} else {
+			causes.RemoveFinalizer(cur.Object, pt, fin)
+		}
+		wait, conflict := p.apply(ctx, cur, mem, log, pt, next)
+		if !conflict {
+			return wait, false
+		}
+		if attempt >= 5 {
+			log.Error("Cannot change the finalizers: the object keeps changing; retrying later.")
+			return p.cfg.Settings.Queueing.ErrorDelays[0], false
+		}
+		log.Debug("The object has changed meanwhile; recomputing the finalizers.")
+		fresh, err := p.client.Get(ctx, p.res, u.GetNamespace(), u.GetName())
+		if err != nil {
+			if errors.Is(err, kube.ErrGone) {
+				return -1, false
+			}
+			log.Error(fmt.Sprintf("Cannot re-read the object to change its finalizers: %v", err))
+			return p.cfg.Settings.Queueing.ErrorDelays[0], false
+		}
+		cur = fresh
+	}
+}
+
+func mustJSON(p *patch.Patch) string {
+	b, err := p.MarshalJSON()
+	if err != nil {
+		return fmt.Sprintf("<%v>", err)
+	}
+	return string(b)
+}

@@ -1,0 +1,158 @@
+package reactor
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/kopfgo/kopfgo/handlers"
+)
+
+// slot is the worker of one object: at most one exists per object at a time.
+type slot struct {
+	key  string
+	wake chan struct{} // buffered(1): "there is news", coalescing events
+	mem  *memory
+}
+
+// memory is what the operator remembers about an object between passes.
+// It lives as long as the object's worker and is dropped when the object is
+// gone; the initial-listing flags survive idle workers (see processor.mems).
+type memory struct {
+	mu  sync.Mutex
+	uid string
+	// initial: first seen in this process's initial listing; handledOnce:
+	// fully handled at least once since; together they decide resuming.
+	initial     bool
+	handledOnce bool
+	// expected is the resourceVersion of the operator's latest own patch,
+	// until the watch delivers it; expectedAt is when it was patched.
+	expected   string
+	expectedAt time.Time
+	// seen holds the latest versions the watch delivered: the watch may
+	// deliver the operator's own patch before the patch call returns.
+	seen    [8]string
+	seenPos int
+	errors     int // consecutive unexpected errors, for throttling
+	memo       *handlers.Memo
+}
+
+// saw records a version delivered by the watch. Callers hold mu.
+func (m *memory) saw(rv string) {
+	if rv == m.expected {
+		m.expected = ""
+	}
+	m.seen[m.seenPos%len(m.seen)] = rv
+	m.seenPos++
+}
+
+// expect records the version of the operator's own patch, unless the watch
+// has already delivered it. Callers hold mu.
+func (m *memory) expect(rv string, now time.Time) {
+	for _, s := range m.seen {
+		if s == rv {
+			return
+		}
+	}
+	m.expected, m.expectedAt = rv, now
+}
+
+// notify records an event of an object and wakes (or starts) its worker.
+func (p *processor) notify(ctx context.Context, obj any, initial, deleted bool) {
+	u, ok := obj.(*unstructured.Unstructured)
+	if !ok {
+		return
+	}
+	key, err := cache.MetaNamespaceKeyFunc(u)
+	if err != nil {
+		return
+	}
+	uid, rv := string(u.GetUID()), u.GetResourceVersion()
+
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if ctx.Err() != nil {
+		return
+	}
+	mem := p.mems[key]
+	if mem == nil || mem.uid != uid {
+		mem = &memory{uid: uid}
+		p.mems[key] = mem
+	}
+	mem.mu.Lock()
+	if initial {
+		mem.initial = true
+	}
+	mem.saw(rv)
+	mem.mu.Unlock()
+	if deleted {
+		delete(p.mems, key)
+	}
+
+	if s, ok := p.slots[key]; ok {
+		select {
+		case s.wake <- struct{}{}:
+		default:
+		}
+		return
+	}
+	s := &slot{key: key, wake: make(chan struct{}, 1), mem: mem}
+	s.wake <- struct{}{}
+	p.slots[key] = s
+	p.wg.Go(func() { p.work(ctx, s) })
+}
+
+// work is an object's worker: it processes the object whenever woken, sleeps
+// for delayed handlers, and exits after an idle period without news.
+func (p *processor) work(ctx context.Context, s *slot) {
+	var (
+		wait  time.Duration = -1 // -1: no deadline, wait for news or idle out
+		touch bool
+	)
+	for {
+		d, idle := wait, false
+		if d < 0 {
+			d, idle = p.cfg.Settings.Queueing.IdleTimeout, true
+		}
+		t := p.cfg.Clock.NewTimer(d)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-s.wake:
+			t.Stop()
+			if wait > 0 && touch {
+				p.logger(s).Debug("Sleeping was interrupted by new changes.")
+			}
+		case <-t.C():
+			switch {
+			case idle:
+				if p.retire(s) {
+					return
+				}
+				continue
+			case touch:
+				p.touch(ctx, s)
+				wait, touch = -1, false
+				continue
+			}
+		}
+		wait, touch = p.process(ctx, s)
+	}
+}
+
+// retire removes an idle worker unless news arrived meanwhile.
+func (p *processor) retire(s *slot) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if len(s.wake) > 0 {
+		return false
+	}
+	delete(p.slots, s.key)
+	return true
+}
+
+func (p *processor) wait() { p.wg.Wait() }

@@ -1,0 +1,160 @@
+package reactor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/dynamic/dynamicinformer"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/utils/clock"
+
+	"github.com/kopfgo/kopfgo/handlers"
+	"github.com/kopfgo/kopfgo/internal/config"
+	"github.com/kopfgo/kopfgo/internal/kube"
+	"github.com/kopfgo/kopfgo/internal/resources"
+)
+
+// Config is what the reactor needs to run an operator.
+type Config struct {
+	Registry   *handlers.Registry
+	Settings   config.Settings // with defaults applied
+	REST       *rest.Config
+	Namespaces []string // empty: cluster-wide
+	Logger     *slog.Logger
+	Clock      clock.WithTicker
+	// Limiter caps concurrent handler invocations (Execution.MaxWorkers);
+	// nil means no cap.
+	Limiter chan struct{}
+}
+
+// Run serves every resource the registered handlers select until ctx ends,
+// and returns after every goroutine it started has stopped.
+func Run(ctx context.Context, cfg Config) error {
+	client, err := kube.NewClient(cfg.REST)
+	if err != nil {
+		return err
+	}
+	served, err := resolve(ctx, client, cfg.Registry, cfg.Logger)
+	if err != nil {
+		return err
+	}
+	if n := cfg.Settings.Execution.MaxWorkers; n > 0 {
+		cfg.Limiter = make(chan struct{}, n)
+	}
+	namespaces := cfg.Namespaces
+	if len(namespaces) == 0 {
+		cfg.Logger.Warn("No namespaces are specified (-n NS or -A): serving the whole cluster.")
+		namespaces = []string{metav1.NamespaceAll}
+	}
+
+	ctx, cancel := context.WithCancel(kube.WithConfig(ctx, cfg.REST))
+	defer cancel()
+	var wg sync.WaitGroup
+	for _, res := range served {
+		hs := handlers.ForResource(cfg.Registry.Changing(), res)
+		nss := namespaces
+		if !res.Namespaced {
+			nss = []string{metav1.NamespaceAll}
+		}
+		for _, ns := range nss {
+			w := newWatcher(cfg, client, res, ns, hs)
+			wg.Go(func() { w.run(ctx) })
+		}
+	}
+	cfg.Logger.Info(fmt.Sprintf("Serving %s.", describe(served)))
+	<-ctx.Done()
+	wg.Wait()
+	return nil
+}
+
+// resolve turns the handlers' selectors into discovered resources. A
+// selector that matches nothing, or matches resources of several groups, is
+// an error naming its handlers: nothing would ever call them.
+func resolve(ctx context.Context, client *kube.Client, reg *handlers.Registry, log *slog.Logger) ([]resources.Resource, error) {
+	all, err := client.Discover(ctx)
+	if err != nil {
+		if len(all) == 0 {
+			return nil, err
+		}
+		log.Warn(fmt.Sprintf("Some API groups cannot be discovered and are skipped: %v", err))
+	}
+	var (
+		out  []resources.Resource
+		errs []error
+		seen = map[string]bool{}
+	)
+	for _, sel := range reg.Selectors() {
+		found, err := sel.Select(all)
+		if err != nil {
+			var names []string
+			for _, h := range reg.Changing() {
+				if h.Selector == sel {
+					names = append(names, h.ID)
+				}
+			}
+			errs = append(errs, fmt.Errorf("%w: handlers %s: %w", handlers.ErrRegistration, strings.Join(names, ", "), err))
+			continue
+		}
+		for _, r := range found {
+			if !seen[r.String()] {
+				seen[r.String()] = true
+				out = append(out, r)
+			}
+		}
+	}
+	return out, errors.Join(errs...)
+}
+
+func describe(rs []resources.Resource) string {
+	var names []string
+	for _, r := range rs {
+		names = append(names, r.String())
+	}
+	return strings.Join(names, ", ")
+}
+
+// watcher serves one resource in one namespace (or all).
+type watcher struct {
+	cfg       Config
+	client    *kube.Client
+	res       resources.Resource
+	namespace string
+	handlers  []*handlers.Handler
+}
+
+func newWatcher(cfg Config, client *kube.Client, res resources.Resource, ns string, hs []*handlers.Handler) *watcher {
+	return &watcher{cfg: cfg, client: client, res: res, namespace: ns, handlers: hs}
+}
+
+func (w *watcher) run(ctx context.Context) {
+	factory := dynamicinformer.NewFilteredDynamicSharedInformerFactory(w.client.Dynamic, 0, w.namespace, nil)
+	informer := factory.ForResource(w.res.GVR()).Informer()
+	p := newProcessor(w.cfg, w.client, w.res, w.handlers, informer.GetStore())
+	_, err := informer.AddEventHandler(cache.ResourceEventHandlerDetailedFuncs{
+		AddFunc: func(obj any, initial bool) { p.notify(ctx, obj, initial, false) },
+		UpdateFunc: func(_, obj any) {
+			p.notify(ctx, obj, false, false)
+		},
+		DeleteFunc: func(obj any) {
+			if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+				obj = t.Obj
+			}
+			p.notify(ctx, obj, false, true)
+		},
+	})
+	if err != nil {
+		w.cfg.Logger.Error(fmt.Sprintf("Cannot watch %s: %v", w.res, err))
+		return
+	}
+	var wg sync.WaitGroup
+	wg.Go(func() { informer.RunWithContext(ctx) })
+	<-ctx.Done()
+	wg.Wait()
+	p.wait()
+}

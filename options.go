@@ -1,0 +1,73 @@
+package kopfgo
+
+import (
+	"time"
+
+	"github.com/kopfgo/kopfgo/handlers"
+)
+
+// ChangeOption configures a create, update or field handler.
+type ChangeOption interface{ applyChange(*handlers.Handler) }
+
+// DeleteOption configures a delete handler.
+type DeleteOption interface{ applyDelete(*handlers.Handler) }
+
+// ResumeOption configures a resume handler.
+type ResumeOption interface{ applyResume(*handlers.Handler) }
+
+// HandlerOption fits every resource-changing handler kind.
+type HandlerOption func(*handlers.Handler)
+
+func (o HandlerOption) applyChange(h *handlers.Handler) { o(h) }
+func (o HandlerOption) applyDelete(h *handlers.Handler) { o(h) }
+func (o HandlerOption) applyResume(h *handlers.Handler) { o(h) }
+
+// ID sets the handler's id, which keys its persisted progress and its result
+// in status. Required for closures; field handlers get "/<field>" appended.
+func ID(id string) HandlerOption { return func(h *handlers.Handler) { h.ID = id } }
+
+// Retries limits the attempts of a handler; after the last one it fails
+// permanently. Default: unlimited.
+func Retries(n int) HandlerOption { return func(h *handlers.Handler) { h.Retries = n } }
+
+// Backoff is the delay before retrying after an arbitrary error. Default:
+// Settings.Execution.DefaultBackoff (60s). TemporaryError carries its own.
+func Backoff(d time.Duration) HandlerOption { return func(h *handlers.Handler) { h.Backoff = d } }
+
+// Timeout fails the handler permanently once this much time has passed since
+// its first attempt; the handler's ctx carries the deadline.
+func Timeout(d time.Duration) HandlerOption { return func(h *handlers.Handler) { h.Timeout = d } }
+
+// ErrorsMode says how errors other than TemporaryError and PermanentError
+// are treated.
+type ErrorsMode = handlers.ErrorsMode
+
+// The errors modes.
+const (
+	ErrorsTemporary = handlers.ErrorsTemporary
+	ErrorsPermanent = handlers.ErrorsPermanent
+	ErrorsIgnored   = handlers.ErrorsIgnored
+)
+
+// Errors sets the handler's errors mode. Default: ErrorsTemporary.
+func Errors(mode ErrorsMode) HandlerOption { return func(h *handlers.Handler) { h.Errors = mode } }
+
+// Param is passed to the handler as Param, so that one function can serve
+// several registrations.
+func Param(v any) HandlerOption { return func(h *handlers.Handler) { h.Param = v } }
+
+type deleteOption func(*handlers.Handler)
+
+func (o deleteOption) applyDelete(h *handlers.Handler) { o(h) }
+
+// Optional marks a delete handler as not requiring the finalizer: it runs
+// only if the operator happens to see the object being deleted.
+func Optional() DeleteOption { return deleteOption(func(h *handlers.Handler) { h.Optional = true }) }
+
+type resumeOption func(*handlers.Handler)
+
+func (o resumeOption) applyResume(h *handlers.Handler) { o(h) }
+
+// Deleted makes a resume handler run also for objects found being deleted
+// when the operator starts.
+func Deleted() ResumeOption { return resumeOption(func(h *handlers.Handler) { h.Deleted = true }) }
