@@ -34,9 +34,9 @@ test: vet unit e2e
 
 # Start a local cluster and keep it running; prints KUBECONFIG=... .
 cluster:
-	$(GO) run ./e2e/cmd/cluster -dir "$${KOPFGO_CLUSTER_DIR:-$$(mktemp -d)}"
+	$(GO) run ./e2e/cmd/cluster $(if $(KOPFGO_CLUSTER_DIR),-dir $(KOPFGO_CLUSTER_DIR))
 
 # Build the harness, start it, run examples/01-minimal, create obj.yaml,
 # show the log and the resulting status, and clean up.
 demo:
-	bash scripts/demo.sh
+	$(GO) run ./e2e/cmd/demo

@@ -22,7 +22,7 @@ func TestExample01Minimal(t *testing.T) {
 	waitLog(t, op, "Creation is processed: 1 succeeded; 0 failed.", 1)
 	assertCount(t, op, "Handler 'create_fn' succeeded.", 1)
 	assertCount(t, op, "And here we are! Creating: map[duration:1m field:value items:[item1 item2]]", 1)
-	got := getKex(t, ns, obj.GetName())
+	got := waitKex(t, ns, obj.GetName(), "the result in status", handled)
 	if msg, _, _ := unstructured.NestedString(got.Object, "status", "create_fn", "message"); msg != "hello world" {
 		t.Errorf("status.create_fn.message = %q, want hello world", msg)
 	}
@@ -55,7 +55,7 @@ func TestExample02Children(t *testing.T) {
 	if refs := pod.OwnerReferences; len(refs) != 1 || refs[0].UID != obj.GetUID() || refs[0].Kind != "KopfExample" {
 		t.Errorf("pod owner references = %+v, want the KopfExample %s", refs, obj.GetUID())
 	}
-	got := getKex(t, ns, obj.GetName())
+	got := waitKex(t, ns, obj.GetName(), "the result in status", handled)
 	children, _, _ := unstructured.NestedStringSlice(got.Object, "status", "create_fn", "children")
 	if len(children) != 1 || children[0] != string(pod.UID) {
 		t.Errorf("status.create_fn.children = %v, want [%s]", children, pod.UID)
@@ -75,11 +75,10 @@ func TestExample03Exceptions(t *testing.T) {
 	assertCount(t, op, "Handler 'create_fn' failed with an exception and will try again in 1 seconds: Second failure.", 1)
 	assertCount(t, op, "Handler 'create_fn' failed permanently: Third failure, the final one.", 1)
 	assertCount(t, op, "Handler 'create_fn' succeeded.", 0)
-	got := getKex(t, ns, obj.GetName())
+	// The diff-base is stored even though the handler failed: the next change
+	// is an update, not a creation again (K1-192).
+	got := waitKex(t, ns, obj.GetName(), "the diff-base and no progress", handled)
 	assertNoProgress(t, got)
-	if _, ok := got.GetAnnotations()["kopf.zalando.org/last-handled-configuration"]; !ok {
-		t.Errorf("no diff-base after a permanently failed creation: the next change would be a creation again")
-	}
 
 	deleteKex(t, ns, obj.GetName())
 	waitGone(t, ns, obj.GetName())
@@ -95,7 +94,7 @@ func TestExample05Handlers(t *testing.T) {
 	for _, line := range []string{"CREATED 1st", "CREATED 2nd", "Handler 'create_fn_1' succeeded.", "Handler 'create_fn_2' succeeded."} {
 		assertCount(t, op, line, 1)
 	}
-	if fin := getKex(t, ns, name).GetFinalizers(); len(fin) != 1 || fin[0] != "kopf.zalando.org/KopfFinalizerMarker" {
+	if fin := waitKex(t, ns, name, "handled", handled).GetFinalizers(); len(fin) != 1 || fin[0] != "kopf.zalando.org/KopfFinalizerMarker" {
 		t.Errorf("finalizers = %v, want Kopf's finalizer for the delete handlers", fin)
 	}
 

@@ -248,3 +248,30 @@ func mustJSON(t *testing.T, v any) string {
 	}
 	return strings.TrimSpace(b.String())
 }
+
+// waitKex waits until the object satisfies cond, and returns it.
+func waitKex(t *testing.T, ns, name, what string, cond func(u *unstructured.Unstructured) bool) *unstructured.Unstructured {
+	t.Helper()
+	var u *unstructured.Unstructured
+	eventually(t, waitShort, what, func() (bool, error) {
+		var err error
+		u, err = dyn(t).Resource(kexGVR).Namespace(ns).Get(context.Background(), name, metav1.GetOptions{})
+		return err == nil && cond(u), err
+	})
+	return u
+}
+
+// handled reports whether the object has a diff-base and no progress left:
+// the state after a finished handling cycle.
+func handled(u *unstructured.Unstructured) bool {
+	ann := u.GetAnnotations()
+	if _, ok := ann["kopf.zalando.org/last-handled-configuration"]; !ok {
+		return false
+	}
+	for k := range ann {
+		if strings.HasPrefix(k, "kopf.zalando.org/") && k != "kopf.zalando.org/last-handled-configuration" {
+			return false
+		}
+	}
+	return true
+}

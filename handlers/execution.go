@@ -172,7 +172,9 @@ func (c *Cycle) purge() {
 // attempt invokes the handler once (or fails it without a call when its
 // timeout or retries are used up) and returns its new record.
 func (c *Cycle) attempt(ctx context.Context, h *Handler, prev *persistence.Record) *persistence.Record {
-	now := c.Clock.Now()
+	// Records keep microseconds (Kopf's format): the handler must see the
+	// same Started on its first attempt as on the retries.
+	now := c.Clock.Now().UTC().Truncate(time.Microsecond)
 	rec := persistence.Record{Purpose: string(c.Reason)}
 	if prev != nil {
 		rec = *prev
@@ -199,7 +201,7 @@ func (c *Cycle) attempt(ctx context.Context, h *Handler, prev *persistence.Recor
 
 	result, err := c.invoke(ctx, h, rec, runtime)
 	rec.Retries++
-	end := c.Clock.Now()
+	end := c.Clock.Now().UTC().Truncate(time.Microsecond)
 
 	if err == nil {
 		if result != nil {

@@ -90,9 +90,12 @@ func TestTextFormats(t *testing.T) {
 		header: []string{"kopf._core.reactor.r WARNING ", "kopf._core.reactor.r ERROR   ", "kopf._core.reactor.r CRITICAL"},
 		want:   []string{"w", "e", "c"},
 	}, {
-		name:   "full/Named",
-		cfg:    Config{Format: FormatFull},
-		log:    func(l *slog.Logger) { Named(l, "kopf.reactor.queueing").Info("m"); Named(WithObject(l, nsRef), "x").Info("m") },
+		name: "full/Named",
+		cfg:  Config{Format: FormatFull},
+		log: func(l *slog.Logger) {
+			Named(l, "kopf.reactor.queueing").Info("m")
+			Named(WithObject(l, nsRef), "x").Info("m")
+		},
 		header: []string{"kopf.reactor.queuein INFO    ", "x                    INFO    "},
 		want:   []string{"m", "[default/kopf-example-1] m"},
 	}}

@@ -1,0 +1,60 @@
+package kopfgo_test
+
+import (
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+// TestLayers keeps the import graph pointing down (DESIGN.md): each package
+// may import only the kopfgo packages listed for it. A new package must be
+// added here, which is the moment to decide where it sits.
+func TestLayers(t *testing.T) {
+	const m = "github.com/kopfgo/kopfgo"
+	leaves := []string{"internal/dicts", "internal/patch", "internal/conventions"}
+	allowed := map[string][]string{
+		"internal/dicts":       nil,
+		"internal/patch":       {"internal/dicts"},
+		"internal/conventions": nil,
+		"internal/resources":   nil,
+		"internal/logging":     nil,
+		"internal/cli":         {"internal/logging"},
+		"diffbase":             leaves,
+		"persistence":          leaves,
+		"causes":               append([]string{"diffbase"}, leaves...),
+		"internal/config":      append([]string{"diffbase", "persistence"}, leaves...),
+		"internal/kube":        append([]string{"internal/resources"}, leaves...),
+		"handlers":             append([]string{"causes", "diffbase", "persistence", "internal/resources"}, leaves...),
+		"internal/reactor": append([]string{"handlers", "causes", "diffbase", "persistence", "internal/resources",
+			"internal/config", "internal/kube", "internal/logging"}, leaves...),
+		"": {"handlers", "causes", "internal/config", "internal/kube", "internal/logging", "internal/reactor", "internal/cli"},
+	}
+	out, err := exec.Command("go", "list", "-f", `{{.ImportPath}}{{range .Imports}} {{.}}{{end}}`, "./...").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list: %v\n%s", err, out)
+	}
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		fields := strings.Fields(line)
+		pkg := strings.TrimPrefix(strings.TrimPrefix(fields[0], m), "/")
+		rules, ruled := allowed[pkg]
+		if !ruled {
+			if !strings.HasPrefix(pkg, "cmd/") && !strings.HasPrefix(pkg, "examples/") && !strings.HasPrefix(pkg, "e2e") {
+				t.Errorf("package %q has no layering rule: add it to TestLayers", pkg)
+			}
+			continue
+		}
+		for _, imp := range fields[1:] {
+			if imp != m && !strings.HasPrefix(imp, m+"/") {
+				continue
+			}
+			dep := strings.TrimPrefix(strings.TrimPrefix(imp, m), "/")
+			ok := false
+			for _, a := range rules {
+				ok = ok || a == dep
+			}
+			if !ok {
+				t.Errorf("%s imports %s, which is not below it", fields[0], imp)
+			}
+		}
+	}
+}

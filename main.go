@@ -1,0 +1,86 @@
+package kopfgo
+
+import (
+	"context"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+
+	"github.com/spf13/cobra"
+
+	"github.com/kopfgo/kopfgo/internal/cli"
+	"github.com/kopfgo/kopfgo/internal/logging"
+)
+
+// Main runs the default operator, the one kopfgo.On registers on, with
+// Kopf's command line, and exits the process when it stops:
+//
+//	mybin run [flags]   (or just: mybin [flags])
+//
+// The flags are those of `kopf run` that apply to kopfgo: -n/--namespace
+// (repeatable, patterns), -A/--all-namespaces, --standalone, -v/--verbose,
+// -d/--debug, -q/--quiet, --log-format plain|full|json, --log-prefix and
+// --no-log-prefix, --log-refkey, plus --kubeconfig and --context; each can
+// also be given as a KOPF_RUN_* environment variable, as in Kopf (see
+// --help). `kopfgo run ./pkg` builds a main that calls Main.
+//
+// The first SIGINT or SIGTERM stops the operator gracefully; a second one
+// exits at once. The exit code is 0 after a clean stop, 1 if the operator
+// failed (the error is logged), 2 for a mistake on the command line.
+func Main() { MainOperator(defaultOperator) }
+
+// MainOperator is Main for an operator made with New. The command line sets
+// the options it names (namespaces, standalone, kubeconfig, context) and
+// the logging, unless op was given a Logger of its own.
+func MainOperator(op *Operator) {
+	root := newRunCommand(op, filepath.Base(os.Args[0]))
+	root.AddCommand(NewRunCommand(op))
+	os.Exit(cli.Execute(root, os.Args[1:], os.Stderr))
+}
+
+// NewRunCommand returns the `run` command of Main for op, to add to a cobra
+// command line of your own. When the operator fails, the command logs the
+// error and returns one whose message is only "exit status 1"; other errors
+// are mistakes on the command line, to be printed.
+func NewRunCommand(op *Operator) *cobra.Command { return newRunCommand(op, "run") }
+
+func newRunCommand(op *Operator, use string) *cobra.Command {
+	return cli.NewRunCommand(use, "Run the operator until SIGINT or SIGTERM", cobra.NoArgs,
+		func(cmd *cobra.Command, _ []string, flags *cli.RunFlags) error {
+			return runOperator(op, flags, cmd.ErrOrStderr())
+		})
+}
+
+// runOperator applies the flags to op and runs it until a signal.
+func runOperator(op *Operator, flags *cli.RunFlags, stderr io.Writer) error {
+	logger := op.opts.Logger
+	if logger == nil {
+		logger = logging.New(flags.Logging(stderr))
+		op.opts.Logger = logger
+	}
+	logging.InstallKlog(logger, flags.Debug)
+	switch {
+	case flags.AllNamespaces:
+		op.opts.Namespaces = nil
+	case len(flags.Namespaces) > 0:
+		op.opts.Namespaces = flags.Namespaces
+	}
+	if flags.Standalone {
+		op.opts.Standalone = true
+	}
+	if flags.Kubeconfig != "" {
+		op.opts.Kubeconfig = flags.Kubeconfig
+	}
+	if flags.Context != "" {
+		op.opts.Context = flags.Context
+	}
+	ctx, stop := cli.SignalContext(context.Background(), logger)
+	defer stop()
+	err := op.Run(ctx)
+	if err != nil && !(ctx.Err() != nil && errors.Is(err, context.Canceled)) {
+		logger.Error(err.Error())
+		return &cli.ExitCodeError{Code: cli.ExitError}
+	}
+	return nil
+}
