@@ -101,7 +101,7 @@ func TestTakesOverObjectsHandledByKopf(t *testing.T) {
 	meta2 := obj2["metadata"].(map[string]any)
 	meta2["name"] = "kopf-example-2"
 	meta2["annotations"] = map[string]any{
-		"someannotation": "somevalue",
+		"someannotation":      "somevalue",
 		"kopf.zalando.org/h1": `{"started":"` + started + `","stopped":"` + started + `","purpose":"create","retries":1,"success":true,"failure":false}`,
 		"kopf.zalando.org/h2": `{"started":"` + started + `","delayed":"` + past + `","purpose":"create","retries":2,"success":false,"failure":false,"message":"Not ready yet."}`,
 	}
@@ -124,7 +124,7 @@ func TestTakesOverObjectsHandledByKopf(t *testing.T) {
 	if c[0].Name != pending.GetName() || c[0].Retry != 2 || c[0].Started.Format("2006-01-02T15:04:05.000000") != "2026-01-02T03:04:05.123456" {
 		t.Errorf("h2 saw name=%s retry=%d started=%v; want the pending object, retry 2, Kopf's started", c[0].Name, c[0].Retry, c[0].Started)
 	}
-	if n := log.Count("["+ns+"/"+handled.GetName()+"] Handler"); n != 0 {
+	if n := log.Count("[" + ns + "/" + handled.GetName() + "] Handler"); n != 0 {
 		t.Errorf("handlers ran for the object Kopf had handled")
 	}
 	// What kopfgo wrote parses as Kopf's: a diff-base with a trailing newline.

@@ -36,8 +36,8 @@ type memory struct {
 	// deliver the operator's own patch before the patch call returns.
 	seen    [8]string
 	seenPos int
-	errors     int // consecutive unexpected errors, for throttling
-	memo       *handlers.Memo
+	errors  int // consecutive unexpected errors, for throttling
+	memo    *handlers.Memo
 }
 
 // saw records a version delivered by the watch. Callers hold mu.
