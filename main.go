@@ -65,6 +65,9 @@ func runOperator(op *Operator, flags *cli.RunFlags, stderr io.Writer) error {
 		op.opts.Namespaces = nil
 	case len(flags.Namespaces) > 0:
 		op.opts.Namespaces = flags.Namespaces
+	case len(op.opts.Namespaces) == 0:
+		logger.Warn("No --namespace or --all-namespaces is given: serving the whole cluster. " +
+			"Pass -A to say so explicitly, or -n NS to limit the operator to namespaces.")
 	}
 	if flags.Standalone {
 		op.opts.Standalone = true

@@ -68,7 +68,7 @@ func TestTemporaryErrorRetriesWithPersistedProgress(t *testing.T) {
 	if !started[0].Equal(started[2]) {
 		t.Errorf("started changed across retries: %v", started)
 	}
-	got := getKex(t, ns, obj.GetName())
+	got := waitKex(t, ns, obj.GetName(), "handled", handled)
 	for k := range got.GetAnnotations() {
 		if k == "kopf.zalando.org/create_fn" || k == "kopf.zalando.org/touch-dummy" {
 			t.Errorf("annotation %s left after success", k)
@@ -95,7 +95,7 @@ func TestTakesOverObjectsHandledByKopf(t *testing.T) {
 		// Python's json.dumps(essence, separators=(',', ':')) + "\n", in Kopf's key order.
 		"kopf.zalando.org/last-handled-configuration": `{"spec":{"duration":"1m","field":"value","items":["item1","item2"]},"metadata":{"labels":{"somelabel":"somevalue"},"annotations":{"someannotation":"somevalue"}}}` + "\n",
 	}
-	handled := createKex(t, ns, obj)
+	byKopf := createKex(t, ns, obj)
 
 	obj2 := objYAML(t)
 	meta2 := obj2["metadata"].(map[string]any)
@@ -124,11 +124,11 @@ func TestTakesOverObjectsHandledByKopf(t *testing.T) {
 	if c[0].Name != pending.GetName() || c[0].Retry != 2 || c[0].Started.Format("2006-01-02T15:04:05.000000") != "2026-01-02T03:04:05.123456" {
 		t.Errorf("h2 saw name=%s retry=%d started=%v; want the pending object, retry 2, Kopf's started", c[0].Name, c[0].Retry, c[0].Started)
 	}
-	if n := log.Count("[" + ns + "/" + handled.GetName() + "] Handler"); n != 0 {
+	if n := log.Count("[" + ns + "/" + byKopf.GetName() + "] Handler"); n != 0 {
 		t.Errorf("handlers ran for the object Kopf had handled")
 	}
 	// What kopfgo wrote parses as Kopf's: a diff-base with a trailing newline.
-	raw := getKex(t, ns, pending.GetName()).GetAnnotations()["kopf.zalando.org/last-handled-configuration"]
+	raw := waitKex(t, ns, pending.GetName(), "handled", handled).GetAnnotations()["kopf.zalando.org/last-handled-configuration"]
 	var essence map[string]any
 	if !strings.HasSuffix(raw, "}\n") || json.Unmarshal([]byte(raw), &essence) != nil || essence["spec"] == nil {
 		t.Errorf("diff-base = %q", raw)
@@ -166,7 +166,7 @@ func TestCorruptAnnotationsAreReportedAndTheObjectHandled(t *testing.T) {
 	if n := creates.count(); n != 1 {
 		t.Errorf("create handler ran %d times, want 1", n)
 	}
-	ann := getKex(t, ns, created.GetName()).GetAnnotations()
+	ann := waitKex(t, ns, created.GetName(), "handled", handled).GetAnnotations()
 	var essence map[string]any
 	if err := json.Unmarshal([]byte(ann["kopf.zalando.org/last-handled-configuration"]), &essence); err != nil {
 		t.Errorf("the diff-base was not repaired: %v", err)

@@ -103,8 +103,11 @@ var ErrGone = errors.New("object is gone")
 
 // Apply sends a handling cycle's patch: one merge patch of the object and,
 // for resources with a status subresource, one of its status (the API server
-// ignores status in main patches there). It returns the object as the last
-// patch left it. A vanished object is ErrGone, not a failure.
+// ignores status in main patches there). The status goes first: the main
+// patch carries the progress and the diff-base, which say a handler is done,
+// so if the operator dies between the two, the handler runs again rather
+// than its result being lost. It returns the object as the last patch left
+// it. A vanished object is ErrGone, not a failure.
 func (c *Client) Apply(ctx context.Context, res resources.Resource, namespace, name string, p *patch.Patch) (*unstructured.Unstructured, error) {
 	if p.IsEmpty() {
 		return nil, nil
@@ -120,7 +123,7 @@ func (c *Client) Apply(ctx context.Context, res resources.Resource, namespace, n
 	for _, part := range []struct {
 		body map[string]any
 		sub  []string
-	}{{main, nil}, {status, []string{"status"}}} {
+	}{{status, []string{"status"}}, {main, nil}} {
 		if len(part.body) == 0 {
 			continue
 		}

@@ -30,6 +30,9 @@ type processor struct {
 	handlers []*handlers.Handler
 	store    cache.Store
 	invoke   func(ctx context.Context, call func())
+	// scope filters objects by namespace when the watch is wider than the
+	// operator's scope (namespace patterns); nil serves all.
+	scope func(namespace string) bool
 
 	requiresFinalizer bool
 	extraFields       [][]string

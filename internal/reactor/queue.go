@@ -66,6 +66,9 @@ func (p *processor) notify(ctx context.Context, obj any, initial, deleted bool) 
 	if !ok {
 		return
 	}
+	if p.scope != nil && !p.scope(u.GetNamespace()) {
+		return
+	}
 	key, err := cache.MetaNamespaceKeyFunc(u)
 	if err != nil {
 		return

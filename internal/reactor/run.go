@@ -28,6 +28,8 @@ type Config struct {
 	Namespaces []string // empty: cluster-wide
 	Logger     *slog.Logger
 	Clock      clock.WithTicker
+	// Client talks to the API; nil builds one from REST. Tests inject fakes.
+	Client *kube.Client
 	// Limiter caps concurrent handler invocations (Execution.MaxWorkers);
 	// nil means no cap.
 	Limiter chan struct{}
@@ -36,9 +38,12 @@ type Config struct {
 // Run serves every resource the registered handlers select until ctx ends,
 // and returns after every goroutine it started has stopped.
 func Run(ctx context.Context, cfg Config) error {
-	client, err := kube.NewClient(cfg.REST)
-	if err != nil {
-		return err
+	client := cfg.Client
+	if client == nil {
+		var err error
+		if client, err = kube.NewClient(cfg.REST); err != nil {
+			return err
+		}
 	}
 	served, err := resolve(ctx, client, cfg.Registry, cfg.Logger)
 	if err != nil {
@@ -47,9 +52,12 @@ func Run(ctx context.Context, cfg Config) error {
 	if n := cfg.Settings.Execution.MaxWorkers; n > 0 {
 		cfg.Limiter = make(chan struct{}, n)
 	}
-	namespaces := cfg.Namespaces
-	if len(namespaces) == 0 {
-		cfg.Logger.Warn("No namespaces are specified (-n NS or -A): serving the whole cluster.")
+	// Plain names are watched one by one; patterns are served by a
+	// cluster-wide watch filtered here. (Watching each matching namespace as
+	// namespaces come and go is the scope work of a later change.)
+	scope := resources.NewNamespaces(cfg.Namespaces)
+	namespaces, exact := scope.Exact()
+	if !exact {
 		namespaces = []string{metav1.NamespaceAll}
 	}
 
@@ -63,7 +71,7 @@ func Run(ctx context.Context, cfg Config) error {
 			nss = []string{metav1.NamespaceAll}
 		}
 		for _, ns := range nss {
-			w := newWatcher(cfg, client, res, ns, hs)
+			w := newWatcher(cfg, client, res, ns, hs, scope)
 			wg.Go(func() { w.run(ctx) })
 		}
 	}
@@ -126,16 +134,20 @@ type watcher struct {
 	res       resources.Resource
 	namespace string
 	handlers  []*handlers.Handler
+	scope     resources.Namespaces
 }
 
-func newWatcher(cfg Config, client *kube.Client, res resources.Resource, ns string, hs []*handlers.Handler) *watcher {
-	return &watcher{cfg: cfg, client: client, res: res, namespace: ns, handlers: hs}
+func newWatcher(cfg Config, client *kube.Client, res resources.Resource, ns string, hs []*handlers.Handler, scope resources.Namespaces) *watcher {
+	return &watcher{cfg: cfg, client: client, res: res, namespace: ns, handlers: hs, scope: scope}
 }
 
 func (w *watcher) run(ctx context.Context) {
 	factory := dynamicinformer.NewFilteredDynamicSharedInformerFactory(w.client.Dynamic, 0, w.namespace, nil)
 	informer := factory.ForResource(w.res.GVR()).Informer()
 	p := newProcessor(w.cfg, w.client, w.res, w.handlers, informer.GetStore())
+	if w.res.Namespaced {
+		p.scope = w.scope.Match
+	}
 	_, err := informer.AddEventHandler(cache.ResourceEventHandlerDetailedFuncs{
 		AddFunc: func(obj any, initial bool) { p.notify(ctx, obj, initial, false) },
 		UpdateFunc: func(_, obj any) {

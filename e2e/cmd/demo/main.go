@@ -20,6 +20,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 
@@ -102,9 +103,20 @@ func run(example string) error {
 	if err != nil {
 		return err
 	}
-	obj, err := dyn.Resource(kex).Namespace("default").Get(ctx, "kopf-example-1", metav1.GetOptions{})
-	if err != nil {
-		return err
+	// The log line comes before the operator's patch; wait for the result.
+	var obj *unstructured.Unstructured
+	for deadline := time.Now().Add(time.Minute); ; {
+		obj, err = dyn.Resource(kex).Namespace("default").Get(ctx, "kopf-example-1", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if _, ok := obj.GetAnnotations()["kopf.zalando.org/last-handled-configuration"]; ok {
+			break
+		}
+		if time.Now().After(deadline) {
+			return errors.New("the object is not handled a minute after its creation")
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 	status, _ := json.MarshalIndent(obj.Object["status"], "", "  ")
 	say("The object's status, as the handler left it:\n%s", status)

@@ -1,0 +1,346 @@
+package reactor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	fakediscovery "k8s.io/client-go/discovery/fake"
+	dynamicfake "k8s.io/client-go/dynamic/fake"
+	clienttesting "k8s.io/client-go/testing"
+	testingclock "k8s.io/utils/clock/testing"
+
+	"github.com/kopfgo/kopfgo/causes"
+	"github.com/kopfgo/kopfgo/handlers"
+	"github.com/kopfgo/kopfgo/internal/config"
+	"github.com/kopfgo/kopfgo/internal/dicts"
+	"github.com/kopfgo/kopfgo/internal/kube"
+	"github.com/kopfgo/kopfgo/internal/logging"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+var kexGVR = schema.GroupVersionResource{Group: "kopf.dev", Version: "v1", Resource: "kopfexamples"}
+
+// scenario runs the reactor over fake API clients and a fake clock: the
+// script creates and changes objects, steps the clock, and checks what the
+// handlers saw and what the operator wrote.
+type scenario struct {
+	t      *testing.T
+	dyn    *dynamicfake.FakeDynamicClient
+	clock  *testingclock.FakeClock
+	reg    *handlers.Registry
+	log    *syncBuffer
+	cancel context.CancelFunc
+	done   chan error
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func newScenario(t *testing.T) *scenario {
+	scheme := runtime.NewScheme()
+	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(scheme, map[schema.GroupVersionResource]string{kexGVR: "KopfExampleList"})
+	return &scenario{
+		t: t, dyn: dyn, reg: &handlers.Registry{}, log: &syncBuffer{},
+		clock: testingclock.NewFakeClock(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)),
+	}
+}
+
+func (s *scenario) on(reason causes.Reason, id string, fn handlers.ChangeFunc, opts ...func(*handlers.Handler)) {
+	s.reg.AddChanging(handlers.Registration{Resource: "kopfexamples", Reason: reason, Fn: fn, Configure: func(h *handlers.Handler) {
+		h.ID = id
+		for _, o := range opts {
+			o(h)
+		}
+	}})
+}
+
+func (s *scenario) start() {
+	disc := &fakediscovery.FakeDiscovery{Fake: &clienttesting.Fake{Resources: []*metav1.APIResourceList{{
+		GroupVersion: "kopf.dev/v1",
+		APIResources: []metav1.APIResource{
+			{Name: "kopfexamples", SingularName: "kopfexample", Kind: "KopfExample", Namespaced: true, ShortNames: []string{"kex"},
+				Verbs: metav1.Verbs{"get", "list", "watch", "patch"}},
+		},
+	}}}}
+	ctx, cancel := context.WithCancel(context.Background())
+	s.cancel, s.done = cancel, make(chan error, 1)
+	cfg := Config{
+		Registry:   s.reg,
+		Settings:   config.Settings{}.WithDefaults(),
+		Namespaces: []string{"default"},
+		Logger:     logging.New(logging.Config{Format: logging.FormatPlain, Level: slog.LevelDebug, Writer: s.log}),
+		Clock:      s.clock,
+		Client:     &kube.Client{Dynamic: s.dyn, Discovery: disc},
+	}
+	go func() { s.done <- Run(ctx, cfg) }()
+	s.t.Cleanup(s.stop)
+}
+
+func (s *scenario) stop() {
+	if s.cancel == nil {
+		return
+	}
+	s.cancel()
+	s.cancel = nil
+	select {
+	case err := <-s.done:
+		if err != nil {
+			s.t.Errorf("Run: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		s.t.Errorf("Run did not return after its context ended")
+	}
+	if s.t.Failed() {
+		s.t.Logf("log:\n%s", s.log)
+	}
+}
+
+func (s *scenario) create(name string, spec map[string]any) {
+	u := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "kopf.dev/v1", "kind": "KopfExample",
+		"metadata": map[string]any{"name": name, "namespace": "default", "uid": "uid-" + name},
+		"spec":     spec,
+	}}
+	if _, err := s.dyn.Resource(kexGVR).Namespace("default").Create(context.Background(), u, metav1.CreateOptions{}); err != nil {
+		s.t.Fatal(err)
+	}
+}
+
+func (s *scenario) get(name string) *unstructured.Unstructured {
+	u, err := s.dyn.Resource(kexGVR).Namespace("default").Get(context.Background(), name, metav1.GetOptions{})
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	return u
+}
+
+func (s *scenario) update(name string, mutate func(u *unstructured.Unstructured)) {
+	u := s.get(name)
+	mutate(u)
+	if _, err := s.dyn.Resource(kexGVR).Namespace("default").Update(context.Background(), u, metav1.UpdateOptions{}); err != nil {
+		s.t.Fatal(err)
+	}
+}
+
+// until waits for the reactor to reach a state. Processing is asynchronous
+// even with a fake clock: watch events travel through goroutines.
+func (s *scenario) until(what string, cond func() bool) {
+	s.t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			s.t.Fatalf("never reached: %s\nlog:\n%s", what, s.log)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+type counter struct {
+	mu sync.Mutex
+	n  map[string]int
+}
+
+func (c *counter) inc(k string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.n == nil {
+		c.n = map[string]int{}
+	}
+	c.n[k]++
+	return c.n[k]
+}
+
+func (c *counter) get(k string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.n[k]
+}
+
+func annotation(u *unstructured.Unstructured, key string) (string, bool) {
+	v, ok := u.GetAnnotations()[key]
+	return v, ok
+}
+
+func TestCreationIsHandledOnceAndRecorded(t *testing.T) {
+	s := newScenario(t)
+	var calls counter
+	s.on(causes.Create, "create_fn", func(ctx context.Context, c *handlers.Change) (any, error) {
+		calls.inc(c.Name)
+		return map[string]any{"message": "hello"}, nil
+	})
+	s.start()
+	s.create("kex1", map[string]any{"field": "value"})
+	s.until("handled", func() bool {
+		_, ok := annotation(s.get("kex1"), "kopf.zalando.org/last-handled-configuration")
+		return ok
+	})
+	u := s.get("kex1")
+	if dicts.String(u.Object, "status", "create_fn", "message") != "hello" {
+		t.Errorf("status = %v", u.Object["status"])
+	}
+	raw, _ := annotation(u, "kopf.zalando.org/last-handled-configuration")
+	if raw != `{"spec":{"field":"value"}}`+"\n" {
+		t.Errorf("diff-base = %q", raw)
+	}
+	// The operator's own writes are no change: nothing runs again.
+	s.update("kex1", func(u *unstructured.Unstructured) { u.Object["status"] = map[string]any{"x": "y"} })
+	s.until("noop logged", func() bool { return strings.Count(s.log.String(), "we are not interested") >= 2 })
+	if n := calls.get("kex1"); n != 1 {
+		t.Errorf("handler called %d times, want 1", n)
+	}
+}
+
+func TestDelayedHandlerIsWokenByATouchWhenTheClockPasses(t *testing.T) {
+	s := newScenario(t)
+	var calls counter
+	s.on(causes.Create, "create_fn", func(ctx context.Context, c *handlers.Change) (any, error) {
+		if calls.inc(c.Name) == 1 {
+			return nil, &handlers.TemporaryError{Err: errors.New("later"), Delay: 30 * time.Second}
+		}
+		return nil, nil
+	})
+	s.start()
+	s.create("kex1", nil)
+	s.until("the record with the delay", func() bool {
+		raw, _ := annotation(s.get("kex1"), "kopf.zalando.org/create_fn")
+		return strings.Contains(raw, `"retries":1`)
+	})
+	s.until("the worker sleeping", func() bool { return s.clock.HasWaiters() })
+	if calls.get("kex1") != 1 {
+		t.Fatalf("retried before the delay passed")
+	}
+	s.clock.Step(30 * time.Second)
+	s.until("the retry", func() bool { return calls.get("kex1") == 2 })
+	s.until("handled", func() bool {
+		_, pending := annotation(s.get("kex1"), "kopf.zalando.org/create_fn")
+		_, touched := annotation(s.get("kex1"), "kopf.zalando.org/touch-dummy")
+		return !pending && !touched
+	})
+	var touches int
+	for _, a := range s.dyn.Actions() {
+		if p, ok := a.(clienttesting.PatchAction); ok && strings.Contains(string(p.GetPatch()), `"kopf.zalando.org/touch-dummy":"2026-`) {
+			touches++
+		}
+	}
+	if touches != 1 {
+		t.Errorf("%d touch patches, want 1", touches)
+	}
+}
+
+func TestDeletionRunsDeleteHandlersAndReleasesTheObject(t *testing.T) {
+	s := newScenario(t)
+	var calls counter
+	s.on(causes.Delete, "delete_fn", func(ctx context.Context, c *handlers.Change) (any, error) {
+		calls.inc(c.Name)
+		return nil, nil
+	})
+	s.start()
+	s.create("kex1", nil)
+	s.until("the finalizer", func() bool { return causes.HasFinalizer(s.get("kex1").Object, config.DefaultFinalizer) })
+	s.until("handled", func() bool {
+		_, ok := annotation(s.get("kex1"), "kopf.zalando.org/last-handled-configuration")
+		return ok
+	})
+	// The fake API has no deletion timestamps: mark the object as an API
+	// server would on DELETE with a finalizer.
+	s.update("kex1", func(u *unstructured.Unstructured) {
+		now := metav1.NewTime(s.clock.Now())
+		u.SetDeletionTimestamp(&now)
+	})
+	s.until("the finalizer removed", func() bool { return !causes.HasFinalizer(s.get("kex1").Object, config.DefaultFinalizer) })
+	if n := calls.get("kex1"); n != 1 {
+		t.Errorf("delete handler called %d times, want 1", n)
+	}
+}
+
+func TestObjectsAreProcessedInParallelAndEachInOrder(t *testing.T) {
+	s := newScenario(t)
+	var (
+		mu      sync.Mutex
+		running = map[string]int{}
+		maxObj  int
+		maxAll  int
+		total   int
+		release = make(chan struct{})
+	)
+	s.on(causes.Create, "create_fn", func(ctx context.Context, c *handlers.Change) (any, error) {
+		mu.Lock()
+		running[c.Name]++
+		total++
+		cur := 0
+		for _, n := range running {
+			cur += n
+		}
+		maxObj, maxAll = max(maxObj, running[c.Name]), max(maxAll, cur)
+		mu.Unlock()
+		<-release
+		mu.Lock()
+		running[c.Name]--
+		mu.Unlock()
+		return nil, nil
+	})
+	s.start()
+	for i := range 5 {
+		s.create(fmt.Sprintf("kex%d", i), nil)
+	}
+	s.until("all five handlers running at once", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return maxAll == 5
+	})
+	// More events for a busy object must not start a second handler for it.
+	s.update("kex0", func(u *unstructured.Unstructured) { u.SetLabels(map[string]string{"a": "b"}) })
+	close(release)
+	s.until("all handled", func() bool {
+		for i := range 5 {
+			if _, ok := annotation(s.get(fmt.Sprintf("kex%d", i)), "kopf.zalando.org/last-handled-configuration"); !ok {
+				return false
+			}
+		}
+		return true
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	if maxObj != 1 {
+		t.Errorf("one object had %d concurrent handlers, want 1", maxObj)
+	}
+}
+
+func TestUnknownResourceFailsRunNamingTheHandler(t *testing.T) {
+	s := newScenario(t)
+	s.reg.AddChanging(handlers.Registration{Resource: "widgets", Reason: causes.Create,
+		Fn: func(ctx context.Context, c *handlers.Change) (any, error) { return nil, nil },
+		Configure: func(h *handlers.Handler) { h.ID = "make_widget" }})
+	s.start()
+	err := <-s.done
+	s.cancel = nil
+	if !errors.Is(err, handlers.ErrRegistration) || !strings.Contains(err.Error(), "make_widget") || !strings.Contains(err.Error(), "widgets") {
+		t.Fatalf("Run = %v, want a registration error naming make_widget and widgets", err)
+	}
+}
