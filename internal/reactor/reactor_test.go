@@ -335,7 +335,7 @@ func TestObjectsAreProcessedInParallelAndEachInOrder(t *testing.T) {
 func TestUnknownResourceFailsRunNamingTheHandler(t *testing.T) {
 	s := newScenario(t)
 	s.reg.AddChanging(handlers.Registration{Resource: "widgets", Reason: causes.Create,
-		Fn: func(ctx context.Context, c *handlers.Change) (any, error) { return nil, nil },
+		Fn:        func(ctx context.Context, c *handlers.Change) (any, error) { return nil, nil },
 		Configure: func(h *handlers.Handler) { h.ID = "make_widget" }})
 	s.start()
 	err := <-s.done

@@ -42,7 +42,6 @@ func TestParse(t *testing.T) {
 
 func contains(s, sub string) bool { return strings.Contains(s, sub) }
 
-
 var discovered = []Resource{
 	{Group: "kopf.dev", Version: "v1", Plural: "kopfexamples", Singular: "kopfexample", Kind: "KopfExample", ShortNames: []string{"kex"}, Preferred: true, Namespaced: true},
 	{Group: "kopf.dev", Version: "v2beta1", Plural: "kopfexamples", Singular: "kopfexample", Kind: "KopfExample", Preferred: false, Namespaced: true},
