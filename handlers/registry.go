@@ -16,9 +16,10 @@ import (
 // are recorded and returned together by Err, so that Run can report every
 // mistake, each naming its handler, before anything starts.
 type Registry struct {
-	mu       sync.Mutex
-	changing []*Handler
-	errs     []error
+	mu         sync.Mutex
+	changing   []*Handler
+	activities []*ActivityHandler
+	errs       []error
 }
 
 // Registration is what the public API hands over for one changing handler.

@@ -17,6 +17,9 @@ type Settings struct {
 	Execution   Execution
 	Queueing    Queueing
 	Watching    Watching
+	Networking  Networking
+	Scanning    Scanning
+	Process     Process
 }
 
 // Persistence says where and how the operator keeps its state on objects.
@@ -54,6 +57,10 @@ type Queueing struct {
 	// ErrorDelays throttle an object after unexpected errors of the
 	// framework itself (not handler errors). Default: Fibonacci 1s..610s.
 	ErrorDelays []time.Duration
+	// ExitTimeout is how long running handlers may go on when the operator
+	// stops, before their ctx is cancelled. Default 2s (Kopf's
+	// queueing.exit_timeout); negative: cancel at once.
+	ExitTimeout time.Duration
 }
 
 // Watching tunes the watch streams.
@@ -63,6 +70,14 @@ type Watching struct {
 	ServerTimeout time.Duration
 	// ReconnectBackoff is the pause between watch attempts. Default 0.1s.
 	ReconnectBackoff time.Duration
+	// InactivityTimeout restarts a watch stream that has delivered nothing,
+	// not even a bookmark, for this long: a stream silently dropped by a load
+	// balancer would otherwise hang forever. Default 70s (bookmarks come
+	// about every 60s); negative disables.
+	InactivityTimeout time.Duration
+	// ClientTimeout ends every watch request after this long on the client
+	// side; 0: none.
+	ClientTimeout time.Duration
 }
 
 // WithDefaults returns a copy with every unset field given Kopf's default.
@@ -93,5 +108,13 @@ func (s Settings) WithDefaults() Settings {
 	if s.Watching.ReconnectBackoff == 0 {
 		s.Watching.ReconnectBackoff = 100 * time.Millisecond
 	}
+	if s.Watching.InactivityTimeout == 0 {
+		s.Watching.InactivityTimeout = 70 * time.Second
+	}
+	if s.Queueing.ExitTimeout == 0 {
+		s.Queueing.ExitTimeout = 2 * time.Second
+	}
+	s.Networking = s.Networking.withDefaults()
+	s.Process = s.Process.withDefaults()
 	return s
 }

@@ -178,7 +178,7 @@ func (p *processor) process(ctx context.Context, s *slot) (time.Duration, bool) 
 	if len(selected) > 0 {
 		log.Debug(fmt.Sprintf("%s is in progress.", reason.Title()))
 	}
-	out := cycle.Run(ctx)
+	out := cycle.Run(p.cfg.handlerCtx)
 	removeFin := false
 	if ctx.Err() != nil && !out.Ran {
 		return -1, false

@@ -29,7 +29,9 @@ type Config struct {
 	Logger     *slog.Logger
 	Clock      clock.WithTicker
 	// Client talks to the API; nil builds one from REST. Tests inject fakes.
-	Client *kube.Client
+	Client     *kube.Client
+	handlerCtx context.Context
+
 	// Limiter caps concurrent handler invocations (Execution.MaxWorkers);
 	// nil means no cap.
 	Limiter chan struct{}
@@ -64,6 +66,11 @@ func Run(ctx context.Context, cfg Config) error {
 	ctx, cancel := context.WithCancel(kube.WithConfig(ctx, cfg.REST))
 	defer cancel()
 	var wg sync.WaitGroup
+	// Handlers run under their own context: when the operator stops, running
+	// handlers get Queueing.ExitTimeout to finish before it is cancelled.
+	hctx, hcancel := context.WithCancelCause(context.WithoutCancel(ctx))
+	defer hcancel(nil)
+	cfg.handlerCtx = hctx
 	for _, res := range served {
 		hs := handlers.ForResource(cfg.Registry.Changing(), res)
 		nss := namespaces
@@ -77,9 +84,28 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	cfg.Logger.Info(fmt.Sprintf("Serving %s.", describe(served)))
 	<-ctx.Done()
-	wg.Wait()
+	stopped := make(chan struct{})
+	go func() {
+		wg.Wait()
+		close(stopped)
+	}()
+	if d := cfg.Settings.Queueing.ExitTimeout; d > 0 {
+		t := cfg.Clock.NewTimer(d)
+		select {
+		case <-stopped:
+		case <-t.C():
+			cfg.Logger.Warn(fmt.Sprintf("Handlers are still running %s after the operator's stop; cancelling them.", d))
+		}
+		t.Stop()
+	}
+	hcancel(ErrOperatorExiting)
+	<-stopped
 	return nil
 }
+
+// ErrOperatorExiting is the cause of the cancellation of handlers that are
+// still running when the operator's exit timeout has passed.
+var ErrOperatorExiting = errors.New("the operator is exiting")
 
 // resolve turns the handlers' selectors into discovered resources. A
 // selector that matches nothing, or matches resources of several groups, is
