@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"strings"
 	"sync"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/dynamic/dynamicinformer"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/clock"
@@ -43,10 +45,12 @@ func Run(ctx context.Context, cfg Config) error {
 	client := cfg.Client
 	if client == nil {
 		var err error
-		if client, err = kube.NewClient(cfg.REST); err != nil {
+		net := cfg.Settings.Networking
+		if client, err = kube.NewClient(cfg.REST, kube.ClientOptions{RequestTimeout: net.RequestTimeout, TrustEnv: net.TrustEnv}); err != nil {
 			return err
 		}
 	}
+	client.Retry = kube.Retry{Backoffs: cfg.Settings.Networking.ErrorBackoffs, Clock: cfg.Clock}
 	served, err := resolve(ctx, client, cfg.Registry, cfg.Logger)
 	if err != nil {
 		return err
@@ -168,8 +172,21 @@ func newWatcher(cfg Config, client *kube.Client, res resources.Resource, ns stri
 }
 
 func (w *watcher) run(ctx context.Context) {
-	factory := dynamicinformer.NewFilteredDynamicSharedInformerFactory(w.client.Dynamic, 0, w.namespace, nil)
-	informer := factory.ForResource(w.res.GVR()).Informer()
+	watching := w.cfg.Settings.Watching
+	where := "cluster-wide"
+	if w.namespace != "" {
+		where = "in namespace " + w.namespace
+	}
+	lw := w.client.ListWatch(w.res, w.namespace, kube.WatchOptions{
+		ServerTimeout: watching.ServerTimeout, InactivityTimeout: watching.InactivityTimeout, Clock: w.cfg.Clock,
+		OnInactive: func() {
+			w.cfg.Logger.Warn(fmt.Sprintf("The watch of %s %s has been silent for %s; restarting it.", w.res, where, watching.InactivityTimeout))
+		},
+	})
+	informer := cache.NewSharedIndexInformer(lw, &unstructured.Unstructured{}, 0, cache.Indexers{})
+	_ = informer.SetWatchErrorHandlerWithContext(func(ctx context.Context, r *cache.Reflector, err error) {
+		w.watchError(ctx, err, where)
+	})
 	p := newProcessor(w.cfg, w.client, w.res, w.handlers, informer.GetStore())
 	if w.res.Namespaced {
 		p.scope = w.scope.Match
@@ -195,4 +212,21 @@ func (w *watcher) run(ctx context.Context) {
 	<-ctx.Done()
 	wg.Wait()
 	p.wait()
+}
+
+// watchError reports a failed list or watch; client-go retries it with its
+// backoff. A 403 is the operator's RBAC missing list or watch, which only a
+// human can fix, so it says exactly what to grant; the end of a stream
+// (expired versions, a restarted apiserver) is routine and logged quietly.
+func (w *watcher) watchError(ctx context.Context, err error, where string) {
+	switch {
+	case ctx.Err() != nil:
+	case apierrors.IsForbidden(err):
+		w.cfg.Logger.Error(fmt.Sprintf("The operator may not list or watch %s %s; grant it the \"list\" and \"watch\" verbs on %q in its RBAC: %v",
+			w.res, where, w.res.Plural+"."+w.res.Group, err))
+	case apierrors.IsResourceExpired(err) || apierrors.IsGone(err) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF):
+		w.cfg.Logger.Debug(fmt.Sprintf("The watch of %s %s has ended (%v); watching again.", w.res, where, err))
+	default:
+		w.cfg.Logger.Warn(fmt.Sprintf("Cannot watch %s %s, retrying: %v", w.res, where, err))
+	}
 }
