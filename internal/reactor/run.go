@@ -10,7 +10,6 @@ import (
 	"sync"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
@@ -33,6 +32,9 @@ type Config struct {
 	// Client talks to the API; nil builds one from REST. Tests inject fakes.
 	Client     *kube.Client
 	handlerCtx context.Context
+	// onSleep, for tests, is told when a worker starts sleeping until its
+	// delayed handlers are due, and whether its own last patch has come back.
+	onSleep func(key string, consistent bool)
 
 	// Limiter caps concurrent handler invocations (Execution.MaxWorkers);
 	// nil means no cap.
@@ -51,20 +53,12 @@ func Run(ctx context.Context, cfg Config) error {
 		}
 	}
 	client.Retry = kube.Retry{Backoffs: cfg.Settings.Networking.ErrorBackoffs, Clock: cfg.Clock}
-	served, err := resolve(ctx, client, cfg.Registry, cfg.Logger)
+	served, err := resolve(ctx, client, cfg.Registry, cfg.Logger, cfg.Settings.Scanning.Disabled)
 	if err != nil {
 		return err
 	}
 	if n := cfg.Settings.Execution.MaxWorkers; n > 0 {
 		cfg.Limiter = make(chan struct{}, n)
-	}
-	// Plain names are watched one by one; patterns are served by a
-	// cluster-wide watch filtered here. (Watching each matching namespace as
-	// namespaces come and go is the scope work of a later change.)
-	scope := resources.NewNamespaces(cfg.Namespaces)
-	namespaces, exact := scope.Exact()
-	if !exact {
-		namespaces = []string{metav1.NamespaceAll}
 	}
 
 	ctx, cancel := context.WithCancel(kube.WithConfig(ctx, cfg.REST))
@@ -75,18 +69,11 @@ func Run(ctx context.Context, cfg Config) error {
 	hctx, hcancel := context.WithCancelCause(context.WithoutCancel(ctx))
 	defer hcancel(nil)
 	cfg.handlerCtx = hctx
-	for _, res := range served {
-		hs := handlers.ForResource(cfg.Registry.Changing(), res)
-		nss := namespaces
-		if !res.Namespaced {
-			nss = []string{metav1.NamespaceAll}
-		}
-		for _, ns := range nss {
-			w := newWatcher(cfg, client, res, ns, hs, scope)
-			wg.Go(func() { w.run(ctx) })
-		}
+	orch := newOrchestrator(ctx, cfg, client, &wg)
+	orch.serve(served)
+	if !cfg.Settings.Scanning.Disabled {
+		wg.Go(func() { orch.watchCRDs(ctx) })
 	}
-	cfg.Logger.Info(fmt.Sprintf("Serving %s.", describe(served)))
 	<-ctx.Done()
 	stopped := make(chan struct{})
 	go func() {
@@ -112,9 +99,10 @@ func Run(ctx context.Context, cfg Config) error {
 var ErrOperatorExiting = errors.New("the operator is exiting")
 
 // resolve turns the handlers' selectors into discovered resources. A
-// selector that matches nothing, or matches resources of several groups, is
-// an error naming its handlers: nothing would ever call them.
-func resolve(ctx context.Context, client *kube.Client, reg *handlers.Registry, log *slog.Logger) ([]resources.Resource, error) {
+// selector matching resources of several groups is an error naming its
+// handlers. A selector matching nothing is a warning while scanning is on
+// (its CRD may come later, and is served then) and an error otherwise.
+func resolve(ctx context.Context, client *kube.Client, reg *handlers.Registry, log *slog.Logger, strict bool) ([]resources.Resource, error) {
 	all, err := client.Discover(ctx)
 	if err != nil {
 		if len(all) == 0 {
@@ -135,6 +123,10 @@ func resolve(ctx context.Context, client *kube.Client, reg *handlers.Registry, l
 				if h.Selector == sel {
 					names = append(names, h.ID)
 				}
+			}
+			if errors.Is(err, resources.ErrUnresolved) && !strict {
+				log.Warn(fmt.Sprintf("Unresolved resources cannot be served (try creating their CRDs): %s for handlers %s; they are served as soon as they appear.", sel, strings.Join(names, ", ")))
+				continue
 			}
 			errs = append(errs, fmt.Errorf("%w: handlers %s: %w", handlers.ErrRegistration, strings.Join(names, ", "), err))
 			continue
