@@ -24,10 +24,13 @@ func TestLayers(t *testing.T) {
 		"causes":               append([]string{"diffbase"}, leaves...),
 		"internal/config":      append([]string{"diffbase", "persistence"}, leaves...),
 		"internal/kube":        append([]string{"internal/resources"}, leaves...),
+		"internal/posting":     {"internal/config"},
+		"internal/hierarchies": nil,
 		"handlers":             append([]string{"causes", "diffbase", "persistence", "internal/resources"}, leaves...),
 		"internal/reactor": append([]string{"handlers", "causes", "diffbase", "persistence", "internal/resources",
-			"internal/config", "internal/kube", "internal/logging"}, leaves...),
-		"": {"handlers", "causes", "internal/config", "internal/kube", "internal/logging", "internal/reactor", "internal/cli"},
+			"internal/config", "internal/kube", "internal/logging", "internal/posting"}, leaves...),
+		"": {"handlers", "causes", "internal/config", "internal/kube", "internal/logging", "internal/reactor", "internal/cli",
+			"internal/posting", "internal/hierarchies"},
 	}
 	out, err := exec.Command("go", "list", "-f", `{{.ImportPath}}{{range .Imports}} {{.}}{{end}}`, "./...").CombinedOutput()
 	if err != nil {

@@ -113,6 +113,8 @@ func (op *Operator) Run(ctx context.Context) error {
 		Namespaces: op.opts.Namespaces,
 		Logger:     logger,
 		Clock:      clk,
+
+		DefaultNamespace: op.defaultNamespace(),
 	})
 }
 
