@@ -222,16 +222,19 @@ func Truncate(message string) string {
 // Run posts queued events until ctx ends, then posts what is still queued
 // within FlushTimeout and refuses new events. Call it once.
 func (p *Poster) Run(ctx context.Context) {
+	// A post under way when ctx ends is not cut short: its event would be
+	// lost, though the flush below has time for it.
+	requests := context.WithoutCancel(ctx)
 	for {
 		select {
 		case <-p.wake:
-			p.postQueued(ctx)
+			p.postQueued(ctx.Done(), requests)
 		case <-ctx.Done():
 			p.mu.Lock()
 			p.closed = true
 			p.mu.Unlock()
-			fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), FlushTimeout)
-			p.postQueued(fctx)
+			fctx, cancel := context.WithTimeout(requests, FlushTimeout)
+			p.postQueued(fctx.Done(), fctx)
 			cancel()
 			p.mu.Lock()
 			left := len(p.queue)
@@ -245,8 +248,15 @@ func (p *Poster) Run(ctx context.Context) {
 	}
 }
 
-func (p *Poster) postQueued(ctx context.Context) {
-	for ctx.Err() == nil {
+// postQueued posts the queued events one by one until the queue is empty or
+// stop is closed.
+func (p *Poster) postQueued(stop <-chan struct{}, requests context.Context) {
+	for {
+		select {
+		case <-stop:
+			return
+		default:
+		}
 		p.mu.Lock()
 		if len(p.queue) == 0 {
 			if p.dropped > 0 {
@@ -261,7 +271,7 @@ func (p *Poster) postQueued(ctx context.Context) {
 		p.queue[0] = event{}
 		p.queue = p.queue[1:]
 		p.mu.Unlock()
-		p.post(ctx, e)
+		p.post(requests, e)
 	}
 }
 

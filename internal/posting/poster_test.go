@@ -442,3 +442,42 @@ func TestLevelType(t *testing.T) {
 		}
 	}
 }
+
+// blockingClient holds each post until released, failing it if its ctx ends
+// first.
+type blockingClient struct {
+	fakeClient
+	entered chan struct{}
+	release chan struct{}
+}
+
+func (c *blockingClient) PostEvent(ctx context.Context, ns string, body map[string]any) error {
+	c.entered <- struct{}{}
+	select {
+	case <-c.release:
+		return c.fakeClient.PostEvent(ctx, ns, body)
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// A post under way when the operator stops is not cut short: the event
+// would be lost.
+func TestStopDoesNotCancelAPostUnderWay(t *testing.T) {
+	c := &blockingClient{entered: make(chan struct{}), release: make(chan struct{})}
+	log := &logBuf{}
+	p := New(Config{Client: c, Settings: config.Settings{}.WithDefaults().Posting, Logger: slog.New(slog.NewTextHandler(log, nil))})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); p.Run(ctx) }()
+	if err := p.Info(kex, "R", "m"); err != nil {
+		t.Fatal(err)
+	}
+	<-c.entered
+	cancel()
+	close(c.release)
+	<-done
+	if n := len(c.all()); n != 1 {
+		t.Errorf("%d events posted, want the one under way when stopping; log: %s", n, log)
+	}
+}
