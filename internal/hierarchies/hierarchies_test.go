@@ -406,3 +406,25 @@ func TestIdentityOf(t *testing.T) {
 		}
 	}
 }
+
+func BenchmarkAdopt(b *testing.B) {
+	o := owner()
+	b.Run("typed", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			pod := &corev1.Pod{}
+			if err := Adopt(pod, o); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("body", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			pod := map[string]any{"apiVersion": "v1", "kind": "Pod"}
+			if err := Adopt(pod, o); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}

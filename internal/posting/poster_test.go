@@ -481,3 +481,26 @@ func TestStopDoesNotCancelAPostUnderWay(t *testing.T) {
 		t.Errorf("%d events posted, want the one under way when stopping; log: %s", n, log)
 	}
 }
+
+// BenchmarkInfo measures what a handler pays per event: the gates and the
+// queueing (the post itself happens in the background).
+func BenchmarkInfo(b *testing.B) {
+	p := newPoster(config.Posting{}, &fakeClient{}, nil)
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := p.Info(kex, "SomeReason", "Some message"); err != nil {
+			b.Fatal(err)
+		}
+		p.mu.Lock()
+		p.queue = p.queue[:0]
+		p.mu.Unlock()
+	}
+}
+
+func BenchmarkTruncate(b *testing.B) {
+	msg := strings.Repeat("0123456789", 500)
+	b.ReportAllocs()
+	for b.Loop() {
+		_ = Truncate(msg)
+	}
+}
