@@ -25,10 +25,13 @@ func TestLayers(t *testing.T) {
 		"internal/config":      append([]string{"diffbase", "persistence"}, leaves...),
 		"internal/kube":        append([]string{"internal/resources"}, leaves...),
 		"internal/health":      nil,
+		"internal/posting":     {"internal/config"},
+		"internal/hierarchies": nil,
 		"handlers":             append([]string{"causes", "diffbase", "persistence", "internal/resources", "internal/config"}, leaves...),
 		"internal/reactor": append([]string{"handlers", "causes", "diffbase", "persistence", "internal/resources",
-			"internal/config", "internal/kube", "internal/logging"}, leaves...),
-		"": {"handlers", "causes", "internal/config", "internal/kube", "internal/logging", "internal/reactor", "internal/cli", "internal/health"},
+			"internal/config", "internal/kube", "internal/logging", "internal/posting"}, leaves...),
+		"": {"handlers", "causes", "internal/config", "internal/kube", "internal/logging", "internal/reactor", "internal/cli",
+			"internal/health", "internal/posting", "internal/hierarchies"},
 	}
 	out, err := exec.Command("go", "list", "-f", `{{.ImportPath}}{{range .Imports}} {{.}}{{end}}`, "./...").CombinedOutput()
 	if err != nil {

@@ -164,6 +164,8 @@ func (op *Operator) Run(ctx context.Context) error {
 		Namespaces: op.opts.Namespaces,
 		Logger:     logger,
 		Clock:      clk,
+
+		DefaultNamespace: op.defaultNamespace(),
 	})
 	if err == nil {
 		if cause := context.Cause(ctx); cause != nil && !errors.Is(cause, context.Canceled) {

@@ -20,6 +20,7 @@ type Settings struct {
 	Networking  Networking
 	Scanning    Scanning
 	Process     Process
+	Posting     Posting
 }
 
 // Persistence says where and how the operator keeps its state on objects.
@@ -116,5 +117,6 @@ func (s Settings) WithDefaults() Settings {
 	}
 	s.Networking = s.Networking.withDefaults()
 	s.Process = s.Process.withDefaults()
+	s.Posting = s.Posting.withDefaults()
 	return s
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/kopfgo/kopfgo/internal/kube"
 	"github.com/kopfgo/kopfgo/internal/logging"
 	"github.com/kopfgo/kopfgo/internal/patch"
+	"github.com/kopfgo/kopfgo/internal/posting"
 	"github.com/kopfgo/kopfgo/internal/resources"
 	"github.com/kopfgo/kopfgo/persistence"
 )
@@ -74,10 +75,12 @@ func (p *processor) logger(s *slot) *slog.Logger {
 }
 
 func (p *processor) objectLogger(u *unstructured.Unstructured) *slog.Logger {
-	return logging.WithObject(p.cfg.Logger, logging.ObjectRef{
+	ref := posting.Ref{
 		APIVersion: u.GetAPIVersion(), Kind: u.GetKind(), Name: u.GetName(),
 		UID: string(u.GetUID()), Namespace: u.GetNamespace(),
-	})
+	}
+	// With settings.posting.loggers, the messages also become events.
+	return p.cfg.Poster.Logger(logging.WithObject(p.cfg.Logger, logging.ObjectRef(ref)), ref)
 }
 
 // memoryOf returns the memory of the object as it is now; a new object under

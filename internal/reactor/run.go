@@ -18,6 +18,7 @@ import (
 	"github.com/kopfgo/kopfgo/handlers"
 	"github.com/kopfgo/kopfgo/internal/config"
 	"github.com/kopfgo/kopfgo/internal/kube"
+	"github.com/kopfgo/kopfgo/internal/posting"
 	"github.com/kopfgo/kopfgo/internal/resources"
 )
 
@@ -39,6 +40,12 @@ type Config struct {
 	// Limiter caps concurrent handler invocations (Execution.MaxWorkers);
 	// nil means no cap.
 	Limiter chan struct{}
+	// DefaultNamespace is the namespace of the credentials' context, where
+	// events about cluster-scoped objects go; "" is "default".
+	DefaultNamespace string
+	// Poster posts Kubernetes Events; nil: Run makes one from
+	// Settings.Posting.
+	Poster *posting.Poster
 }
 
 // Run serves every resource the registered handlers select until ctx ends,
@@ -61,6 +68,8 @@ func Run(ctx context.Context, cfg Config) error {
 		cfg.Limiter = make(chan struct{}, n)
 	}
 
+	ctx, stopPosting := startPosting(ctx, &cfg, client)
+	defer stopPosting() // after the watchers, so that handlers' last events are posted
 	ctx, cancel := context.WithCancel(kube.WithConfig(ctx, cfg.REST))
 	defer cancel()
 	var wg sync.WaitGroup
