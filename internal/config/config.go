@@ -64,13 +64,12 @@ type Queueing struct {
 	ExitTimeout time.Duration
 }
 
-// Watching tunes the watch streams.
+// Watching tunes the watch streams. Reconnecting after errors follows
+// client-go's reflector backoff (0.8s growing to 30s), not a setting.
 type Watching struct {
 	// ServerTimeout is sent as timeoutSeconds on watch requests; 0 lets the
 	// server choose.
 	ServerTimeout time.Duration
-	// ReconnectBackoff is the pause between watch attempts. Default 0.1s.
-	ReconnectBackoff time.Duration
 	// InactivityTimeout restarts a watch stream that has delivered nothing,
 	// not even a bookmark, for this long: a stream silently dropped by a load
 	// balancer would otherwise hang forever. Default 70s (bookmarks come
@@ -105,9 +104,6 @@ func (s Settings) WithDefaults() Settings {
 		for _, n := range []int{1, 1, 2, 3, 5, 8, 13, 21, 34, 55, 89, 144, 233, 377, 610} {
 			s.Queueing.ErrorDelays = append(s.Queueing.ErrorDelays, time.Duration(n)*time.Second)
 		}
-	}
-	if s.Watching.ReconnectBackoff == 0 {
-		s.Watching.ReconnectBackoff = 100 * time.Millisecond
 	}
 	if s.Watching.InactivityTimeout == 0 {
 		s.Watching.InactivityTimeout = 70 * time.Second

@@ -23,7 +23,10 @@ type WatchOptions struct {
 	// bookmark, for this long; the informer then watches again from the last
 	// seen version. 0 or negative: never.
 	InactivityTimeout time.Duration
-	Clock             clock.WithTicker
+	// ClientTimeout ends every stream after this long, whatever it carries;
+	// the informer then watches again. 0: never.
+	ClientTimeout time.Duration
+	Clock         clock.WithTicker
 	// OnInactive is told when a stream is ended for inactivity.
 	OnInactive func()
 }
@@ -49,7 +52,7 @@ func (c *Client) ListWatch(res resources.Resource, namespace string, o WatchOpti
 				opts.TimeoutSeconds = &secs
 			}
 			w, err := get().Watch(ctx, opts)
-			if err != nil || o.InactivityTimeout <= 0 {
+			if err != nil || (o.InactivityTimeout <= 0 && o.ClientTimeout <= 0) {
 				return w, err
 			}
 			return newWatchdog(w, o), nil
@@ -81,8 +84,18 @@ func newWatchdog(inner watch.Interface, o WatchOptions) *watchdog {
 	go func() {
 		defer close(w.out)
 		defer inner.Stop()
-		timer := clk.NewTimer(o.InactivityTimeout)
+		idle := o.InactivityTimeout
+		if idle <= 0 {
+			idle = 1<<63 - 1
+		}
+		timer := clk.NewTimer(idle)
 		defer timer.Stop()
+		var deadline <-chan time.Time
+		if o.ClientTimeout > 0 {
+			d := clk.NewTimer(o.ClientTimeout)
+			defer d.Stop()
+			deadline = d.C()
+		}
 		for {
 			select {
 			case ev, ok := <-inner.ResultChan():
@@ -95,7 +108,7 @@ func newWatchdog(inner watch.Interface, o WatchOptions) *watchdog {
 					default:
 					}
 				}
-				timer.Reset(o.InactivityTimeout)
+				timer.Reset(idle)
 				select {
 				case w.out <- ev:
 				case <-w.stop:
@@ -105,6 +118,8 @@ func newWatchdog(inner watch.Interface, o WatchOptions) *watchdog {
 				if o.OnInactive != nil {
 					o.OnInactive()
 				}
+				return
+			case <-deadline:
 				return
 			case <-w.stop:
 				return
