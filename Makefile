@@ -36,6 +36,13 @@ test: vet unit e2e
 cluster:
 	$(GO) run ./e2e/cmd/cluster $(if $(KOPFGO_CLUSTER_DIR),-dir $(KOPFGO_CLUSTER_DIR))
 
+# The performance benchmark (not a test: make test does not run it): the
+# floor, kopfgo and the controller-runtime peer one after another on a local
+# cluster; prints the table and writes bench.json. About 5 minutes.
+# Quick run: make bench BENCH_FLAGS="-n 200 -restart-n 1000 -duration 5s".
+bench:
+	$(GO) run ./e2e/bench $(BENCH_FLAGS)
+
 # Build the harness, start it, run examples/01-minimal, create obj.yaml,
 # show the log and the resulting status, and clean up.
 demo:

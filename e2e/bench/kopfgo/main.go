@@ -1,0 +1,35 @@
+// Command kopfgo is kopfgo's contender in the benchmark: an operator with a
+// create handler returning a small result (so each new object gets the
+// diff-base annotation and status.create_fn) and an update handler, run with
+// the defaults a user gets, logs included.
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+
+	"github.com/kopfgo/kopfgo"
+	"github.com/kopfgo/kopfgo/e2e/bench/probe"
+)
+
+func main() {
+	ctx, c, stop, err := probe.Start()
+	if err == nil {
+		op := kopfgo.New(kopfgo.Options{RESTConfig: c.Config, Namespaces: []string{c.Namespace}, Standalone: true})
+		op.On.Create("kopfexamples", func(context.Context, *kopfgo.Change) (any, error) {
+			c.Probe.Call()
+			return map[string]any{"message": probe.Message}, nil
+		}, kopfgo.ID(probe.CreateHandler))
+		op.On.Update("kopfexamples", func(context.Context, *kopfgo.Change) (any, error) {
+			c.Probe.Call()
+			return nil, nil
+		}, kopfgo.ID("update_fn"))
+		err = op.Run(ctx)
+		stop()
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "kopfgo:", err)
+		os.Exit(1)
+	}
+}
