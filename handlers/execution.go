@@ -120,7 +120,11 @@ func (c *Cycle) Run(ctx context.Context) Outcome {
 		return out
 	}
 	out.Done, out.Delay = true, 0
-	c.Logger.Info(fmt.Sprintf("%s is processed: %d succeeded; %d failed.", c.Reason.Title(), out.Succeeded, out.Failed))
+	if len(c.Handlers) > 0 {
+		// Kopf says nothing of a cause without handlers (K1-018): every
+		// object found at start-up would log a line otherwise.
+		c.Logger.Info(fmt.Sprintf("%s is processed: %d succeeded; %d failed.", c.Reason.Title(), out.Succeeded, out.Failed))
+	}
 	c.purge()
 	return out
 }
