@@ -78,6 +78,18 @@ func (r *report) ratios() {
 		put("listing", x.ListingSeconds, f.ListingSeconds)
 		put("idleToFloorListing", x.Seconds, f.ListingSeconds)
 	}
+	for _, x := range r.Results {
+		// Every object needs exactly one call of the scenario's handler
+		// (none at restart): more means a contender handled something twice.
+		want := int64(x.Objects)
+		if x.Scenario == "restart" {
+			want = 0
+		}
+		if x.Calls != want || x.Scenario == "restart" && x.Writes != 0 {
+			r.Notes = append(r.Notes, fmt.Sprintf("WRONG: %s in %s made %d handler calls and %d writes for %d objects",
+				x.Contender, x.Scenario, x.Calls, x.Writes, x.Objects))
+		}
+	}
 	r.Notes = append(r.Notes,
 		"ratios are to the floor's figure in the same scenario of the same run",
 		"the API server and the driver share the machine with the contender; figures are noisy, ratios less so")

@@ -7,16 +7,22 @@ package main
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"os"
 
 	"github.com/kopfgo/kopfgo"
 	"github.com/kopfgo/kopfgo/e2e/bench/probe"
+	"github.com/kopfgo/kopfgo/internal/logging"
 )
 
 func main() {
 	ctx, c, stop, err := probe.Start()
 	if err == nil {
-		op := kopfgo.New(kopfgo.Options{RESTConfig: c.Config, Namespaces: []string{c.Namespace}, Standalone: true})
+		opts := kopfgo.Options{RESTConfig: c.Config, Namespaces: []string{c.Namespace}, Standalone: true}
+		if os.Getenv("KOPFGO_BENCH_DEBUG") == "1" { // to investigate, not to measure
+			opts.Logger = logging.New(logging.Config{Level: slog.LevelDebug})
+		}
+		op := kopfgo.New(opts)
 		op.On.Create("kopfexamples", func(context.Context, *kopfgo.Change) (any, error) {
 			c.Probe.Call()
 			return map[string]any{"message": probe.Message}, nil
