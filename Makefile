@@ -5,7 +5,7 @@
 GO      ?= go
 E2E_TIMEOUT ?= 60m
 
-.PHONY: all build vet unit e2e test cluster demo bench fmt
+.PHONY: all build vet unit e2e test cluster demo bench microbench fmt
 
 all: build
 
@@ -42,6 +42,11 @@ cluster:
 # Quick run: make bench BENCH_FLAGS="-n 200 -restart-n 1000 -duration 5s".
 bench:
 	$(GO) run ./e2e/bench $(BENCH_FLAGS)
+
+# The go test benchmarks of the per-event pure paths (essence, diffs,
+# progress records, key naming, handler selection, one handling cycle).
+microbench:
+	$(GO) test -run '^$$' -bench . -benchmem ./causes ./diffbase ./persistence ./handlers ./internal/conventions ./internal/logging
 
 # Build the harness, start it, run examples/01-minimal, create obj.yaml,
 # show the log and the resulting status, and clean up.
