@@ -5,7 +5,7 @@
 GO      ?= go
 E2E_TIMEOUT ?= 60m
 
-.PHONY: all build vet unit e2e test cluster demo bench fmt
+.PHONY: all build vet unit e2e test cluster demo bench microbench fmt
 
 all: build
 
@@ -35,6 +35,18 @@ test: vet unit e2e
 # Start a local cluster and keep it running; prints KUBECONFIG=... .
 cluster:
 	$(GO) run ./e2e/cmd/cluster $(if $(KOPFGO_CLUSTER_DIR),-dir $(KOPFGO_CLUSTER_DIR))
+
+# The performance benchmark (not a test: make test does not run it): the
+# floor, kopfgo and the controller-runtime peer one after another on a local
+# cluster; prints the table and writes bench.json. About 5 minutes.
+# Quick run: make bench BENCH_FLAGS="-n 200 -restart-n 1000 -duration 5s".
+bench:
+	$(GO) run ./e2e/bench $(BENCH_FLAGS)
+
+# The go test benchmarks of the per-event pure paths (essence, diffs,
+# progress records, key naming, handler selection, one handling cycle).
+microbench:
+	$(GO) test -run '^$$' -bench . -benchmem ./causes ./diffbase ./persistence ./handlers ./internal/conventions ./internal/logging
 
 # Build the harness, start it, run examples/01-minimal, create obj.yaml,
 # show the log and the resulting status, and clean up.

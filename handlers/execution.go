@@ -128,6 +128,8 @@ func (c *Cycle) Run(ctx context.Context) Outcome {
 		title = c.Reason.Title()
 	}
 	if len(c.Handlers) > 0 {
+		// Kopf says nothing of a cause without handlers (K1-018): every
+		// object found at start-up would log a line otherwise.
 		c.Logger.Info(fmt.Sprintf("%s is processed: %d succeeded; %d failed.", title, out.Succeeded, out.Failed))
 	}
 	c.purge()

@@ -246,3 +246,30 @@ func TestCorruptRecordIsWarnedAndHandled(t *testing.T) {
 		t.Errorf("no warning naming the key:\n%s", w.logs)
 	}
 }
+
+// A cause without handlers (a resume with none registered, for every object
+// found at start-up) is done at once and, as in Kopf, not logged (K1-018);
+// stale records of the resource's handlers are still purged.
+func TestCycleWithoutHandlersIsDoneSilently(t *testing.T) {
+	w := newWorld(t)
+	w.body["metadata"].(map[string]any)["annotations"] = map[string]any{
+		"kopf.zalando.org/create_fn": `{"started":"2026-01-02T03:04:05.000000+00:00","purpose":"create","retries":1}`,
+	}
+	stale := w.handler("create_fn", func(c *Change) (any, error) { return nil, nil })
+	p := &patch.Patch{}
+	c := &Cycle{
+		Reason: causes.Resume, Known: []*Handler{stale}, Body: w.body, Patch: p,
+		Storage: persistence.NewAnnotationsStorage(), Clock: w.clock,
+		Logger: slog.New(slog.NewTextHandler(w.logs, nil)),
+	}
+	out := c.Run(context.Background())
+	if !out.Done || out.Ran {
+		t.Errorf("outcome = %+v, want done without a call", out)
+	}
+	if strings.Contains(w.logs.String(), "is processed") {
+		t.Errorf("logged %q for a cause without handlers", w.logs.String())
+	}
+	if v, ok := p.Annotations()["kopf.zalando.org/create_fn"]; !ok || v != nil {
+		t.Errorf("stale record not purged: patch %v", p.Map())
+	}
+}

@@ -113,6 +113,10 @@ func (p *processor) process(ctx context.Context, s *slot) (time.Duration, bool) 
 	now := p.cfg.Clock.Now()
 
 	mem.mu.Lock()
+	if mem.behind(u.GetResourceVersion()) {
+		mem.mu.Unlock()
+		return -1, false // the newer version's notification wakes the worker again
+	}
 	if mem.expected != "" && u.GetResourceVersion() != mem.expected {
 		left := p.cfg.Settings.Persistence.ConsistencyTimeout - now.Sub(mem.expectedAt)
 		if left > 0 {

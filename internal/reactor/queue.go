@@ -149,8 +149,23 @@ func (p *processor) work(ctx context.Context, s *slot) {
 				continue
 			}
 		}
-		wait, touch = p.process(ctx, s)
+		wait, touch = p.pass(ctx, s)
 	}
+}
+
+// pass runs one pass on a goroutine of its own, which ends with it. A pass
+// grows a deep stack (JSON, diffs, the API client), and the runtime does not
+// give a grown stack back while its goroutine lives: a worker that passed
+// and then idled for IdleTimeout kept it, and 10 000 objects listed at
+// start-up held over 100 MB of stacks that way.
+func (p *processor) pass(ctx context.Context, s *slot) (wait time.Duration, touch bool) {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		wait, touch = p.process(ctx, s)
+	}()
+	<-done
+	return wait, touch
 }
 
 // retire removes an idle worker unless news arrived meanwhile.

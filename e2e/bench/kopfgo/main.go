@@ -1,0 +1,41 @@
+// Command kopfgo is kopfgo's contender in the benchmark: an operator with a
+// create handler returning a small result (so each new object gets the
+// diff-base annotation and status.create_fn) and an update handler, run with
+// the defaults a user gets, logs included.
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+
+	"github.com/kopfgo/kopfgo"
+	"github.com/kopfgo/kopfgo/e2e/bench/probe"
+	"github.com/kopfgo/kopfgo/internal/logging"
+)
+
+func main() {
+	ctx, c, stop, err := probe.Start()
+	if err == nil {
+		opts := kopfgo.Options{RESTConfig: c.Config, Namespaces: []string{c.Namespace}, Standalone: true}
+		if os.Getenv("KOPFGO_BENCH_DEBUG") == "1" { // to investigate, not to measure
+			opts.Logger = logging.New(logging.Config{Level: slog.LevelDebug})
+		}
+		op := kopfgo.New(opts)
+		op.On.Create("kopfexamples", func(context.Context, *kopfgo.Change) (any, error) {
+			c.Probe.Call()
+			return map[string]any{"message": probe.Message}, nil
+		}, kopfgo.ID(probe.CreateHandler))
+		op.On.Update("kopfexamples", func(context.Context, *kopfgo.Change) (any, error) {
+			c.Probe.Call()
+			return nil, nil
+		}, kopfgo.ID("update_fn"))
+		err = op.Run(ctx)
+		stop()
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "kopfgo:", err)
+		os.Exit(1)
+	}
+}

@@ -1,0 +1,224 @@
+// Command bench measures kopfgo against a floor and a peer on a local
+// cluster: the floor is a bare client-go program doing only the writes that
+// cannot be avoided, the peer a controller-runtime controller doing the
+// same writes, and kopfgo an operator with a create and an update handler.
+// They run one after another, as separate processes, on the same API server
+// and the same workload; their CPU time and peak RSS are read from /proc,
+// their writes and handler calls counted by the same probe, and when they
+// are done is judged from the cluster by the same predicate. Every figure is
+// also given as a ratio to the floor's.
+//
+//	go run ./e2e/bench                      # everything (make bench)
+//	go run ./e2e/bench -n 200 -scenarios burst,updates -restart-n 1000
+//
+// The API server is shared with anything else running on the machine, so
+// figures are noisy: compare ratios within one run, not absolute figures
+// across runs.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/kopfgo/kopfgo/e2e/cluster"
+)
+
+// repoRoot is the kopfgo checkout, found from this file's location.
+var repoRoot = func() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Dir(filepath.Dir(filepath.Dir(file)))
+}()
+
+var allScenarios = []string{"burst", "updates", "latency", "restart"}
+
+type options struct {
+	n          int
+	restartN   int
+	rate       float64
+	duration   time.Duration
+	scenarios  []string
+	contenders []string
+	creators   int
+	out        string
+	profileDir string
+	workDir    string
+	keep       bool
+}
+
+func main() {
+	var o options
+	var scenarios, contenders string
+	flag.IntVar(&o.n, "n", 2000, "objects in the burst and updates scenarios")
+	flag.IntVar(&o.restartN, "restart-n", 10000, "existing, already handled objects in the restart scenario")
+	flag.Float64Var(&o.rate, "rate", 20, "objects created per second in the latency scenario")
+	flag.DurationVar(&o.duration, "duration", 30*time.Second, "how long the latency scenario creates objects")
+	flag.StringVar(&scenarios, "scenarios", strings.Join(allScenarios, ","), "comma-separated scenarios to run: "+strings.Join(allScenarios, ", "))
+	flag.StringVar(&contenders, "contenders", strings.Join(contenderNames, ","), "comma-separated contenders to run; the floor is needed for ratios")
+	flag.IntVar(&o.creators, "creators", 16, "concurrent requests of the driver when it creates or updates objects")
+	flag.StringVar(&o.out, "json", "bench.json", "write the results here as JSON (empty: do not)")
+	flag.StringVar(&o.profileDir, "profile", "", "write CPU and heap profiles of every contender run to this directory (profiling costs some CPU itself)")
+	flag.StringVar(&o.workDir, "work", "", "directory for the contenders' binaries and logs (default: a temporary one, removed unless -keep)")
+	flag.BoolVar(&o.keep, "keep", false, "keep the work directory and print its path")
+	flag.Parse()
+	o.scenarios = split(scenarios)
+	o.contenders = split(contenders)
+	if err := o.validate(); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(2)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	err := run(ctx, o)
+	stop()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+}
+
+func split(s string) []string {
+	var out []string
+	for _, f := range strings.Split(s, ",") {
+		if f = strings.TrimSpace(f); f != "" {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+func (o options) validate() error {
+	for _, s := range o.scenarios {
+		if !slices.Contains(allScenarios, s) {
+			return fmt.Errorf("unknown scenario %q: choose from %s", s, strings.Join(allScenarios, ", "))
+		}
+	}
+	for _, c := range o.contenders {
+		if !slices.Contains(contenderNames, c) {
+			return fmt.Errorf("unknown contender %q: choose from %s", c, strings.Join(contenderNames, ", "))
+		}
+	}
+	if len(o.scenarios) == 0 || len(o.contenders) == 0 {
+		return fmt.Errorf("nothing to run: give at least one scenario and one contender")
+	}
+	if o.n <= 0 || o.restartN <= 0 || o.rate <= 0 || o.duration <= 0 || o.creators <= 0 {
+		return fmt.Errorf("-n, -restart-n, -rate, -duration and -creators must be positive")
+	}
+	return nil
+}
+
+// contenderNames in the order they run: the floor first, so that the others'
+// ratios are known as soon as they finish.
+var contenderNames = []string{"floor", "kopfgo", "peer"}
+
+func logf(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "bench: "+format+"\n", args...)
+}
+
+func run(ctx context.Context, o options) error {
+	work := o.workDir
+	if work == "" {
+		dir, err := os.MkdirTemp("", "kopfgo-bench-")
+		if err != nil {
+			return err
+		}
+		work = dir
+		if o.keep {
+			defer logf("contenders' binaries and logs are in %s", work)
+		} else {
+			defer os.RemoveAll(work)
+		}
+	} else if err := os.MkdirAll(work, 0o755); err != nil {
+		return err
+	}
+	if o.profileDir != "" {
+		if err := os.MkdirAll(o.profileDir, 0o755); err != nil {
+			return err
+		}
+	}
+	bins, err := build(ctx, o.contenders, filepath.Join(work, "bin"))
+	if err != nil {
+		return err
+	}
+
+	logf("starting a local etcd and kube-apiserver (built from Go modules on first use)")
+	c, err := cluster.Start(ctx, cluster.Options{Logf: logf})
+	if err != nil {
+		return err
+	}
+	defer c.Stop()
+	if err := c.ApplyFile(ctx, filepath.Join(repoRoot, "examples", "crd.yaml")); err != nil {
+		return err
+	}
+	b, err := newBench(ctx, o, c, bins, work)
+	if err != nil {
+		return err
+	}
+	if err := b.warmup(ctx); err != nil {
+		return err
+	}
+	rep := report{Machine: describeMachine(runtime.NumCPU(), runtime.Version()), Params: o.params()}
+	for _, sc := range []struct {
+		name string
+		run  func(context.Context) ([]result, error)
+	}{
+		{"burst", b.burstAndUpdates},
+		{"latency", b.latency},
+		{"restart", b.restart},
+	} {
+		if sc.name == "burst" && !o.wants("burst") && !o.wants("updates") || sc.name != "burst" && !o.wants(sc.name) {
+			continue
+		}
+		rs, err := sc.run(ctx)
+		rep.Results = append(rep.Results, rs...)
+		if err != nil {
+			return err
+		}
+	}
+	rep.ratios()
+	rep.print(os.Stdout)
+	if o.out != "" {
+		data, err := json.MarshalIndent(rep, "", "  ")
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(o.out, append(data, '\n'), 0o644); err != nil {
+			return err
+		}
+		logf("results written to %s", o.out)
+	}
+	return nil
+}
+
+func (o options) wants(s string) bool { return slices.Contains(o.scenarios, s) }
+
+// build compiles the contenders. The peer is a module of its own.
+func build(ctx context.Context, names []string, dir string) (map[string]string, error) {
+	bins := map[string]string{}
+	for _, name := range names {
+		out := filepath.Join(dir, name)
+		logf("building the %s contender", name)
+		var cmd *exec.Cmd
+		if name == "peer" {
+			cmd = exec.CommandContext(ctx, "go", "build", "-o", out, ".")
+			cmd.Dir = filepath.Join(repoRoot, "e2e", "bench", "peer")
+		} else {
+			cmd = exec.CommandContext(ctx, "go", "build", "-o", out, "./e2e/bench/"+name)
+			cmd.Dir = repoRoot
+		}
+		if msg, err := cmd.CombinedOutput(); err != nil {
+			return nil, fmt.Errorf("building the %s contender: %v\n%s", name, err, msg)
+		}
+		bins[name] = out
+	}
+	return bins, nil
+}

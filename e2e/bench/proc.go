@@ -1,0 +1,94 @@
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// clockTick is the unit of utime and stime in /proc/PID/stat: USER_HZ,
+// which is 100 on every Linux architecture Go supports.
+const clockTick = 10 * time.Millisecond
+
+// cpuTime is the process's CPU time so far, user plus system, of all its
+// threads, from /proc/PID/stat.
+func cpuTime(pid int) (time.Duration, error) {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, err
+	}
+	// The command name, field 2, is in parentheses and may hold spaces.
+	s := string(data)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 {
+		return 0, fmt.Errorf("unexpected /proc/%d/stat: %q", pid, s)
+	}
+	f := strings.Fields(s[i+1:])
+	// After the name: state is field 3, utime field 14, stime field 15.
+	if len(f) < 13 {
+		return 0, fmt.Errorf("unexpected /proc/%d/stat: %q", pid, s)
+	}
+	utime, err1 := strconv.ParseInt(f[11], 10, 64)
+	stime, err2 := strconv.ParseInt(f[12], 10, 64)
+	if err1 != nil || err2 != nil {
+		return 0, fmt.Errorf("unexpected /proc/%d/stat: %q", pid, s)
+	}
+	return time.Duration(utime+stime) * clockTick, nil
+}
+
+// peakRSS is the process's peak resident set size (VmHWM) in bytes.
+func peakRSS(pid int) (int64, error) {
+	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), "VmHWM:"); ok {
+			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+			if err != nil {
+				return 0, fmt.Errorf("unexpected VmHWM line %q", sc.Text())
+			}
+			return kb * 1024, nil
+		}
+	}
+	return 0, fmt.Errorf("no VmHWM in /proc/%d/status", pid)
+}
+
+// machine describes where the benchmark ran, for the report.
+type machine struct {
+	CPU     string `json:"cpu"`
+	Cores   int    `json:"cores"`
+	MemGB   int    `json:"memGB"`
+	Kernel  string `json:"kernel"`
+	Go      string `json:"go"`
+	Started string `json:"started"`
+}
+
+func describeMachine(cores int, goVersion string) machine {
+	m := machine{Cores: cores, Go: goVersion, Started: time.Now().UTC().Format(time.RFC3339)}
+	if data, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		for _, line := range strings.Split(string(data), "\n") {
+			if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "model name" {
+				m.CPU = strings.TrimSpace(v)
+				break
+			}
+		}
+	}
+	if data, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
+		m.Kernel = strings.TrimSpace(string(data))
+	}
+	if data, err := os.ReadFile("/proc/meminfo"); err == nil {
+		for _, line := range strings.Split(string(data), "\n") {
+			if v, ok := strings.CutPrefix(line, "MemTotal:"); ok {
+				kb, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+				m.MemGB = int((kb + 512*1024) / (1024 * 1024))
+			}
+		}
+	}
+	return m
+}

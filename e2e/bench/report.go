@@ -1,0 +1,164 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"text/tabwriter"
+)
+
+// result is one contender's figures in one scenario. Figures that do not
+// apply to the scenario are zero and left out of the JSON.
+type result struct {
+	Scenario  string `json:"scenario"`
+	Contender string `json:"contender"`
+	Objects   int    `json:"objects"`
+	// Seconds: burst and updates, from the first request of the driver to
+	// the last object seen handled; restart, from the contender's start to
+	// its going idle.
+	Seconds   float64 `json:"seconds,omitempty"`
+	PerSecond float64 `json:"perSecond,omitempty"`
+	// DriverSeconds is how long the driver took to send its requests.
+	DriverSeconds  float64 `json:"driverSeconds,omitempty"`
+	ListingSeconds float64 `json:"listingSeconds,omitempty"`
+	P50Ms          float64 `json:"p50Ms,omitempty"`
+	P99Ms          float64 `json:"p99Ms,omitempty"`
+	MaxMs          float64 `json:"maxMs,omitempty"`
+	// CPUSeconds is user+sys time of the contender over the scenario, up to
+	// its going idle after the last object.
+	CPUSeconds      float64 `json:"cpuSeconds"`
+	CPUPerObjectMs  float64 `json:"cpuPerObjectMs"`
+	PeakRSSMB       float64 `json:"peakRssMB"`
+	Writes          int64   `json:"writes"`
+	WritesPerObject float64 `json:"writesPerObject"`
+	Calls           int64   `json:"calls"`
+	// Ratios to the floor's figures in the same scenario and run.
+	Ratios map[string]float64 `json:"ratiosToFloor,omitempty"`
+}
+
+type report struct {
+	Machine machine        `json:"machine"`
+	Params  map[string]any `json:"params"`
+	Results []result       `json:"results"`
+	Notes   []string       `json:"notes"`
+}
+
+func (o options) params() map[string]any {
+	return map[string]any{
+		"n": o.n, "restartN": o.restartN, "rate": o.rate, "duration": o.duration.String(),
+		"scenarios": o.scenarios, "contenders": o.contenders, "creators": o.creators,
+		"profiling": o.profileDir != "", "idleWindow": idleWindow.String(),
+	}
+}
+
+func (r *report) ratios() {
+	floors := map[string]result{}
+	for _, x := range r.Results {
+		if x.Contender == "floor" {
+			floors[x.Scenario] = x
+		}
+	}
+	for i := range r.Results {
+		x := &r.Results[i]
+		f, ok := floors[x.Scenario]
+		if !ok || x.Contender == "floor" {
+			continue
+		}
+		x.Ratios = map[string]float64{}
+		put := func(k string, v, base float64) {
+			if base > 0 && v > 0 {
+				x.Ratios[k] = v / base
+			}
+		}
+		put("perSecond", x.PerSecond, f.PerSecond)
+		put("seconds", x.Seconds, f.Seconds)
+		put("cpuPerObject", x.CPUPerObjectMs, f.CPUPerObjectMs)
+		put("peakRss", x.PeakRSSMB, f.PeakRSSMB)
+		put("p50", x.P50Ms, f.P50Ms)
+		put("p99", x.P99Ms, f.P99Ms)
+		put("listing", x.ListingSeconds, f.ListingSeconds)
+		put("idleToFloorListing", x.Seconds, f.ListingSeconds)
+	}
+	for _, x := range r.Results {
+		// Every object needs exactly one call of the scenario's handler
+		// (none at restart): more means a contender handled something twice.
+		want := int64(x.Objects)
+		if x.Scenario == "restart" {
+			want = 0
+		}
+		if x.Calls != want || x.Scenario == "restart" && x.Writes != 0 {
+			r.Notes = append(r.Notes, fmt.Sprintf("WRONG: %s in %s made %d handler calls and %d writes for %d objects",
+				x.Contender, x.Scenario, x.Calls, x.Writes, x.Objects))
+		}
+	}
+	r.Notes = append(r.Notes,
+		"ratios are to the floor's figure in the same scenario of the same run",
+		"the API server and the driver share the machine with the contender; figures are noisy, ratios less so")
+	if r.Params["profiling"] == true {
+		r.Notes = append(r.Notes, "contenders ran with CPU profiling on, which costs some CPU itself")
+	}
+}
+
+func (r *report) print(w io.Writer) {
+	m := r.Machine
+	fmt.Fprintf(w, "\nkopfgo benchmark, %s: %s, %d cores, %d GB, Linux %s, %s\n", m.Started, m.CPU, m.Cores, m.MemGB, m.Kernel, m.Go)
+	for _, sc := range allScenarios {
+		var rows []result
+		for _, x := range r.Results {
+			if x.Scenario == sc {
+				rows = append(rows, x)
+			}
+		}
+		if len(rows) == 0 {
+			continue
+		}
+		fmt.Fprintf(w, "\n%s\n", title(sc, rows[0], r.Params))
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+		switch sc {
+		case "burst", "updates":
+			fmt.Fprintln(tw, "contender\tseconds\tobjects/s\t×floor\tCPU s\tCPU ms/object\t×floor\tpeak RSS MB\t×floor\twrites/object\tcalls\t")
+			for _, x := range rows {
+				fmt.Fprintf(tw, "%s\t%.2f\t%.0f\t%s\t%.2f\t%.2f\t%s\t%.0f\t%s\t%.2f\t%d\t\n", x.Contender, x.Seconds, x.PerSecond, ratio(x, "perSecond"),
+					x.CPUSeconds, x.CPUPerObjectMs, ratio(x, "cpuPerObject"), x.PeakRSSMB, ratio(x, "peakRss"), x.WritesPerObject, x.Calls)
+			}
+		case "latency":
+			fmt.Fprintln(tw, "contender\tp50 ms\t×floor\tp99 ms\t×floor\tmax ms\tCPU ms/object\t×floor\tpeak RSS MB\t×floor\twrites/object\tcalls\t")
+			for _, x := range rows {
+				fmt.Fprintf(tw, "%s\t%.1f\t%s\t%.1f\t%s\t%.1f\t%.2f\t%s\t%.0f\t%s\t%.2f\t%d\t\n", x.Contender, x.P50Ms, ratio(x, "p50"), x.P99Ms, ratio(x, "p99"), x.MaxMs,
+					x.CPUPerObjectMs, ratio(x, "cpuPerObject"), x.PeakRSSMB, ratio(x, "peakRss"), x.WritesPerObject, x.Calls)
+			}
+		case "restart":
+			fmt.Fprintln(tw, "contender\tlisted s\tidle s\t×floor listing\tCPU s\tCPU ms/object\t×floor\tpeak RSS MB\t×floor\twrites\tcalls\t")
+			for _, x := range rows {
+				fmt.Fprintf(tw, "%s\t%.2f\t%.2f\t%s\t%.2f\t%.3f\t%s\t%.0f\t%s\t%d\t%d\t\n", x.Contender, x.ListingSeconds, x.Seconds, ratio(x, "idleToFloorListing"),
+					x.CPUSeconds, x.CPUPerObjectMs, ratio(x, "cpuPerObject"), x.PeakRSSMB, ratio(x, "peakRss"), x.Writes, x.Calls)
+			}
+		}
+		tw.Flush()
+	}
+	fmt.Fprintln(w)
+	for _, n := range r.Notes {
+		fmt.Fprintf(w, "Note: %s.\n", n)
+	}
+}
+
+func ratio(x result, k string) string {
+	v, ok := x.Ratios[k]
+	if !ok {
+		return "-"
+	}
+	return fmt.Sprintf("%.2f", v)
+}
+
+func title(sc string, x result, p map[string]any) string {
+	switch sc {
+	case "burst":
+		return fmt.Sprintf("burst: %d objects created at once (%d concurrent requests); until all are handled", x.Objects, p["creators"])
+	case "updates":
+		return fmt.Sprintf("updates: the spec of all %d objects changed; until every update is handled", x.Objects)
+	case "latency":
+		return fmt.Sprintf("latency: %g objects/s for %s (%d objects); from creation to handled", p["rate"], p["duration"], x.Objects)
+	case "restart":
+		return fmt.Sprintf("restart: start on %d already handled objects; until idle (%s without CPU)", x.Objects, idleWindow)
+	}
+	return sc
+}

@@ -1,0 +1,445 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
+
+	"github.com/kopfgo/kopfgo/e2e/bench/probe"
+	"github.com/kopfgo/kopfgo/e2e/cluster"
+)
+
+// Bounds of the waits, far above what any contender needs: they only keep a
+// broken contender from hanging the run.
+const (
+	handledTimeout = 10 * time.Minute
+	idleTimeout    = 5 * time.Minute
+	// idleWindow is how long a contender must stay (nearly) without CPU to
+	// count as idle: longer than any pause between its bursts of work.
+	idleWindow = time.Second
+)
+
+type bench struct {
+	o    options
+	c    *cluster.Cluster
+	dyn  dynamic.Interface
+	bins map[string]string
+	work string
+}
+
+func newBench(_ context.Context, o options, c *cluster.Cluster, bins map[string]string, work string) (*bench, error) {
+	cfg := c.RESTConfig()
+	cfg.QPS, cfg.Burst = -1, 0 // the driver must not be the bottleneck
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &bench{o: o, c: c, dyn: dyn, bins: bins, work: work}, nil
+}
+
+func (b *bench) start(name, namespace, scenario string) (*process, error) {
+	profile := ""
+	if b.o.profileDir != "" {
+		profile = filepath.Join(b.o.profileDir, name+"-"+scenario)
+	}
+	return startContender(b.bins[name], name, b.c.Kubeconfig, namespace,
+		filepath.Join(b.work, name+"-"+scenario+".log"), profile)
+}
+
+func (b *bench) namespace(ctx context.Context, name string) error {
+	ns := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": name},
+	}}
+	_, err := b.dyn.Resource(schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}).Create(ctx, ns, metav1.CreateOptions{})
+	return err
+}
+
+func objectName(i int) string { return fmt.Sprintf("bench-%05d", i) }
+
+// object is the workload's object: a kopfexample with no labels or
+// annotations of its own, so that its essence is its spec alone; handled
+// objects carry the diff-base already.
+func object(i int, handled bool) (*unstructured.Unstructured, error) {
+	spec := map[string]any{"duration": "1m", "field": "value", "items": []any{"item1", "item2"}}
+	meta := map[string]any{"name": objectName(i)}
+	if handled {
+		db, err := probe.DiffBase(spec)
+		if err != nil {
+			return nil, err
+		}
+		meta["annotations"] = map[string]any{probe.DiffBaseAnnotation: db}
+	}
+	return &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": probe.GVR.GroupVersion().String(), "kind": probe.GVK.Kind, "metadata": meta, "spec": spec,
+	}}, nil
+}
+
+// parallel runs do(i) for i in [0, n) with the driver's concurrency.
+func (b *bench) parallel(ctx context.Context, n int, do func(ctx context.Context, i int) error) error {
+	var (
+		next atomic.Int64
+		wg   sync.WaitGroup
+		mu   sync.Mutex
+		errs []error
+	)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	for range b.o.creators {
+		wg.Go(func() {
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= n || ctx.Err() != nil {
+					return
+				}
+				if err := do(ctx, i); err != nil {
+					mu.Lock()
+					errs = append(errs, err)
+					mu.Unlock()
+					cancel()
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+func (b *bench) create(ctx context.Context, namespace string, i int, handled bool) error {
+	obj, err := object(i, handled)
+	if err != nil {
+		return err
+	}
+	_, err = b.dyn.Resource(probe.GVR).Namespace(namespace).Create(ctx, obj, metav1.CreateOptions{})
+	return err
+}
+
+// watch starts the driver's tracker of a namespace.
+func (b *bench) watch(ctx context.Context, namespace string) (*tracker, error) {
+	t := newTracker()
+	return t, t.run(ctx, b.dyn, namespace)
+}
+
+// phase is the part of a result measured between two points of a running
+// contender.
+type phase struct {
+	p     *process
+	cpu   time.Duration
+	stats probeStats
+}
+
+type probeStats struct{ writes, calls int64 }
+
+func (b *bench) mark(p *process) (phase, error) {
+	cpu, err := cpuTime(p.pid())
+	if err != nil {
+		return phase{}, err
+	}
+	s, err := p.stats()
+	return phase{p: p, cpu: cpu, stats: probeStats{s.Writes, s.Calls}}, err
+}
+
+// finish waits until the contender goes idle after `last` and fills in the
+// result's CPU, memory, writes and calls since the mark.
+func (ph phase) finish(ctx context.Context, r *result, last time.Time) (sample, error) {
+	q, err := ph.p.quiet(ctx, last, idleWindow, idleTimeout)
+	if err != nil {
+		return q, err
+	}
+	s, err := ph.p.stats()
+	if err != nil {
+		return q, err
+	}
+	rss, err := peakRSS(ph.p.pid())
+	if err != nil {
+		return q, err
+	}
+	r.CPUSeconds = (q.cpu - ph.cpu).Seconds()
+	r.CPUPerObjectMs = r.CPUSeconds * 1000 / float64(r.Objects)
+	r.PeakRSSMB = float64(rss) / (1 << 20)
+	r.Writes = s.Writes - ph.stats.writes
+	r.Calls = s.Calls - ph.stats.calls
+	r.WritesPerObject = float64(r.Writes) / float64(r.Objects)
+	return q, nil
+}
+
+// warmup sends the API server the kinds of requests the scenarios send, so
+// that the first contender does not pay for its first requests of the
+// resource (caches, codecs, the watch cache of the CRD): without it, the
+// floor, which runs first, looked several times slower.
+func (b *bench) warmup(ctx context.Context) error {
+	const n = 500
+	ns := "bench-warmup"
+	if err := b.namespace(ctx, ns); err != nil {
+		return err
+	}
+	logf("warming the API server up with %d objects", n)
+	ri := b.dyn.Resource(probe.GVR).Namespace(ns)
+	return b.parallel(ctx, n, func(ctx context.Context, i int) error {
+		if err := b.create(ctx, ns, i, false); err != nil {
+			return err
+		}
+		db, err := probe.DiffBase(map[string]any{"field": "warm"})
+		if err != nil {
+			return err
+		}
+		ann, err := probe.AnnotationsPatch(db)
+		if err != nil {
+			return err
+		}
+		if _, err := ri.Patch(ctx, objectName(i), types.MergePatchType, ann, metav1.PatchOptions{}); err != nil {
+			return err
+		}
+		_, err = ri.Patch(ctx, objectName(i), types.MergePatchType, probe.StatusPatch(), metav1.PatchOptions{}, "status")
+		return err
+	})
+}
+
+// burstAndUpdates creates N objects as fast as the driver can and waits
+// until all are handled; then changes the spec of all of them and waits
+// until every update is handled. One contender process serves both.
+func (b *bench) burstAndUpdates(ctx context.Context) ([]result, error) {
+	var out []result
+	for _, name := range b.o.contenders {
+		rs, err := b.burstOne(ctx, name)
+		out = append(out, rs...)
+		if err != nil {
+			return out, fmt.Errorf("burst, %s: %w", name, err)
+		}
+	}
+	return out, nil
+}
+
+func (b *bench) burstOne(ctx context.Context, name string) ([]result, error) {
+	n := b.o.n
+	ns := "bench-burst-" + name
+	if err := b.namespace(ctx, ns); err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	t, err := b.watch(ctx, ns)
+	if err != nil {
+		return nil, err
+	}
+	p, err := b.start(name, ns, "burst")
+	if err != nil {
+		return nil, err
+	}
+	defer p.stop()
+	if _, err := p.waitWatching(time.Minute); err != nil {
+		return nil, err
+	}
+
+	logf("burst: %s: creating %d objects", name, n)
+	var out []result
+	t.phase("value", n)
+	ph, err := b.mark(p)
+	if err != nil {
+		return nil, err
+	}
+	begin := time.Now()
+	if err := b.parallel(ctx, n, func(ctx context.Context, i int) error { return b.create(ctx, ns, i, false) }); err != nil {
+		return nil, err
+	}
+	created := time.Since(begin)
+	last, err := t.wait(ctx, handledTimeout)
+	if err != nil {
+		return nil, err
+	}
+	r := result{Scenario: "burst", Contender: name, Objects: n, Seconds: last.Sub(begin).Seconds(), DriverSeconds: created.Seconds()}
+	r.PerSecond = float64(n) / r.Seconds
+	if _, err := ph.finish(ctx, &r, last); err != nil {
+		return nil, err
+	}
+	logf("burst: %s: %.0f objects/s, %.2f ms CPU per object", name, r.PerSecond, r.CPUPerObjectMs)
+	if b.o.wants("burst") {
+		out = append(out, r)
+	}
+	if !b.o.wants("updates") {
+		return out, nil
+	}
+
+	logf("updates: %s: changing the spec of %d objects", name, n)
+	t.phase("updated", n)
+	if ph, err = b.mark(p); err != nil {
+		return out, err
+	}
+	begin = time.Now()
+	patch := []byte(`{"spec":{"field":"updated"}}`)
+	err = b.parallel(ctx, n, func(ctx context.Context, i int) error {
+		_, err := b.dyn.Resource(probe.GVR).Namespace(ns).Patch(ctx, objectName(i), types.MergePatchType, patch, metav1.PatchOptions{})
+		return err
+	})
+	if err != nil {
+		return out, err
+	}
+	updated := time.Since(begin)
+	if last, err = t.wait(ctx, handledTimeout); err != nil {
+		return out, err
+	}
+	r = result{Scenario: "updates", Contender: name, Objects: n, Seconds: last.Sub(begin).Seconds(), DriverSeconds: updated.Seconds()}
+	r.PerSecond = float64(n) / r.Seconds
+	if _, err := ph.finish(ctx, &r, last); err != nil {
+		return out, err
+	}
+	logf("updates: %s: %.0f objects/s, %.2f ms CPU per object", name, r.PerSecond, r.CPUPerObjectMs)
+	return append(out, r), p.stop()
+}
+
+// latency creates objects at a steady rate and measures, for each, the time
+// from sending its creation to seeing it handled.
+func (b *bench) latency(ctx context.Context) ([]result, error) {
+	var out []result
+	for _, name := range b.o.contenders {
+		r, err := b.latencyOne(ctx, name)
+		if err != nil {
+			return out, fmt.Errorf("latency, %s: %w", name, err)
+		}
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+func (b *bench) latencyOne(ctx context.Context, name string) (result, error) {
+	total := int(b.o.rate * b.o.duration.Seconds())
+	ns := "bench-latency-" + name
+	if err := b.namespace(ctx, ns); err != nil {
+		return result{}, err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	t, err := b.watch(ctx, ns)
+	if err != nil {
+		return result{}, err
+	}
+	p, err := b.start(name, ns, "latency")
+	if err != nil {
+		return result{}, err
+	}
+	defer p.stop()
+	if _, err := p.waitWatching(time.Minute); err != nil {
+		return result{}, err
+	}
+	logf("latency: %s: creating %d objects at %g/s", name, total, b.o.rate)
+	t.phase("value", total)
+	ph, err := b.mark(p)
+	if err != nil {
+		return result{}, err
+	}
+	tick := time.NewTicker(time.Duration(float64(time.Second) / b.o.rate))
+	defer tick.Stop()
+	var (
+		wg    sync.WaitGroup
+		mu    sync.Mutex
+		first error
+	)
+	for i := range total {
+		select {
+		case <-tick.C:
+		case <-ctx.Done():
+			return result{}, ctx.Err()
+		}
+		t.creating(objectName(i), time.Now())
+		wg.Go(func() {
+			if err := b.create(ctx, ns, i, false); err != nil {
+				mu.Lock()
+				first = cmp(first, err)
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	if first != nil {
+		return result{}, first
+	}
+	last, err := t.wait(ctx, handledTimeout)
+	if err != nil {
+		return result{}, err
+	}
+	r := result{Scenario: "latency", Contender: name, Objects: total}
+	lat := t.latencies()
+	slices.Sort(lat)
+	r.P50Ms = ms(percentile(lat, 0.50))
+	r.P99Ms = ms(percentile(lat, 0.99))
+	r.MaxMs = ms(lat[len(lat)-1])
+	if _, err := ph.finish(ctx, &r, last); err != nil {
+		return result{}, err
+	}
+	logf("latency: %s: p50 %.1f ms, p99 %.1f ms", name, r.P50Ms, r.P99Ms)
+	return r, p.stop()
+}
+
+func cmp(first, err error) error {
+	if first != nil {
+		return first
+	}
+	return err
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// percentile is the nearest-rank percentile of sorted durations.
+func percentile(sorted []time.Duration, q float64) time.Duration {
+	if len(sorted) == 0 {
+		return 0
+	}
+	i := int(q*float64(len(sorted))+0.999999) - 1
+	return sorted[max(0, min(i, len(sorted)-1))]
+}
+
+// restart creates restart-n objects that are already handled, then starts
+// each contender on them: it must list them, find nothing to do, and go
+// idle without a write or a handler call.
+func (b *bench) restart(ctx context.Context) ([]result, error) {
+	n := b.o.restartN
+	ns := "bench-restart"
+	if err := b.namespace(ctx, ns); err != nil {
+		return nil, err
+	}
+	logf("restart: creating %d already handled objects", n)
+	if err := b.parallel(ctx, n, func(ctx context.Context, i int) error { return b.create(ctx, ns, i, true) }); err != nil {
+		return nil, err
+	}
+	var out []result
+	for _, name := range b.o.contenders {
+		r, err := b.restartOne(ctx, name, ns, n)
+		if err != nil {
+			return out, fmt.Errorf("restart, %s: %w", name, err)
+		}
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+func (b *bench) restartOne(ctx context.Context, name, ns string, n int) (result, error) {
+	p, err := b.start(name, ns, "restart")
+	if err != nil {
+		return result{}, err
+	}
+	defer p.stop()
+	watching, err := p.waitWatching(idleTimeout)
+	if err != nil {
+		return result{}, err
+	}
+	r := result{Scenario: "restart", Contender: name, Objects: n, ListingSeconds: watching.Sub(p.started).Seconds()}
+	ph := phase{p: p} // from the process's start: CPU 0, no writes, no calls
+	q, err := ph.finish(ctx, &r, watching)
+	if err != nil {
+		return result{}, err
+	}
+	r.Seconds = q.at.Sub(p.started).Seconds()
+	logf("restart: %s: listed in %.2f s, idle at %.2f s, %.2f s CPU, %d writes, %d calls", name, r.ListingSeconds, r.Seconds, r.CPUSeconds, r.Writes, r.Calls)
+	return r, p.stop()
+}
