@@ -25,9 +25,10 @@ func TestLayers(t *testing.T) {
 		"internal/config":      append([]string{"diffbase", "persistence"}, leaves...),
 		"internal/kube":        append([]string{"internal/resources"}, leaves...),
 		"handlers":             append([]string{"causes", "diffbase", "persistence", "internal/resources"}, leaves...),
-		"internal/reactor": append([]string{"handlers", "causes", "diffbase", "persistence", "internal/resources",
+		"indexing":             append([]string{"handlers", "causes", "diffbase", "persistence", "internal/resources"}, leaves...),
+		"internal/reactor": append([]string{"indexing", "handlers", "causes", "diffbase", "persistence", "internal/resources",
 			"internal/config", "internal/kube", "internal/logging"}, leaves...),
-		"": {"handlers", "causes", "internal/config", "internal/kube", "internal/logging", "internal/reactor", "internal/cli"},
+		"": {"indexing", "handlers", "causes", "internal/config", "internal/kube", "internal/logging", "internal/reactor", "internal/cli"},
 	}
 	out, err := exec.Command("go", "list", "-f", `{{.ImportPath}}{{range .Imports}} {{.}}{{end}}`, "./...").CombinedOutput()
 	if err != nil {

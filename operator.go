@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"sync"
 	"sync/atomic"
 
 	"k8s.io/client-go/rest"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/kopfgo/kopfgo/causes"
 	"github.com/kopfgo/kopfgo/handlers"
+	"github.com/kopfgo/kopfgo/indexing"
 	"github.com/kopfgo/kopfgo/internal/config"
 	"github.com/kopfgo/kopfgo/internal/kube"
 	"github.com/kopfgo/kopfgo/internal/logging"
@@ -42,6 +44,9 @@ type Options struct {
 	// Clock drives retries, backoffs and timers; tests inject a fake one.
 	// Nil: the real clock.
 	Clock clock.WithTicker
+	// Memo is the operator's memo (see Memo): every object's memo starts as
+	// a shallow copy of it. Nil: an empty one.
+	Memo *Memo
 }
 
 // Operator is a set of handlers and the machinery that runs them. Create it
@@ -55,14 +60,25 @@ type Operator struct {
 	opts    Options
 	reg     *handlers.Registry
 	running atomic.Bool
+
+	mu       sync.Mutex
+	indexers []indexing.Runner
+	memo     *Memo
 }
 
 // New creates an operator. It starts nothing.
 func New(opts Options) *Operator {
-	op := &Operator{opts: opts, reg: &handlers.Registry{}}
+	op := &Operator{opts: opts, reg: &handlers.Registry{}, memo: opts.Memo}
+	if op.memo == nil {
+		op.memo = &Memo{}
+	}
 	op.On = Registrar{op: op}
 	return op
 }
+
+// Memo returns the operator's memo, from which every object's memo is
+// copied when the object first appears.
+func (op *Operator) Memo() *Memo { return op.memo }
 
 var defaultOperator = New(Options{})
 
@@ -87,8 +103,11 @@ func (op *Operator) Run(ctx context.Context) error {
 	if err := op.reg.Err(); err != nil {
 		return err
 	}
-	if len(op.reg.Changing()) == 0 {
-		return fmt.Errorf("%w: no handlers are registered; register some with On.Create/Update/Delete/Resume/Field", ErrRegistration)
+	op.mu.Lock()
+	indexers := append([]indexing.Runner(nil), op.indexers...)
+	op.mu.Unlock()
+	if len(op.reg.Changing()) == 0 && len(op.reg.Events()) == 0 && len(indexers) == 0 {
+		return fmt.Errorf("%w: no handlers are registered; register some with On.Create/Update/Delete/Resume/Field/Event or NewIndex", ErrRegistration)
 	}
 	logger := op.opts.Logger
 	if logger == nil {
@@ -113,6 +132,8 @@ func (op *Operator) Run(ctx context.Context) error {
 		Namespaces: op.opts.Namespaces,
 		Logger:     logger,
 		Clock:      clk,
+		Indexers:   indexers,
+		Memo:       op.memo,
 	})
 }
 

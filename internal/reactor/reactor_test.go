@@ -22,6 +22,7 @@ import (
 
 	"github.com/kopfgo/kopfgo/causes"
 	"github.com/kopfgo/kopfgo/handlers"
+	"github.com/kopfgo/kopfgo/indexing"
 	"github.com/kopfgo/kopfgo/internal/config"
 	"github.com/kopfgo/kopfgo/internal/dicts"
 	"github.com/kopfgo/kopfgo/internal/kube"
@@ -30,7 +31,10 @@ import (
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-var kexGVR = schema.GroupVersionResource{Group: "kopf.dev", Version: "v1", Resource: "kopfexamples"}
+var (
+	kexGVR = schema.GroupVersionResource{Group: "kopf.dev", Version: "v1", Resource: "kopfexamples"}
+	podGVR = schema.GroupVersionResource{Version: "v1", Resource: "pods"}
+)
 
 // scenario runs the reactor over fake API clients and a fake clock: the
 // script creates and changes objects, steps the clock, and checks what the
@@ -43,6 +47,9 @@ type scenario struct {
 	log    *syncBuffer
 	cancel context.CancelFunc
 	done   chan error
+	// indexers and memo go to the reactor's Config (events_test.go).
+	indexers []indexing.Runner
+	memo     *handlers.Memo
 }
 
 type syncBuffer struct {
@@ -64,7 +71,7 @@ func (s *syncBuffer) String() string {
 
 func newScenario(t *testing.T) *scenario {
 	scheme := runtime.NewScheme()
-	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(scheme, map[schema.GroupVersionResource]string{kexGVR: "KopfExampleList"})
+	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(scheme, map[schema.GroupVersionResource]string{kexGVR: "KopfExampleList", podGVR: "PodList"})
 	return &scenario{
 		t: t, dyn: dyn, reg: &handlers.Registry{}, log: &syncBuffer{},
 		clock: testingclock.NewFakeClock(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)),
@@ -87,6 +94,11 @@ func (s *scenario) start() {
 			{Name: "kopfexamples", SingularName: "kopfexample", Kind: "KopfExample", Namespaced: true, ShortNames: []string{"kex"},
 				Verbs: metav1.Verbs{"get", "list", "watch", "patch"}},
 		},
+	}, {
+		GroupVersion: "v1",
+		APIResources: []metav1.APIResource{
+			{Name: "pods", SingularName: "pod", Kind: "Pod", Namespaced: true, Verbs: metav1.Verbs{"get", "list", "watch", "patch"}},
+		},
 	}}}}
 	ctx, cancel := context.WithCancel(context.Background())
 	s.cancel, s.done = cancel, make(chan error, 1)
@@ -97,6 +109,8 @@ func (s *scenario) start() {
 		Logger:     logging.New(logging.Config{Format: logging.FormatPlain, Level: slog.LevelDebug, Writer: s.log}),
 		Clock:      s.clock,
 		Client:     &kube.Client{Dynamic: s.dyn, Discovery: disc},
+		Indexers:   s.indexers,
+		Memo:       s.memo,
 	}
 	go func() { s.done <- Run(ctx, cfg) }()
 	s.t.Cleanup(s.stop)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 
@@ -15,6 +16,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/kopfgo/kopfgo/handlers"
+	"github.com/kopfgo/kopfgo/indexing"
 	"github.com/kopfgo/kopfgo/internal/config"
 	"github.com/kopfgo/kopfgo/internal/kube"
 	"github.com/kopfgo/kopfgo/internal/resources"
@@ -33,6 +35,14 @@ type Config struct {
 	// Limiter caps concurrent handler invocations (Execution.MaxWorkers);
 	// nil means no cap.
 	Limiter chan struct{}
+	// Indexers maintain the operator's indices from watch events.
+	Indexers []indexing.Runner
+	// Memo is the operator's memo, copied into every object's memo when
+	// the object first appears (K1-221). Nil: objects start empty.
+	Memo *handlers.Memo
+	// Ready, when set, holds every handler until it is closed: until all
+	// indices have seen the initial listings (K1-239). Run sets it.
+	Ready <-chan struct{}
 }
 
 // Run serves every resource the registered handlers select until ctx ends,
@@ -45,7 +55,7 @@ func Run(ctx context.Context, cfg Config) error {
 			return err
 		}
 	}
-	served, err := resolve(ctx, client, cfg.Registry, cfg.Logger)
+	served, err := resolve(ctx, client, cfg.Registry, cfg.Indexers, cfg.Logger)
 	if err != nil {
 		return err
 	}
@@ -63,17 +73,40 @@ func Run(ctx context.Context, cfg Config) error {
 
 	ctx, cancel := context.WithCancel(kube.WithConfig(ctx, cfg.REST))
 	defer cancel()
-	var wg sync.WaitGroup
+	var (
+		wg      sync.WaitGroup
+		indexed sync.WaitGroup // watchers whose indexers have not seen the initial listing yet
+		ready   = make(chan struct{})
+	)
+	if len(cfg.Indexers) > 0 {
+		cfg.Ready = ready
+	}
 	for _, res := range served {
 		hs := handlers.ForResource(cfg.Registry.Changing(), res)
+		evs := handlers.EventsFor(cfg.Registry.Events(), res)
+		ixs := indexersFor(cfg.Indexers, res)
 		nss := namespaces
 		if !res.Namespaced {
 			nss = []string{metav1.NamespaceAll}
 		}
 		for _, ns := range nss {
 			w := newWatcher(cfg, client, res, ns, hs, scope)
+			w.events, w.indexers = evs, ixs
+			if len(ixs) > 0 {
+				indexed.Add(1)
+				w.indexed = sync.OnceFunc(indexed.Done)
+			}
 			wg.Go(func() { w.run(ctx) })
 		}
+	}
+	if cfg.Ready != nil {
+		wg.Go(func() {
+			indexed.Wait()
+			if ctx.Err() == nil {
+				cfg.Logger.Debug("All indices are populated from the initial listings.")
+			}
+			close(ready)
+		})
 	}
 	cfg.Logger.Info(fmt.Sprintf("Serving %s.", describe(served)))
 	<-ctx.Done()
@@ -81,10 +114,20 @@ func Run(ctx context.Context, cfg Config) error {
 	return nil
 }
 
+func indexersFor(all []indexing.Runner, res resources.Resource) []indexing.Runner {
+	var out []indexing.Runner
+	for _, ix := range all {
+		if ix.Spec().Selector.Matches(res) {
+			out = append(out, ix)
+		}
+	}
+	return out
+}
+
 // resolve turns the handlers' selectors into discovered resources. A
 // selector that matches nothing, or matches resources of several groups, is
 // an error naming its handlers: nothing would ever call them.
-func resolve(ctx context.Context, client *kube.Client, reg *handlers.Registry, log *slog.Logger) ([]resources.Resource, error) {
+func resolve(ctx context.Context, client *kube.Client, reg *handlers.Registry, indexers []indexing.Runner, log *slog.Logger) ([]resources.Resource, error) {
 	all, err := client.Discover(ctx)
 	if err != nil {
 		if len(all) == 0 {
@@ -97,13 +140,19 @@ func resolve(ctx context.Context, client *kube.Client, reg *handlers.Registry, l
 		errs []error
 		seen = map[string]bool{}
 	)
-	for _, sel := range reg.Selectors() {
+	selectors := reg.Selectors()
+	for _, ix := range indexers {
+		if !slices.Contains(selectors, ix.Spec().Selector) {
+			selectors = append(selectors, ix.Spec().Selector)
+		}
+	}
+	for _, sel := range selectors {
 		found, err := sel.Select(all)
 		if err != nil {
-			var names []string
-			for _, h := range reg.Changing() {
-				if h.Selector == sel {
-					names = append(names, h.ID)
+			names := reg.Names(sel)
+			for _, ix := range indexers {
+				if ix.Spec().Selector == sel {
+					names = append(names, ix.Spec().ID)
 				}
 			}
 			errs = append(errs, fmt.Errorf("%w: handlers %s: %w", handlers.ErrRegistration, strings.Join(names, ", "), err))
@@ -135,6 +184,11 @@ type watcher struct {
 	namespace string
 	handlers  []*handlers.Handler
 	scope     resources.Namespaces
+	events    []*handlers.EventHandler
+	indexers  []indexing.Runner
+	// indexed, when set, is called once the indexers have seen the initial
+	// listing (or the watcher gives up).
+	indexed func()
 }
 
 func newWatcher(cfg Config, client *kube.Client, res resources.Resource, ns string, hs []*handlers.Handler, scope resources.Namespaces) *watcher {
@@ -145,19 +199,29 @@ func (w *watcher) run(ctx context.Context) {
 	factory := dynamicinformer.NewFilteredDynamicSharedInformerFactory(w.client.Dynamic, 0, w.namespace, nil)
 	informer := factory.ForResource(w.res.GVR()).Informer()
 	p := newProcessor(w.cfg, w.client, w.res, w.handlers, informer.GetStore())
+	p.events, p.indexers = w.events, w.indexers
 	if w.res.Namespaced {
 		p.scope = w.scope.Match
 	}
-	_, err := informer.AddEventHandler(cache.ResourceEventHandlerDetailedFuncs{
-		AddFunc: func(obj any, initial bool) { p.notify(ctx, obj, initial, false) },
+	if w.indexed != nil {
+		defer w.indexed() // never leave the other handlers waiting
+	}
+	reg, err := informer.AddEventHandler(cache.ResourceEventHandlerDetailedFuncs{
+		AddFunc: func(obj any, initial bool) {
+			typ := handlers.EventAdded
+			if initial {
+				typ = handlers.EventListed
+			}
+			p.observe(ctx, obj, typ, initial, false)
+		},
 		UpdateFunc: func(_, obj any) {
-			p.notify(ctx, obj, false, false)
+			p.observe(ctx, obj, handlers.EventModified, false, false)
 		},
 		DeleteFunc: func(obj any) {
 			if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 				obj = t.Obj
 			}
-			p.notify(ctx, obj, false, true)
+			p.observe(ctx, obj, handlers.EventDeleted, false, true)
 		},
 	})
 	if err != nil {
@@ -166,6 +230,12 @@ func (w *watcher) run(ctx context.Context) {
 	}
 	var wg sync.WaitGroup
 	wg.Go(func() { informer.RunWithContext(ctx) })
+	if w.indexed != nil {
+		// The handler's registration has synced once every object of the
+		// initial listing has passed through observe, indexers included.
+		cache.WaitForCacheSync(ctx.Done(), reg.HasSynced)
+		w.indexed()
+	}
 	<-ctx.Done()
 	wg.Wait()
 	p.wait()
