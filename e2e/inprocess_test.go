@@ -53,12 +53,17 @@ func (s *logSink) WaitFor(t *testing.T, substr string, n int) {
 // until the test ends; Run's own error is checked then.
 func embedded(t *testing.T, ns string, register func(op *kopfgo.Operator)) *logSink {
 	t.Helper()
+	return embeddedWith(t, ns, kopfgo.Options{}, register)
+}
+
+// embeddedWith is embedded with more options.
+func embeddedWith(t *testing.T, ns string, opts kopfgo.Options, register func(op *kopfgo.Operator)) *logSink {
+	t.Helper()
 	sink := &logSink{}
-	op := kopfgo.New(kopfgo.Options{
-		Namespaces: []string{ns},
-		RESTConfig: cluster.Shared(t).RESTConfig(),
-		Logger:     logging.New(logging.Config{Format: logging.FormatPlain, Level: slog.LevelDebug, Writer: sink}),
-	})
+	opts.Namespaces = []string{ns}
+	opts.RESTConfig = cluster.Shared(t).RESTConfig()
+	opts.Logger = logging.New(logging.Config{Format: logging.FormatPlain, Level: slog.LevelDebug, Writer: sink})
+	op := kopfgo.New(opts)
 	register(op)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
