@@ -1,12 +1,18 @@
 package handlers
 
 import (
+	"context"
 	"errors"
+	"fmt"
+	"io"
+	"log/slog"
 	"strings"
 	"testing"
 
 	"github.com/kopfgo/kopfgo/causes"
 	"github.com/kopfgo/kopfgo/diffbase"
+	"github.com/kopfgo/kopfgo/internal/patch"
+	"github.com/kopfgo/kopfgo/persistence"
 )
 
 func body(labels, annotations map[string]any, spec map[string]any) map[string]any {
@@ -308,5 +314,47 @@ func TestFinalizerIsRequiredOnlyWhereADeleteHandlerMatches(t *testing.T) {
 	free := &Cause{Body: body(nil, nil, nil)}
 	if !RequiresFinalizerFor(hs, guarded) || RequiresFinalizerFor(hs, free) {
 		t.Errorf("finalizer requirement ignores the delete handler's filters")
+	}
+}
+
+func TestFieldIDsAllowOneFunctionForSeveralFields(t *testing.T) {
+	// K1-161, K1-032: fn/spec.field and fn/spec.items are two handlers,
+	// each with its own param and its field's old and new values.
+	var r Registry
+	for _, reg := range []struct{ field, param string }{{"spec.field", "fld"}, {"spec.items", "itm"}} {
+		r.AddChanging(Registration{Resource: "kex", Reason: causes.Update, Fn: namedFn, Configure: func(h *Handler) {
+			h.Filters.SetField(reg.field)
+			h.Param = reg.param
+		}})
+	}
+	if err := r.Err(); err != nil {
+		t.Fatal(err)
+	}
+	old := spec("field", "a", "items", []any{"x"})
+	new := spec("field", "b", "items", []any{"x", "y"})
+	selected := Select(r.Changing(), changeCause(causes.Update, old, new))
+	if len(selected) != 2 || selected[0].ID != "namedFn/spec.field" || selected[1].ID != "namedFn/spec.items" {
+		t.Fatalf("selected %d handlers: %v", len(selected), selected)
+	}
+	var seen []string
+	for _, h := range selected {
+		h.Fn = func(ctx context.Context, c *Change) (any, error) {
+			seen = append(seen, fmt.Sprintf("%v:%v->%v", c.Param, c.Old, c.New))
+			return nil, nil
+		}
+	}
+	w := newWorld(t)
+	c := &Cycle{
+		Reason: causes.Update, Handlers: selected, Body: w.body, Old: old, New: new, Diff: diffbase.Compute(old, new),
+		Patch: &patch.Patch{}, Storage: persistence.NewAnnotationsStorage(), Clock: w.clock,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+	}
+	for i := 0; i < 2; i++ {
+		c.Body = c.Patch.Apply(c.Body)
+		c.Patch = &patch.Patch{}
+		c.Run(context.Background())
+	}
+	if got := strings.Join(seen, " "); got != "fld:a->b itm:[x]->[x y]" {
+		t.Errorf("invocations: %s", got)
 	}
 }
