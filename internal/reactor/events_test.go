@@ -283,3 +283,21 @@ func TestMemosArePerObjectAndSeededByTheOperator(t *testing.T) {
 		t.Errorf("the operator memo's shared value saw %v, want all 5 events (K1-221)", global.names)
 	}
 }
+
+func TestFinalizerLeftByAnEarlierOperatorIsReleased(t *testing.T) {
+	// An operator with event handlers only meets an object that an earlier
+	// version of it guarded with its finalizer: nothing needs it any more.
+	s := newScenario(t)
+	var seen events
+	s.onEvent("event_fn", func(ctx context.Context, e *handlers.Event) (any, error) {
+		seen.add(e.Name, string(e.Type))
+		return nil, nil
+	}, nil)
+	s.create("kex1", nil)
+	s.update("kex1", func(u *unstructured.Unstructured) { u.SetFinalizers([]string{config.DefaultFinalizer, "other/keep"}) })
+	s.start()
+	s.until("the finalizer removed", func() bool {
+		fins := s.get("kex1").GetFinalizers()
+		return len(fins) == 1 && fins[0] == "other/keep"
+	})
+}

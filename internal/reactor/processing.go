@@ -133,8 +133,11 @@ func (p *processor) process(ctx context.Context, s *slot) (time.Duration, bool) 
 	pt := &patch.Patch{}
 	deleting := causes.IsDeleting(body)
 	hasFin := causes.HasFinalizer(body, fin)
-	if len(p.handlers) == 0 {
-		return -1, false // event handlers and indexers only: no state on objects
+	if len(p.handlers) == 0 && !hasFin {
+		// Event handlers and indexers only: no state on objects. (A
+		// finalizer left by an earlier version of the operator is removed
+		// below: no handler has the object in scope.)
+		return -1, false
 	}
 
 	old, err := st.DiffBaseStorage.Fetch(body)

@@ -5,12 +5,15 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"go.uber.org/goleak"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -72,6 +75,7 @@ func (s *syncBuffer) String() string {
 func newScenario(t *testing.T) *scenario {
 	scheme := runtime.NewScheme()
 	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(scheme, map[schema.GroupVersionResource]string{kexGVR: "KopfExampleList", podGVR: "PodList"})
+	dyn.PrependReactor("*", "*", clienttesting.ObjectReaction(versioned{ObjectTracker: dyn.Tracker(), rv: &atomic.Int64{}}))
 	return &scenario{
 		t: t, dyn: dyn, reg: &handlers.Registry{}, log: &syncBuffer{},
 		clock: testingclock.NewFakeClock(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)),
@@ -114,6 +118,60 @@ func (s *scenario) start() {
 	}
 	go func() { s.done <- Run(ctx, cfg) }()
 	s.t.Cleanup(s.stop)
+	s.waitWatching()
+}
+
+// versioned stamps a new resourceVersion on every write, as an API server
+// does. The fake tracker leaves versions empty, which blinds the reactor's
+// consistency guard (after a patch, it waits for the patch's version to come
+// back through the watch), so that a pass could act on a state older than
+// the operator's own last patch.
+type versioned struct {
+	clienttesting.ObjectTracker
+	rv *atomic.Int64
+}
+
+func (v versioned) stamp(obj runtime.Object) {
+	if m, err := apimeta.Accessor(obj); err == nil {
+		m.SetResourceVersion(strconv.FormatInt(v.rv.Add(1), 10))
+	}
+}
+
+func (v versioned) Create(gvr schema.GroupVersionResource, obj runtime.Object, ns string, opts ...metav1.CreateOptions) error {
+	v.stamp(obj)
+	return v.ObjectTracker.Create(gvr, obj, ns, opts...)
+}
+
+func (v versioned) Update(gvr schema.GroupVersionResource, obj runtime.Object, ns string, opts ...metav1.UpdateOptions) error {
+	v.stamp(obj)
+	return v.ObjectTracker.Update(gvr, obj, ns, opts...)
+}
+
+func (v versioned) Patch(gvr schema.GroupVersionResource, obj runtime.Object, ns string, opts ...metav1.PatchOptions) error {
+	v.stamp(obj)
+	return v.ObjectTracker.Patch(gvr, obj, ns, opts...)
+}
+
+// waitWatching waits until the reactor watches the KopfExamples (or Run
+// has returned): the fake API loses what happens between a watcher's
+// listing and its watch, where a real API server replays it.
+func (s *scenario) waitWatching() {
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		for _, a := range s.dyn.Actions() {
+			if w, ok := a.(clienttesting.WatchAction); ok && w.GetResource() == kexGVR {
+				return
+			}
+		}
+		select {
+		case err := <-s.done:
+			s.done <- err // Run has returned; leave its error to stop
+			return
+		default:
+		}
+		time.Sleep(time.Millisecond)
+	}
+	s.t.Fatalf("the reactor never watched the KopfExamples")
 }
 
 func (s *scenario) stop() {
