@@ -42,6 +42,9 @@ func podsByParent(ctx context.Context, o *kopfgo.Object) (map[string]string, err
 // runs, sees all 50 in the index (K1-239); so does the next parent's, and
 // the index shrinks as pods go (K1-235), keys disappearing with their last
 // pod (K1-232). Pods without the label are not indexed (filters apply).
+// The operator runs one handler at a time (MaxWorkers=1): indexing takes no
+// worker and no slot of that limit, so the limit cannot deadlock the
+// startup as Kopf's worker limit can (K1-241).
 func TestIndexIsCompleteBeforeTheFirstHandler(t *testing.T) {
 	ns := namespace(t)
 	for i := range 50 {
@@ -58,7 +61,9 @@ func TestIndexIsCompleteBeforeTheFirstHandler(t *testing.T) {
 		saw  = map[string]int{}
 		pods *kopfgo.Index[string, string]
 	)
-	log := embedded(t, ns, func(op *kopfgo.Operator) {
+	var opts kopfgo.Options
+	opts.Settings.Execution.MaxWorkers = 1
+	log := embeddedWith(t, ns, opts, func(op *kopfgo.Operator) {
 		pods = kopfgo.NewIndex(op, "v1/pods", podsByParent, kopfgo.Labels{"parent": kopfgo.Present})
 		op.On.Create("kopfexamples", func(ctx context.Context, c *kopfgo.Change) (any, error) {
 			mu.Lock()
