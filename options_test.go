@@ -27,7 +27,7 @@ import (
 )
 
 func fn(ctx context.Context, c *kopfgo.Change) (any, error) { return nil, nil }
-func efn(ctx context.Context, e *kopfgo.Event) (any, error) { return nil, nil }
+func efn(ctx context.Context, e *kopfgo.WatchEvent) (any, error) { return nil, nil }
 func ifn(ctx context.Context, o *kopfgo.Object) (map[string]int, error) { return nil, nil }
 func any_(v any) bool { return true }
 func obj(o *kopfgo.Object) bool { return true }

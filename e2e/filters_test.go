@@ -118,11 +118,11 @@ func TestFiltersOnEveryHandlerKind(t *testing.T) {
 		op.On.Field(kex, "spec.field", rec.change("f_label"), kopfgo.ID("f_label"), kopfgo.Labels{"f": "yes"})
 		op.On.Delete(kex, rec.change("d_label"), kopfgo.ID("d_label"), kopfgo.Labels{"f": "yes"})
 		op.On.Delete(kex, rec.change("d_value"), kopfgo.ID("d_value"), kopfgo.Field("spec.field"), kopfgo.Value("world"))
-		op.On.Event(kex, func(ctx context.Context, e *kopfgo.Event) (any, error) {
+		op.On.Event(kex, func(ctx context.Context, e *kopfgo.WatchEvent) (any, error) {
 			rec.add("e_label", e.Name)
 			return nil, nil
 		}, kopfgo.ID("e_label"), kopfgo.Labels{"f": "yes"})
-		op.On.Event(kex, func(ctx context.Context, e *kopfgo.Event) (any, error) {
+		op.On.Event(kex, func(ctx context.Context, e *kopfgo.WatchEvent) (any, error) {
 			rec.add("e_field", e.Name+"="+e.Spec["field"].(string))
 			return nil, nil
 		}, kopfgo.ID("e_field"), kopfgo.Field("spec.field"), kopfgo.Value("world"))
@@ -246,7 +246,7 @@ func TestInvalidFilterFailsRunBeforeWatching(t *testing.T) {
 	noop := func(ctx context.Context, c *kopfgo.Change) (any, error) { return nil, nil }
 	op.On.Update("kopfexamples", noop, kopfgo.ID("checker"), kopfgo.Value("x"))
 	op.On.Create("kopfexamples", noop, kopfgo.ID("creator"), kopfgo.Field("spec.x"), kopfgo.OldValue("y"))
-	op.On.Event("kopfexamples", func(ctx context.Context, e *kopfgo.Event) (any, error) { return nil, nil },
+	op.On.Event("kopfexamples", func(ctx context.Context, e *kopfgo.WatchEvent) (any, error) { return nil, nil },
 		kopfgo.ID("watcher"), kopfgo.Labels{"a": nil})
 	ctx, cancel := context.WithTimeout(context.Background(), waitShort)
 	defer cancel()

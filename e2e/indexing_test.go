@@ -110,7 +110,7 @@ func TestMemosPerObjectAndOperator(t *testing.T) {
 	shared := &queue{}
 	var rec recorder
 	embeddedWith(t, ns, kopfgo.Options{Memo: memoWith("queue", shared)}, func(op *kopfgo.Operator) {
-		op.On.Event("kopfexamples", func(ctx context.Context, e *kopfgo.Event) (any, error) {
+		op.On.Event("kopfexamples", func(ctx context.Context, e *kopfgo.WatchEvent) (any, error) {
 			n, _ := kopfgo.MemoValue[int](e.Memo, "events")
 			e.Memo.Store("events", n+1)
 			rec.add(e.Name, fmt.Sprint(n+1))

@@ -20,11 +20,11 @@ func init() {
 
 // eventFnWithError fails on every event: the error is logged and ignored,
 // since event handlers are never retried.
-func eventFnWithError(ctx context.Context, e *kopfgo.Event) (any, error) {
+func eventFnWithError(ctx context.Context, e *kopfgo.WatchEvent) (any, error) {
 	return nil, errors.New("Oops!")
 }
 
-func normalEventFn(ctx context.Context, e *kopfgo.Event) (any, error) {
+func normalEventFn(ctx context.Context, e *kopfgo.WatchEvent) (any, error) {
 	raw, err := json.Marshal(map[string]any{"type": e.Raw["type"], "object": map[string]any{
 		"name": e.Name, "resourceVersion": e.Meta["resourceVersion"], "spec": e.Spec,
 	}})

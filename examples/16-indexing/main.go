@@ -47,7 +47,7 @@ func indexByLabel(ctx context.Context, o *kopfgo.Object) (map[LabelKey]string, e
 // reportFn logs the labels index and stores the running pods in the
 // KopfExample's status. Repeating it is harmless: a status that does not
 // change makes no new event.
-func reportFn(ctx context.Context, e *kopfgo.Event) (any, error) {
+func reportFn(ctx context.Context, e *kopfgo.WatchEvent) (any, error) {
 	if e.Type == kopfgo.EventDeleted {
 		return nil, nil
 	}

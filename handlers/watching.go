@@ -23,9 +23,11 @@ const (
 	EventDeleted  EventType = "DELETED"
 )
 
-// Event is the argument of event handlers: one raw watch event (K1-033).
-// Body is the object as the event carried it; for DELETED, its last state.
-type Event struct {
+// WatchEvent is the argument of event handlers: one raw event of the watch
+// stream (K1-033). Body is the object as the event carried it; for DELETED,
+// its last state. (Kopf's "event-watching handlers"; kopfgo.Event posts
+// Kubernetes events, a different thing.)
+type WatchEvent struct {
 	Object
 	Type EventType
 	// Raw is the event as Kopf's `event` kwarg has it: {"type": nil for the
@@ -36,7 +38,7 @@ type Event struct {
 // EventFunc is an event handler. A non-nil result is stored at
 // status.<handler-id> and Patch is applied, as in Kopf, except for DELETED
 // events, whose object is gone; errors are logged and ignored.
-type EventFunc func(ctx context.Context, e *Event) (any, error)
+type EventFunc func(ctx context.Context, e *WatchEvent) (any, error)
 
 // EventHandler is one registered event handler. Event handlers keep no
 // progress: no retries, no annotations; every event calls them again.
@@ -166,7 +168,7 @@ func HandleEvent(ctx context.Context, hs []*EventHandler, typ EventType, c *Caus
 			continue
 		}
 		seen[k] = true
-		arg := &Event{
+		arg := &WatchEvent{
 			Object: *c.Object(), Type: typ,
 			Raw: map[string]any{"type": rawType, "object": c.Body},
 		}
@@ -208,7 +210,7 @@ func HandleEvent(ctx context.Context, hs []*EventHandler, typ EventType, c *Caus
 	}
 }
 
-func safeEvent(ctx context.Context, fn EventFunc, arg *Event) (result any, err error) {
+func safeEvent(ctx context.Context, fn EventFunc, arg *WatchEvent) (result any, err error) {
 	defer func() {
 		if v := recover(); v != nil {
 			result, err = nil, &PanicError{Value: v, Stack: debug.Stack()}

@@ -67,7 +67,7 @@ func (e *events) of(name string) string {
 func TestEventHandlersSeeEveryEventAndStoreNothing(t *testing.T) {
 	s := newScenario(t)
 	var seen events
-	s.onEvent("event_fn", func(ctx context.Context, e *handlers.Event) (any, error) {
+	s.onEvent("event_fn", func(ctx context.Context, e *handlers.WatchEvent) (any, error) {
 		typ := string(e.Type)
 		if typ == "" {
 			typ = "listed"
@@ -78,7 +78,7 @@ func TestEventHandlersSeeEveryEventAndStoreNothing(t *testing.T) {
 		seen.add(e.Name, typ)
 		return nil, nil
 	}, nil)
-	s.onEvent("failing_fn", func(ctx context.Context, e *handlers.Event) (any, error) {
+	s.onEvent("failing_fn", func(ctx context.Context, e *handlers.WatchEvent) (any, error) {
 		return nil, errors.New("oops")
 	}, nil)
 	s.create("kex1", map[string]any{"field": "a"})
@@ -101,7 +101,7 @@ func TestEventHandlersSeeEveryEventAndStoreNothing(t *testing.T) {
 func TestEventHandlerResultsAreStoredAndFiltersApply(t *testing.T) {
 	s := newScenario(t)
 	var seen events
-	s.onEvent("labelled", func(ctx context.Context, e *handlers.Event) (any, error) {
+	s.onEvent("labelled", func(ctx context.Context, e *handlers.WatchEvent) (any, error) {
 		seen.add(e.Name, string(e.Type))
 		if e.Status["labelled"] != nil {
 			// The fake API makes a new version even of a patch that changes
@@ -113,7 +113,7 @@ func TestEventHandlerResultsAreStoredAndFiltersApply(t *testing.T) {
 		h.Filters.AddLabels(map[string]any{"watch": "yes"})
 	})
 	var all events
-	s.onEvent("all", func(ctx context.Context, e *handlers.Event) (any, error) {
+	s.onEvent("all", func(ctx context.Context, e *handlers.WatchEvent) (any, error) {
 		all.add(e.Name, "seen")
 		return nil, nil
 	}, nil)
@@ -156,7 +156,7 @@ func TestIndicesArePopulatedBeforeAnyHandler(t *testing.T) {
 		sawInCrea = len(ix.Index().Get("kex1"))
 		return nil, nil
 	})
-	s.onEvent("event_fn", func(ctx context.Context, e *handlers.Event) (any, error) {
+	s.onEvent("event_fn", func(ctx context.Context, e *handlers.WatchEvent) (any, error) {
 		mu.Lock()
 		defer mu.Unlock()
 		if sawInEvt < 0 {
@@ -252,7 +252,7 @@ func TestMemosArePerObjectAndSeededByTheOperator(t *testing.T) {
 	s.memo = &handlers.Memo{}
 	s.memo.Store("shared", global)
 	var counts events
-	s.onEvent("count", func(ctx context.Context, e *handlers.Event) (any, error) {
+	s.onEvent("count", func(ctx context.Context, e *handlers.WatchEvent) (any, error) {
 		n, _ := e.Memo.Load("n")
 		next := 1
 		if n != nil {
@@ -289,7 +289,7 @@ func TestFinalizerLeftByAnEarlierOperatorIsReleased(t *testing.T) {
 	// version of it guarded with its finalizer: nothing needs it any more.
 	s := newScenario(t)
 	var seen events
-	s.onEvent("event_fn", func(ctx context.Context, e *handlers.Event) (any, error) {
+	s.onEvent("event_fn", func(ctx context.Context, e *handlers.WatchEvent) (any, error) {
 		seen.add(e.Name, string(e.Type))
 		return nil, nil
 	}, nil)

@@ -2,10 +2,10 @@ package kopfgo
 
 import "github.com/kopfgo/kopfgo/handlers"
 
-// Event is the argument of event handlers: one raw watch event, with its
-// Type, the object as the event carried it, and Raw, the event as Kopf's
-// `event` kwarg has it.
-type Event = handlers.Event
+// WatchEvent is the argument of event handlers: one raw event of the watch
+// stream, with its Type, the object as the event carried it, and Raw, the
+// event as Kopf's `event` kwarg has it.
+type WatchEvent = handlers.WatchEvent
 
 // EventFunc is an event handler. Errors are logged and ignored: event
 // handlers keep no progress and are never retried. A non-nil result goes to
