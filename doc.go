@@ -34,6 +34,14 @@
 // explicit ID, because the id keys the progress persisted on objects and a
 // closure's Go name changes with unrelated edits.
 //
+// # Events and children
+//
+// Info, Warn, Exception and Event post Kubernetes Events about an object
+// (the handler's c, a body, a typed object) in the background; Adopt and
+// its parts (Label, AppendOwnerReference, HarmonizeNaming, AdjustNamespace)
+// make the objects a handler creates its children, in memory, before they
+// are created.
+//
 // # Filters, events, sub-handlers, indices
 //
 // Filters (Labels, Annotations, Field with Value, OldValue and NewValue,

@@ -4,7 +4,7 @@ import "github.com/kopfgo/kopfgo/handlers"
 
 // Filters restrict a handler to matching objects (the manual's
 // "Filtering", K1-150..K1-161). All the filters of a handler must match.
-// They fit every handler kind unless said otherwise:
+// They fit every handler of resources unless said otherwise:
 //
 //	kopfgo.On.Create("kopfexamples", fn,
 //		kopfgo.Labels{"app": "web", "tier": kopfgo.Present, "legacy": kopfgo.Absent},
@@ -34,14 +34,25 @@ const (
 	Absent = handlers.Absent
 )
 
-// CommonOption fits every handler kind: ID, Param, Field, Value, When.
+// CommonOption fits every handler kind, activities included: ID and Param.
 type CommonOption func(*handlers.Handler)
 
-func (o CommonOption) applyChange(h *handlers.Handler) { o(h) }
-func (o CommonOption) applyDelete(h *handlers.Handler) { o(h) }
-func (o CommonOption) applyResume(h *handlers.Handler) { o(h) }
-func (o CommonOption) applyEvent(h *handlers.Handler)  { o(h) }
-func (o CommonOption) applyIndex(h *handlers.Handler)  { o(h) }
+func (o CommonOption) applyChange(h *handlers.Handler)   { o(h) }
+func (o CommonOption) applyDelete(h *handlers.Handler)   { o(h) }
+func (o CommonOption) applyResume(h *handlers.Handler)   { o(h) }
+func (o CommonOption) applyEvent(h *handlers.Handler)    { o(h) }
+func (o CommonOption) applyIndex(h *handlers.Handler)    { o(h) }
+func (o CommonOption) applyActivity(h *handlers.Handler) { o(h) }
+
+// FilterOption fits every handler of resources (not the activities, which
+// have no object): Field, Value, When.
+type FilterOption func(*handlers.Handler)
+
+func (o FilterOption) applyChange(h *handlers.Handler) { o(h) }
+func (o FilterOption) applyDelete(h *handlers.Handler) { o(h) }
+func (o FilterOption) applyResume(h *handlers.Handler) { o(h) }
+func (o FilterOption) applyEvent(h *handlers.Handler)  { o(h) }
+func (o FilterOption) applyIndex(h *handlers.Handler)  { o(h) }
 
 // Labels requires labels: each key with an exact string value, Present,
 // Absent, or a func(v any) bool callback (v is the label's string value, or
@@ -76,7 +87,7 @@ func (a Annotations) applyIndex(h *handlers.Handler)  { h.Filters.AddAnnotations
 // state when there is one; update and field handlers match when the old or
 // the new value passes; event handlers, indexers, daemons and timers check
 // the object as it is.
-func Field(path string) CommonOption {
+func Field(path string) FilterOption {
 	return func(h *handlers.Handler) { h.Filters.SetField(path) }
 }
 
@@ -85,7 +96,7 @@ func Field(path string) CommonOption {
 // handlers it matches when either the old or the new value passes, covering
 // both sides of the transition; use OldValue and NewValue to check one side. It needs
 // Field (or On.Field).
-func Value(v any) CommonOption {
+func Value(v any) FilterOption {
 	return func(h *handlers.Handler) { h.Filters.SetValue(v) }
 }
 
@@ -113,8 +124,8 @@ func NewValue(v any) UpdateFilterOption {
 
 // When requires fn to hold for the object; it runs after every other
 // filter has matched (K1-150, K1-158). It must not change anything. It fits
-// every handler kind; WhenChange sees the change too.
-func When(fn func(o *Object) bool) CommonOption {
+// every handler of resources; WhenChange sees the change too.
+func When(fn func(o *Object) bool) FilterOption {
 	return func(h *handlers.Handler) { h.Filters.AddWhen(fn) }
 }
 

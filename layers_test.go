@@ -24,11 +24,15 @@ func TestLayers(t *testing.T) {
 		"causes":               append([]string{"diffbase"}, leaves...),
 		"internal/config":      append([]string{"diffbase", "persistence"}, leaves...),
 		"internal/kube":        append([]string{"internal/resources"}, leaves...),
-		"handlers":             append([]string{"causes", "diffbase", "persistence", "internal/resources"}, leaves...),
-		"indexing":             append([]string{"handlers", "causes", "diffbase", "persistence", "internal/resources"}, leaves...),
+		"internal/health":      nil,
+		"internal/posting":     {"internal/config"},
+		"internal/hierarchies": nil,
+		"handlers":             append([]string{"causes", "diffbase", "persistence", "internal/resources", "internal/config"}, leaves...),
+		"indexing":             append([]string{"handlers", "causes", "diffbase", "persistence", "internal/resources", "internal/config"}, leaves...),
 		"internal/reactor": append([]string{"indexing", "handlers", "causes", "diffbase", "persistence", "internal/resources",
-			"internal/config", "internal/kube", "internal/logging"}, leaves...),
-		"": {"indexing", "handlers", "causes", "internal/config", "internal/kube", "internal/logging", "internal/reactor", "internal/cli"},
+			"internal/config", "internal/kube", "internal/logging", "internal/posting"}, leaves...),
+		"": {"indexing", "handlers", "causes", "internal/config", "internal/kube", "internal/logging", "internal/reactor", "internal/cli",
+			"internal/health", "internal/posting", "internal/hierarchies"},
 	}
 	out, err := exec.Command("go", "list", "-f", `{{.ImportPath}}{{range .Imports}} {{.}}{{end}}`, "./...").CombinedOutput()
 	if err != nil {

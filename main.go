@@ -78,7 +78,10 @@ func runOperator(op *Operator, flags *cli.RunFlags, stderr io.Writer) error {
 	if flags.Context != "" {
 		op.opts.Context = flags.Context
 	}
-	ctx, stop := cli.SignalContext(context.Background(), logger)
+	if flags.Liveness != "" {
+		op.opts.Liveness = flags.Liveness
+	}
+	ctx, stop := cli.SignalContext(context.Background(), logger, op.opts.Settings.WithDefaults().Process.UltimateExitingTimeout)
 	defer stop()
 	err := op.Run(ctx)
 	if err != nil && !(ctx.Err() != nil && errors.Is(err, context.Canceled)) {

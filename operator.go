@@ -2,6 +2,7 @@ package kopfgo
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -14,6 +15,7 @@ import (
 	"github.com/kopfgo/kopfgo/handlers"
 	"github.com/kopfgo/kopfgo/indexing"
 	"github.com/kopfgo/kopfgo/internal/config"
+	"github.com/kopfgo/kopfgo/internal/health"
 	"github.com/kopfgo/kopfgo/internal/kube"
 	"github.com/kopfgo/kopfgo/internal/logging"
 	"github.com/kopfgo/kopfgo/internal/reactor"
@@ -44,8 +46,12 @@ type Options struct {
 	// Clock drives retries, backoffs and timers; tests inject a fake one.
 	// Nil: the real clock.
 	Clock clock.WithTicker
-	// Memo is the operator's memo (see Memo): every object's memo starts as
-	// a shallow copy of it. Nil: an empty one.
+	// Liveness, e.g. "http://0.0.0.0:8080/healthz", serves the probe
+	// handlers' results there once the operator has started. Empty: off.
+	Liveness string
+	// Memo is the operator's memo (see Memo), the one activity handlers
+	// get: every object's memo starts as a shallow copy of it. Nil: an
+	// empty one.
 	Memo *Memo
 }
 
@@ -76,8 +82,8 @@ func New(opts Options) *Operator {
 	return op
 }
 
-// Memo returns the operator's memo, from which every object's memo is
-// copied when the object first appears.
+// Memo returns the operator's memo: activity handlers get it, and every
+// object's memo is copied from it when the object first appears.
 func (op *Operator) Memo() *Memo { return op.memo }
 
 var defaultOperator = New(Options{})
@@ -93,8 +99,10 @@ var On = defaultOperator.On
 func (op *Operator) Err() error { return op.reg.Err() }
 
 // Run runs the operator until ctx ends. Registration errors are returned
-// before anything starts, each naming its handler. Run owns every goroutine
-// it starts and returns only after all of them have stopped.
+// before anything starts, each naming its handler. Startup handlers run
+// first, before anything touches the cluster; cleanup handlers run last,
+// after everything else has stopped. Run owns every goroutine it starts and
+// returns only after all of them have stopped.
 func (op *Operator) Run(ctx context.Context) error {
 	if !op.running.CompareAndSwap(false, true) {
 		return fmt.Errorf("operator is already running: an Operator runs once at a time")
@@ -103,38 +111,136 @@ func (op *Operator) Run(ctx context.Context) error {
 	if err := op.reg.Err(); err != nil {
 		return err
 	}
-	op.mu.Lock()
-	indexers := append([]indexing.Runner(nil), op.indexers...)
-	op.mu.Unlock()
-	if len(op.reg.Changing()) == 0 && len(op.reg.Events()) == 0 && len(indexers) == 0 {
-		return fmt.Errorf("%w: no handlers are registered; register some with On.Create/Update/Delete/Resume/Field/Event or NewIndex", ErrRegistration)
+	var liveness *health.Endpoint
+	if op.opts.Liveness != "" {
+		ep, err := health.ParseEndpoint(op.opts.Liveness)
+		if err != nil {
+			return err
+		}
+		liveness = &ep
 	}
 	logger := op.opts.Logger
 	if logger == nil {
 		logger = logging.New(logging.Config{})
 	}
-	cfg := op.opts.RESTConfig
-	if cfg == nil {
-		var err error
-		cfg, err = kube.LoadConfig(op.opts.Kubeconfig, op.opts.Context)
-		if err != nil {
-			return err
-		}
-	}
 	clk := op.opts.Clock
 	if clk == nil {
 		clk = clock.RealClock{}
 	}
-	return reactor.Run(ctx, reactor.Config{
+	settings := op.opts.Settings
+	env := handlers.ActivityEnv{Clock: clk, Memo: op.memo, Settings: &settings}
+	activity := func(ctx context.Context, kind handlers.ActivityKind) (map[string]any, error) {
+		env.Logger = logging.Named(logger, "kopf.activities."+string(kind))
+		env.DefaultBackoff = settings.WithDefaults().Execution.DefaultBackoff
+		return handlers.RunActivity(ctx, kind, op.reg.Activities(kind), env)
+	}
+
+	if _, err := activity(ctx, handlers.Startup); err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return fmt.Errorf("the operator cannot start: %w", err)
+	}
+	settings = settings.WithDefaults()
+	defer func() {
+		if _, err := activity(context.WithoutCancel(ctx), handlers.Cleanup); err != nil {
+			logger.Error(fmt.Sprintf("Cleanup has failed: %v", err))
+		}
+	}()
+
+	cfg, err := op.credentials(ctx, logger, clk, func(ctx context.Context) (map[string]any, error) {
+		return activity(ctx, handlers.Login)
+	})
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return err
+	}
+
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	if liveness != nil {
+		srv := &health.Server{
+			Endpoint: *liveness, Clock: clk, Logger: logger,
+			Probe: func(ctx context.Context) (map[string]any, error) { return activity(ctx, handlers.Probe) },
+		}
+		wg.Go(func() {
+			if err := srv.Run(ctx); err != nil {
+				cancel(err)
+			}
+		})
+	}
+	op.mu.Lock()
+	indexers := append([]indexing.Runner(nil), op.indexers...)
+	op.mu.Unlock()
+	err = reactor.Run(ctx, reactor.Config{
 		Registry:   op.reg,
-		Settings:   op.opts.Settings.WithDefaults(),
+		Settings:   settings,
 		REST:       cfg,
 		Namespaces: op.opts.Namespaces,
 		Logger:     logger,
 		Clock:      clk,
 		Indexers:   indexers,
 		Memo:       op.memo,
+
+		DefaultNamespace: op.defaultNamespace(),
 	})
+	if err == nil {
+		if cause := context.Cause(ctx); cause != nil && !errors.Is(cause, context.Canceled) {
+			err = cause
+		}
+	}
+	return err
+}
+
+// credentials returns the cluster connection: the login handlers' if there
+// are any (with re-authentication on 401), else the configured or found one.
+func (op *Operator) credentials(ctx context.Context, logger *slog.Logger, clk clock.WithTicker, login func(context.Context) (map[string]any, error)) (*rest.Config, error) {
+	if len(op.reg.Activities(handlers.Login)) == 0 {
+		if op.opts.RESTConfig != nil {
+			return op.opts.RESTConfig, nil
+		}
+		return kube.LoadConfig(op.opts.Kubeconfig, op.opts.Context)
+	}
+	authLog := logging.Named(logger, "kopf.activities.authentication")
+	var vault *kube.Vault
+	vault = kube.NewVault(func(ctx context.Context) ([]*kube.ConnectionInfo, error) {
+		round := "Initial authentication"
+		if vault.Logins() > 0 {
+			round = "Re-authentication"
+		}
+		authLog.Info(round + " has been initiated.")
+		results, err := login(ctx)
+		var items []*kube.ConnectionInfo
+		for id, v := range results {
+			info, _ := v.(*kube.ConnectionInfo)
+			if info == nil {
+				continue
+			}
+			if verr := info.Validate(); verr != nil {
+				authLog.Error(fmt.Sprintf("Login handler %q returned unusable credentials: %v", id, verr))
+				continue
+			}
+			items = append(items, info)
+		}
+		if len(items) == 0 {
+			authLog.Warn(round + " has failed: no credentials were retrieved from the login handlers.")
+		} else {
+			authLog.Info(round + " has finished.")
+		}
+		return items, err
+	}, clk)
+	first, err := vault.Get(ctx)
+	if err != nil {
+		return nil, err
+	}
+	cfg := first.RESTConfig()
+	cfg.BearerToken, cfg.Username, cfg.Password = "", "", ""
+	cfg.WrapTransport = vault.Transport
+	return cfg, nil
 }
 
 // Registrar registers resource-changing handlers on an operator.

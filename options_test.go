@@ -48,6 +48,7 @@ func init() {
 	op.On.Event("kex", efn, l, a, f, v, w, id, p)
 	_ = kopfgo.NewIndex(op, "pods", ifn, l, a, f, v, w, id, p, r, kopfgo.Errors(kopfgo.ErrorsPermanent), kopfgo.Backoff(1))
 	_ = kopfgo.Subhandler(context.Background(), fn, l, f, kopfgo.OldValue(1), r, id)
+	op.On.Startup(func(ctx context.Context, a *kopfgo.Activity) error { return nil }, id, p, r)
 }
 `
 	misfits := map[string]string{
@@ -59,6 +60,8 @@ func init() {
 		"old value on index":     `_ = kopfgo.NewIndex(op, "pods", ifn, kopfgo.OldValue(1))`,
 		"optional on index":      `_ = kopfgo.NewIndex(op, "pods", ifn, kopfgo.Optional())`,
 		"deleted on create":      `op.On.Create("kex", fn, kopfgo.Deleted())`,
+		"labels on startup":      `op.On.Startup(func(ctx context.Context, a *kopfgo.Activity) error { return nil }, kopfgo.Labels{"a": "b"})`,
+		"field on probe":         `op.On.Probe(func(ctx context.Context, a *kopfgo.Activity) (any, error) { return nil, nil }, kopfgo.Field("spec.x"))`,
 	}
 	var body strings.Builder
 	lines := map[int]string{}

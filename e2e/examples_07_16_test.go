@@ -131,7 +131,7 @@ func TestExample11FilteringHandlers(t *testing.T) {
 func TestExample16Indexing(t *testing.T) {
 	ns := namespace(t)
 	for i := range 3 {
-		createPod(t, ns, fmt.Sprintf("pod-%d", i), map[string]string{"app": "kopfgo-idx"})
+		createLabelledPod(t, ns, fmt.Sprintf("pod-%d", i), map[string]string{"app": "kopfgo-idx"})
 	}
 	op := runOperator(t, "./examples/16-indexing", ns)
 	obj := createKex(t, ns, objYAML(t))

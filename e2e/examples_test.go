@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"context"
+	"regexp"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -44,17 +45,24 @@ func TestExample02Children(t *testing.T) {
 
 	waitLog(t, op, "Creation is processed: 1 succeeded; 0 failed.", 1)
 	assertCount(t, op, "Handler 'create_fn' succeeded.", 1)
-	pods, err := kube(t).CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{LabelSelector: "kopfgo.dev/parent=" + obj.GetName()})
+	pods, err := kube(t).CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(pods.Items) != 1 {
-		t.Fatalf("%d child pods, want 1", len(pods.Items))
+		t.Fatalf("%d pods, want the 1 child", len(pods.Items))
 	}
+	// Adopted (K2-084): owned by the KopfExample as its controller, named
+	// after it, with its labels.
 	pod := pods.Items[0]
-	if refs := pod.OwnerReferences; len(refs) != 1 || refs[0].UID != obj.GetUID() || refs[0].Kind != "KopfExample" {
-		t.Errorf("pod owner references = %+v, want the KopfExample %s", refs, obj.GetUID())
+	if refs := pod.OwnerReferences; len(refs) != 1 || refs[0].UID != obj.GetUID() || refs[0].Kind != "KopfExample" ||
+		refs[0].Controller == nil || !*refs[0].Controller || refs[0].BlockOwnerDeletion == nil || !*refs[0].BlockOwnerDeletion {
+		t.Errorf("pod owner references = %+v, want the KopfExample %s as the controller", refs, obj.GetUID())
 	}
+	if !regexp.MustCompile(`^kopf-example-1-[a-z0-9]{5}$`).MatchString(pod.Name) || pod.Labels["somelabel"] != "somevalue" {
+		t.Errorf("pod %s with labels %v, want it named after its parent, with the parent's labels", pod.Name, pod.Labels)
+	}
+	assertCount(t, op, "Pod child is created: "+pod.Name, 1)
 	got := waitKex(t, ns, obj.GetName(), "the result in status", handled)
 	children, _, _ := unstructured.NestedStringSlice(got.Object, "status", "create_fn", "children")
 	if len(children) != 1 || children[0] != string(pod.UID) {

@@ -14,7 +14,7 @@ import (
 	"github.com/kopfgo/kopfgo"
 )
 
-func createPod(t *testing.T, ns, name string, labels map[string]string) {
+func createLabelledPod(t *testing.T, ns, name string, labels map[string]string) {
 	t.Helper()
 	_, err := kube(t).CoreV1().Pods(ns).Create(context.Background(), &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels},
@@ -48,12 +48,12 @@ func podsByParent(ctx context.Context, o *kopfgo.Object) (map[string]string, err
 func TestIndexIsCompleteBeforeTheFirstHandler(t *testing.T) {
 	ns := namespace(t)
 	for i := range 50 {
-		createPod(t, ns, fmt.Sprintf("a-%d", i), map[string]string{"parent": "parent-a"})
+		createLabelledPod(t, ns, fmt.Sprintf("a-%d", i), map[string]string{"parent": "parent-a"})
 	}
 	for i := range 20 {
-		createPod(t, ns, fmt.Sprintf("b-%d", i), map[string]string{"parent": "parent-b"})
+		createLabelledPod(t, ns, fmt.Sprintf("b-%d", i), map[string]string{"parent": "parent-b"})
 	}
-	createPod(t, ns, "orphan", nil)
+	createLabelledPod(t, ns, "orphan", nil)
 	createKex(t, ns, kexObj("parent-a", nil, nil, map[string]any{"field": "x"}))
 
 	var (
@@ -61,9 +61,9 @@ func TestIndexIsCompleteBeforeTheFirstHandler(t *testing.T) {
 		saw  = map[string]int{}
 		pods *kopfgo.Index[string, string]
 	)
-	var opts kopfgo.Options
+	opts := kopfgo.Options{Namespaces: []string{ns}}
 	opts.Settings.Execution.MaxWorkers = 1
-	log := embeddedWith(t, ns, opts, func(op *kopfgo.Operator) {
+	log := embeddedWith(t, opts, func(op *kopfgo.Operator) {
 		pods = kopfgo.NewIndex(op, "v1/pods", podsByParent, kopfgo.Labels{"parent": kopfgo.Present})
 		op.On.Create("kopfexamples", func(ctx context.Context, c *kopfgo.Change) (any, error) {
 			mu.Lock()
@@ -100,16 +100,25 @@ func TestIndexIsCompleteBeforeTheFirstHandler(t *testing.T) {
 
 // TestMemosPerObjectAndOperator: an object's memo lives while the object
 // does and starts afresh for a re-created object (K1-220); every object's
-// memo starts from the operator's, sharing its values (K1-221).
+// memo starts from the operator's, sharing its values: a queue that a
+// startup handler puts there gets the pushes of both objects' handlers
+// (K1-221).
 func TestMemosPerObjectAndOperator(t *testing.T) {
 	ns := namespace(t)
 	type queue struct {
 		mu    sync.Mutex
 		names []string
 	}
-	shared := &queue{}
-	var rec recorder
-	embeddedWith(t, ns, kopfgo.Options{Memo: memoWith("queue", shared)}, func(op *kopfgo.Operator) {
+	var (
+		shared *queue
+		rec    recorder
+	)
+	embeddedWith(t, kopfgo.Options{Namespaces: []string{ns}}, func(op *kopfgo.Operator) {
+		op.On.Startup(func(ctx context.Context, a *kopfgo.Activity) error {
+			shared = &queue{}
+			a.Memo.Store("queue", shared)
+			return nil
+		}, kopfgo.ID("startup"))
 		op.On.Event("kopfexamples", func(ctx context.Context, e *kopfgo.WatchEvent) (any, error) {
 			n, _ := kopfgo.MemoValue[int](e.Memo, "events")
 			e.Memo.Store("events", n+1)
@@ -134,15 +143,12 @@ func TestMemosPerObjectAndOperator(t *testing.T) {
 	if got := fmt.Sprint(rec.of("one")); got != "[1 2 3 1]" {
 		t.Errorf("counts seen by one = %s, want [1 2 3 1]: the re-created object starts afresh", got)
 	}
+	if shared == nil {
+		t.Fatal("the startup handler did not run")
+	}
 	shared.mu.Lock()
 	defer shared.mu.Unlock()
 	if len(shared.names) != 5 {
 		t.Errorf("the operator memo's queue got %v, want all 5 events of both objects", shared.names)
 	}
-}
-
-func memoWith(key string, v any) *kopfgo.Memo {
-	m := &kopfgo.Memo{}
-	m.Store(key, v)
-	return m
 }

@@ -53,15 +53,17 @@ func (s *logSink) WaitFor(t *testing.T, substr string, n int) {
 // until the test ends; Run's own error is checked then.
 func embedded(t *testing.T, ns string, register func(op *kopfgo.Operator)) *logSink {
 	t.Helper()
-	return embeddedWith(t, ns, kopfgo.Options{}, register)
+	return embeddedWith(t, kopfgo.Options{Namespaces: []string{ns}}, register)
 }
 
-// embeddedWith is embedded with more options.
-func embeddedWith(t *testing.T, ns string, opts kopfgo.Options, register func(op *kopfgo.Operator)) *logSink {
+// embeddedWith is embedded with options of the test's own; the shared
+// cluster and a debug log are the defaults.
+func embeddedWith(t *testing.T, opts kopfgo.Options, register func(op *kopfgo.Operator)) *logSink {
 	t.Helper()
 	sink := &logSink{}
-	opts.Namespaces = []string{ns}
-	opts.RESTConfig = cluster.Shared(t).RESTConfig()
+	if opts.RESTConfig == nil {
+		opts.RESTConfig = cluster.Shared(t).RESTConfig()
+	}
 	opts.Logger = logging.New(logging.Config{Format: logging.FormatPlain, Level: slog.LevelDebug, Writer: sink})
 	op := kopfgo.New(opts)
 	register(op)

@@ -27,7 +27,10 @@ import (
 // remain, runs the next pass on the object's next state, so that each
 // handler's progress is persisted before the next one starts.
 type Cycle struct {
-	Reason   causes.Reason
+	Reason causes.Reason
+	// Title names the cause in logs ("Creation is processed: …"); default:
+	// the reason's title.
+	Title    string
 	Handlers []*Handler // selected for this cause, in registration order
 	// Known are all handlers of the resource: their stale records (from a
 	// superseded cause) are purged when the cause is done.
@@ -126,7 +129,13 @@ func (c *Cycle) Run(ctx context.Context) Outcome {
 		return out
 	}
 	out.Done, out.Delay = true, 0
-	c.Logger.Info(fmt.Sprintf("%s is processed: %d succeeded; %d failed.", c.Reason.Title(), out.Succeeded, out.Failed))
+	title := c.Title
+	if title == "" {
+		title = c.Reason.Title()
+	}
+	if len(c.Handlers) > 0 {
+		c.Logger.Info(fmt.Sprintf("%s is processed: %d succeeded; %d failed.", title, out.Succeeded, out.Failed))
+	}
 	c.purge(states)
 	return out
 }
@@ -222,9 +231,18 @@ func (c *Cycle) attempt(ctx context.Context, h *Handler, prev *persistence.Recor
 	}
 
 	result, err, sub := c.invoke(ctx, h, rec, runtime)
+	rec.Subrefs = mergeRefs(rec.Subrefs, sub.refs)
+	if err != nil && ctx.Err() != nil && !errors.Is(context.Cause(ctx), context.DeadlineExceeded) {
+		// The operator is exiting and has cancelled the handler: that says
+		// nothing about the handler, so the attempt does not count; the
+		// record keeps its start time and retries, and the handler runs
+		// again, at once, when the operator restarts.
+		log.Warn(fmt.Sprintf("Handler '%s' is interrupted by the operator's exit; it runs again on the next start.", h.ID))
+		rec.Message = "interrupted by the operator's exit"
+		return &rec
+	}
 	rec.Retries++
 	end := c.Clock.Now().UTC().Truncate(time.Microsecond)
-	rec.Subrefs = mergeRefs(rec.Subrefs, sub.refs)
 	if sub.pending && (err == nil || errors.Is(err, ErrSubhandlersPending)) {
 		// Not a failure: the parent is invoked again when a child is due,
 		// and its result is delivered only once all children are done.

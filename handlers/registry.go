@@ -15,10 +15,11 @@ import (
 // are recorded and returned together by Err, so that Run can report every
 // mistake, each naming its handler, before anything starts.
 type Registry struct {
-	mu       sync.Mutex
-	changing []*Handler
-	events   []*EventHandler
-	errs     []error
+	mu         sync.Mutex
+	changing   []*Handler
+	events     []*EventHandler
+	activities []*ActivityHandler
+	errs       []error
 }
 
 // Registration is what the public API hands over for one changing handler.

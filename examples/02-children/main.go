@@ -1,5 +1,6 @@
-// Package children creates a child pod for each KopfExample, owned by it, so
-// that Kubernetes' garbage collector deletes the pod with its parent. Run:
+// Package children creates a child pod for each KopfExample, adopted by it:
+// owned (so that Kubernetes' garbage collector deletes the pod with its
+// parent), named after it, in its namespace, with its labels. Run:
 //
 //	kopfgo run ./examples/02-children
 package children
@@ -10,7 +11,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/kopfgo/kopfgo"
@@ -30,20 +30,6 @@ func createFn(ctx context.Context, c *kopfgo.Change) (any, error) {
 		field = "default-value"
 	}
 	pod := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{
-			GenerateName: c.Name + "-",
-			Namespace:    c.Namespace,
-			Labels:       map[string]string{"kopfgo.dev/parent": c.Name},
-			// Make it our child: deleted by Kubernetes together with the parent.
-			OwnerReferences: []metav1.OwnerReference{{
-				APIVersion:         c.Resource.APIVersion(),
-				Kind:               c.Resource.Kind,
-				Name:               c.Name,
-				UID:                types.UID(c.UID),
-				Controller:         ptr(true),
-				BlockOwnerDeletion: ptr(true),
-			}},
-		},
 		Spec: corev1.PodSpec{
 			Containers: []corev1.Container{{
 				Name:    "the-only-one",
@@ -54,16 +40,23 @@ func createFn(ctx context.Context, c *kopfgo.Change) (any, error) {
 			}},
 		},
 	}
+
+	// Make it our child: assign the namespace, name, labels, owner references.
+	if err := kopfgo.Adopt(pod, c); err != nil {
+		return nil, kopfgo.Permanent(err)
+	}
+
+	// Actually create the object by requesting the Kubernetes API.
 	api, err := kubernetes.NewForConfig(kopfgo.RESTConfig(ctx))
 	if err != nil {
 		return nil, kopfgo.Permanent(err)
 	}
-	created, err := api.CoreV1().Pods(c.Namespace).Create(ctx, pod, metav1.CreateOptions{})
+	created, err := api.CoreV1().Pods(pod.Namespace).Create(ctx, pod, metav1.CreateOptions{})
 	if err != nil {
 		return nil, err // retried after the backoff
 	}
 	c.Logger.Info(fmt.Sprintf("Pod child is created: %s", created.Name))
+
+	// Update the parent's status.
 	return map[string]any{"children": []string{string(created.UID)}}, nil
 }
-
-func ptr[T any](v T) *T { return &v }

@@ -14,9 +14,8 @@ import (
 )
 
 // RunFlags are the options of `kopf run` that apply to kopfgo (K2-069),
-// plus --kubeconfig and --context. Kopf's --liveness, --peering, --priority
-// and --dev are left out until kopfgo serves probes and peers; -m/--module
-// has no meaning in Go.
+// plus --kubeconfig and --context. Kopf's --peering, --priority and --dev
+// are left out until kopfgo peers; -m/--module has no meaning in Go.
 type RunFlags struct {
 	Namespaces    []string // -n/--namespace, repeatable; patterns as in Kopf
 	AllNamespaces bool     // -A/--all-namespaces
@@ -29,6 +28,7 @@ type RunFlags struct {
 	LogRefKey     string   // --log-refkey
 	Kubeconfig    string   // --kubeconfig
 	Context       string   // --context
+	Liveness      string   // -L/--liveness
 }
 
 // The environment variables of the flags, as Kopf's click names them
@@ -48,6 +48,7 @@ var envNames = map[string]string{
 	"log-refkey":     "KOPF_RUN_LOG_REFKEY",
 	"kubeconfig":     "KOPF_RUN_KUBECONFIG",
 	"context":        "KOPF_RUN_CONTEXT",
+	"liveness":       "KOPF_RUN_LIVENESS_ENDPOINT",
 }
 
 // LegacyNamespaceEnv names one more namespace, appended to the others.
@@ -82,6 +83,8 @@ func (f *RunFlags) Bind(fs *pflag.FlagSet) {
 		"kubeconfig file (default: $KUBECONFIG, ~/.kube/config, or the in-cluster service account)"))
 	fs.StringVar(&f.Context, "context", "", usage("context",
 		"kubeconfig context (default: the current context)"))
+	fs.StringVarP(&f.Liveness, "liveness", "L", "", usage("liveness",
+		"serve the probe handlers' results for liveness probes at this URL, e.g. http://0.0.0.0:8080/healthz"))
 }
 
 // Complete applies the environment variables to the flags not given on the

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 )
 
 // StopSignals end an operator: the first one stops it gracefully.
@@ -17,8 +18,11 @@ var exit = os.Exit
 
 // SignalContext returns a context cancelled by the first SIGINT or SIGTERM,
 // which is logged as Kopf logs it; a second one exits the process at once
-// with 128+signal. stop releases the signals.
-func SignalContext(parent context.Context, logger *slog.Logger) (ctx context.Context, stop func()) {
+// with 128+signal, and so does the ultimate timeout (if positive) when the
+// process has not exited that long after the first signal: a handler or
+// daemon that ignores its cancellation cannot keep the operator alive
+// forever. stop releases the signals.
+func SignalContext(parent context.Context, logger *slog.Logger, ultimate time.Duration) (ctx context.Context, stop func()) {
 	ctx, cancel := context.WithCancel(parent)
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, StopSignals...)
@@ -31,10 +35,19 @@ func SignalContext(parent context.Context, logger *slog.Logger) (ctx context.Con
 		case <-done:
 			return
 		}
+		var deadline <-chan time.Time
+		if ultimate > 0 {
+			t := time.NewTimer(ultimate)
+			defer t.Stop()
+			deadline = t.C
+		}
 		select {
 		case s := <-sigs:
 			logger.Warn(fmt.Sprintf("Signal %s is received again. Operator exits immediately.", SignalName(s)))
 			exit(SignalExitCode(s))
+		case <-deadline:
+			logger.Error(fmt.Sprintf("The operator has not exited within %s after the stop signal; it exits now.", ultimate))
+			exit(SignalExitCode(syscall.SIGKILL))
 		case <-done:
 		}
 	}()

@@ -42,7 +42,7 @@ func TestSignalContext(t *testing.T) {
 
 	var out syncBuffer
 	logger := logging.New(logging.Config{Format: logging.FormatPlain, Writer: &out, Level: slog.LevelDebug})
-	ctx, stop := SignalContext(t.Context(), logger)
+	ctx, stop := SignalContext(t.Context(), logger, 0)
 	defer stop()
 	self, _ := os.FindProcess(os.Getpid())
 
@@ -74,7 +74,7 @@ func TestSignalContext(t *testing.T) {
 // stop releases the signals: nothing is logged, the context ends.
 func TestSignalContextStop(t *testing.T) {
 	var out syncBuffer
-	ctx, stop := SignalContext(t.Context(), logging.New(logging.Config{Writer: &out}))
+	ctx, stop := SignalContext(t.Context(), logging.New(logging.Config{Writer: &out}), 0)
 	stop()
 	<-ctx.Done()
 	if out.String() != "" {

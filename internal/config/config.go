@@ -17,6 +17,10 @@ type Settings struct {
 	Execution   Execution
 	Queueing    Queueing
 	Watching    Watching
+	Networking  Networking
+	Scanning    Scanning
+	Process     Process
+	Posting     Posting
 }
 
 // Persistence says where and how the operator keeps its state on objects.
@@ -54,15 +58,26 @@ type Queueing struct {
 	// ErrorDelays throttle an object after unexpected errors of the
 	// framework itself (not handler errors). Default: Fibonacci 1s..610s.
 	ErrorDelays []time.Duration
+	// ExitTimeout is how long running handlers may go on when the operator
+	// stops, before their ctx is cancelled. Default 2s (Kopf's
+	// queueing.exit_timeout); negative: cancel at once.
+	ExitTimeout time.Duration
 }
 
-// Watching tunes the watch streams.
+// Watching tunes the watch streams. Reconnecting after errors follows
+// client-go's reflector backoff (0.8s growing to 30s), not a setting.
 type Watching struct {
 	// ServerTimeout is sent as timeoutSeconds on watch requests; 0 lets the
 	// server choose.
 	ServerTimeout time.Duration
-	// ReconnectBackoff is the pause between watch attempts. Default 0.1s.
-	ReconnectBackoff time.Duration
+	// InactivityTimeout restarts a watch stream that has delivered nothing,
+	// not even a bookmark, for this long: a stream silently dropped by a load
+	// balancer would otherwise hang forever. Default 70s (bookmarks come
+	// about every 60s); negative disables.
+	InactivityTimeout time.Duration
+	// ClientTimeout ends every watch request after this long on the client
+	// side; 0: none.
+	ClientTimeout time.Duration
 }
 
 // WithDefaults returns a copy with every unset field given Kopf's default.
@@ -90,8 +105,14 @@ func (s Settings) WithDefaults() Settings {
 			s.Queueing.ErrorDelays = append(s.Queueing.ErrorDelays, time.Duration(n)*time.Second)
 		}
 	}
-	if s.Watching.ReconnectBackoff == 0 {
-		s.Watching.ReconnectBackoff = 100 * time.Millisecond
+	if s.Watching.InactivityTimeout == 0 {
+		s.Watching.InactivityTimeout = 70 * time.Second
 	}
+	if s.Queueing.ExitTimeout == 0 {
+		s.Queueing.ExitTimeout = 2 * time.Second
+	}
+	s.Networking = s.Networking.withDefaults()
+	s.Process = s.Process.withDefaults()
+	s.Posting = s.Posting.withDefaults()
 	return s
 }

@@ -5,8 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
+	"net/url"
 	"slices"
 	"strings"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -21,21 +24,42 @@ import (
 	"github.com/kopfgo/kopfgo/internal/resources"
 )
 
+// ClientOptions tune the clients NewClient builds.
+type ClientOptions struct {
+	// RequestTimeout bounds each request except watches; 0: none.
+	RequestTimeout time.Duration
+	// TrustEnv honours HTTP(S)_PROXY and NO_PROXY, which client-go would
+	// otherwise honour silently.
+	TrustEnv bool
+}
+
 // Client wraps the dynamic and discovery clients the operator needs.
 type Client struct {
-	Dynamic   dynamic.Interface
+	Dynamic dynamic.Interface
+	// Watching lists and watches; it may be Dynamic itself. NewClient makes
+	// it use HTTP/1.1, one connection per watch, so that one stalled stream
+	// cannot stall the others (HTTP/2 multiplexes all of them, and the
+	// operator's patches, over one connection).
+	Watching  dynamic.Interface
 	Discovery discovery.DiscoveryInterface
+	Retry     Retry
 }
 
 // NewClient builds clients for cfg. Client-side rate limiting is disabled,
 // as in Kopf: the operator's request rate follows the cluster's events, and
 // the API server's own priority and fairness protects it.
-func NewClient(cfg *rest.Config) (*Client, error) {
+func NewClient(cfg *rest.Config, opts ClientOptions) (*Client, error) {
 	cfg = rest.CopyConfig(cfg)
 	if cfg.QPS == 0 && cfg.RateLimiter == nil {
 		cfg.QPS = -1
 	}
 	cfg.UserAgent = "kopfgo"
+	if !opts.TrustEnv && cfg.Proxy == nil {
+		cfg.Proxy = func(*http.Request) (*url.URL, error) { return nil, nil }
+	}
+	wcfg := rest.CopyConfig(cfg) // no request timeout: watches are long
+	wcfg.NextProtos = []string{"http/1.1"}
+	cfg.Timeout = opts.RequestTimeout
 	dyn, err := dynamic.NewForConfig(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("cannot create the Kubernetes client: %w", err)
@@ -44,7 +68,19 @@ func NewClient(cfg *rest.Config) (*Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cannot create the discovery client: %w", err)
 	}
-	return &Client{Dynamic: dyn, Discovery: disc}, nil
+	watching, err := dynamic.NewForConfig(wcfg)
+	if err != nil {
+		return nil, fmt.Errorf("cannot create the watching client: %w", err)
+	}
+	return &Client{Dynamic: dyn, Watching: watching, Discovery: disc}, nil
+}
+
+// Watcher returns the client for lists and watches.
+func (c *Client) Watcher() dynamic.Interface {
+	if c.Watching != nil {
+		return c.Watching
+	}
+	return c.Dynamic
 }
 
 // Discover lists every served resource of every version, marking the
@@ -131,16 +167,20 @@ func (c *Client) Apply(ctx context.Context, res resources.Resource, namespace, n
 		if err != nil {
 			return nil, fmt.Errorf("cannot encode the patch: %w", err)
 		}
-		obj, err := ri.Patch(ctx, name, types.MergePatchType, data, metav1.PatchOptions{}, part.sub...)
+		var obj *unstructured.Unstructured
+		err = c.Retry.do(ctx, func() (err error) {
+			obj, err = ri.Patch(ctx, name, types.MergePatchType, data, metav1.PatchOptions{}, part.sub...)
+			return err
+		})
 		if apierrors.IsNotFound(err) {
 			return last, ErrGone
 		}
 		if err != nil {
-			where := res.String()
+			verb := "patch"
 			if len(part.sub) > 0 {
-				where += "/status"
+				verb = "patch the status of"
 			}
-			return last, fmt.Errorf("patching %s %s: %w", where, objectName(namespace, name), err)
+			return last, explain(err, verb, res, namespace, name)
 		}
 		last = obj
 	}
@@ -149,12 +189,16 @@ func (c *Client) Apply(ctx context.Context, res resources.Resource, namespace, n
 
 // Get reads an object afresh from the API (not from a watch cache).
 func (c *Client) Get(ctx context.Context, res resources.Resource, namespace, name string) (*unstructured.Unstructured, error) {
-	obj, err := c.resource(res, namespace).Get(ctx, name, metav1.GetOptions{})
+	var obj *unstructured.Unstructured
+	err := c.Retry.do(ctx, func() (err error) {
+		obj, err = c.resource(res, namespace).Get(ctx, name, metav1.GetOptions{})
+		return err
+	})
 	if apierrors.IsNotFound(err) {
 		return nil, ErrGone
 	}
 	if err != nil {
-		return nil, fmt.Errorf("reading %s %s: %w", res, objectName(namespace, name), err)
+		return nil, explain(err, "get", res, namespace, name)
 	}
 	return obj, nil
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/kopfgo/kopfgo/internal/kube"
 	"github.com/kopfgo/kopfgo/internal/logging"
 	"github.com/kopfgo/kopfgo/internal/patch"
+	"github.com/kopfgo/kopfgo/internal/posting"
 	"github.com/kopfgo/kopfgo/internal/resources"
 	"github.com/kopfgo/kopfgo/persistence"
 )
@@ -76,10 +77,12 @@ func (p *processor) logger(s *slot) *slog.Logger {
 }
 
 func (p *processor) objectLogger(u *unstructured.Unstructured) *slog.Logger {
-	return logging.WithObject(p.cfg.Logger, logging.ObjectRef{
+	ref := posting.Ref{
 		APIVersion: u.GetAPIVersion(), Kind: u.GetKind(), Name: u.GetName(),
 		UID: string(u.GetUID()), Namespace: u.GetNamespace(),
-	})
+	}
+	// With settings.posting.loggers, the messages also become events.
+	return p.cfg.Poster.Logger(logging.WithObject(p.cfg.Logger, logging.ObjectRef(ref)), ref)
 }
 
 // memoryOf returns the memory of the object as it is now; a new object under
@@ -200,7 +203,7 @@ func (p *processor) process(ctx context.Context, s *slot) (time.Duration, bool) 
 	if len(selected) > 0 {
 		log.Debug(fmt.Sprintf("%s is in progress.", reason.Title()))
 	}
-	out := cycle.Run(ctx)
+	out := cycle.Run(p.cfg.handlerCtx)
 	removeFin := false
 	if ctx.Err() != nil && !out.Ran {
 		return -1, false

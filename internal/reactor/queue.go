@@ -138,6 +138,12 @@ func (p *processor) work(ctx context.Context, s *slot) {
 			d, idle = p.cfg.Settings.Queueing.IdleTimeout, true
 		}
 		t := p.cfg.Clock.NewTimer(d)
+		if touch && p.cfg.onSleep != nil {
+			s.mem.mu.Lock()
+			consistent := s.mem.expected == ""
+			s.mem.mu.Unlock()
+			p.cfg.onSleep(s.key, consistent)
+		}
 		select {
 		case <-ctx.Done():
 			t.Stop()

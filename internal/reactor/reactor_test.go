@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"go.uber.org/goleak"
-	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -43,14 +42,16 @@ var (
 // script creates and changes objects, steps the clock, and checks what the
 // handlers saw and what the operator wrote.
 type scenario struct {
-	t      *testing.T
-	dyn    *dynamicfake.FakeDynamicClient
-	clock  *testingclock.FakeClock
-	reg    *handlers.Registry
-	log    *syncBuffer
-	cancel context.CancelFunc
-	done   chan error
-	// indexers and memo go to the reactor's Config (events_test.go).
+	t        *testing.T
+	dyn      *dynamicfake.FakeDynamicClient
+	clock    *testingclock.FakeClock
+	reg      *handlers.Registry
+	settings config.Settings
+	sleeps   atomic.Int32 // consistent touch-sleeps entered
+	log      *syncBuffer
+	cancel   context.CancelFunc
+	done     chan error
+	// indexers and memo go to the reactor's Config (watching_test.go).
 	indexers []indexing.Runner
 	memo     *handlers.Memo
 }
@@ -74,12 +75,44 @@ func (s *syncBuffer) String() string {
 
 func newScenario(t *testing.T) *scenario {
 	scheme := runtime.NewScheme()
-	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(scheme, map[schema.GroupVersionResource]string{kexGVR: "KopfExampleList", podGVR: "PodList"})
-	dyn.PrependReactor("*", "*", clienttesting.ObjectReaction(versioned{ObjectTracker: dyn.Tracker(), rv: &atomic.Int64{}}))
+	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(scheme, map[schema.GroupVersionResource]string{
+		kexGVR: "KopfExampleList",
+		podGVR: "PodList",
+		{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}: "CustomResourceDefinitionList",
+	})
+	versioned(dyn)
 	return &scenario{
 		t: t, dyn: dyn, reg: &handlers.Registry{}, log: &syncBuffer{},
 		clock: testingclock.NewFakeClock(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)),
 	}
+}
+
+// versioned makes the fake API number its writes with resourceVersions, as
+// a real API server does: the reactor's consistency tracking relies on them.
+// Each write is stored as the fake stores it, then re-stored with the new
+// version, so a watch sees two events; the first carries the old version and
+// is the kind of stale event the tracking must sit out.
+func versioned(dyn *dynamicfake.FakeDynamicClient) {
+	var rv atomic.Int64
+	tracker := dyn.Tracker()
+	dyn.PrependReactor("*", "*", func(action clienttesting.Action) (bool, runtime.Object, error) {
+		switch action.GetVerb() {
+		case "create", "update", "patch":
+		default:
+			return false, nil, nil
+		}
+		handled, obj, err := clienttesting.ObjectReaction(tracker)(action)
+		u, ok := obj.(*unstructured.Unstructured)
+		if err != nil || !ok {
+			return handled, obj, err
+		}
+		u = u.DeepCopy()
+		u.SetResourceVersion(strconv.FormatInt(rv.Add(1), 10))
+		if err := tracker.Update(action.GetResource(), u, action.GetNamespace()); err != nil {
+			return true, nil, err
+		}
+		return true, u, nil
+	})
 }
 
 func (s *scenario) on(reason causes.Reason, id string, fn handlers.ChangeFunc, opts ...func(*handlers.Handler)) {
@@ -108,48 +141,21 @@ func (s *scenario) start() {
 	s.cancel, s.done = cancel, make(chan error, 1)
 	cfg := Config{
 		Registry:   s.reg,
-		Settings:   config.Settings{}.WithDefaults(),
+		Settings:   s.settings.WithDefaults(),
 		Namespaces: []string{"default"},
 		Logger:     logging.New(logging.Config{Format: logging.FormatPlain, Level: slog.LevelDebug, Writer: s.log}),
 		Clock:      s.clock,
 		Client:     &kube.Client{Dynamic: s.dyn, Discovery: disc},
-		Indexers:   s.indexers,
-		Memo:       s.memo,
+		onSleep: func(key string, consistent bool) {
+			if consistent {
+				s.sleeps.Add(1)
+			}
+		},
+		Indexers: s.indexers,
+		Memo:     s.memo,
 	}
 	go func() { s.done <- Run(ctx, cfg) }()
 	s.t.Cleanup(s.stop)
-	s.waitWatching()
-}
-
-// versioned stamps a new resourceVersion on every write, as an API server
-// does. The fake tracker leaves versions empty, which blinds the reactor's
-// consistency guard (after a patch, it waits for the patch's version to come
-// back through the watch), so that a pass could act on a state older than
-// the operator's own last patch.
-type versioned struct {
-	clienttesting.ObjectTracker
-	rv *atomic.Int64
-}
-
-func (v versioned) stamp(obj runtime.Object) {
-	if m, err := apimeta.Accessor(obj); err == nil {
-		m.SetResourceVersion(strconv.FormatInt(v.rv.Add(1), 10))
-	}
-}
-
-func (v versioned) Create(gvr schema.GroupVersionResource, obj runtime.Object, ns string, opts ...metav1.CreateOptions) error {
-	v.stamp(obj)
-	return v.ObjectTracker.Create(gvr, obj, ns, opts...)
-}
-
-func (v versioned) Update(gvr schema.GroupVersionResource, obj runtime.Object, ns string, opts ...metav1.UpdateOptions) error {
-	v.stamp(obj)
-	return v.ObjectTracker.Update(gvr, obj, ns, opts...)
-}
-
-func (v versioned) Patch(gvr schema.GroupVersionResource, obj runtime.Object, ns string, opts ...metav1.PatchOptions) error {
-	v.stamp(obj)
-	return v.ObjectTracker.Patch(gvr, obj, ns, opts...)
 }
 
 // waitWatching waits until the reactor watches the KopfExamples (or Run
@@ -266,8 +272,8 @@ func TestCreationIsHandledOnceAndRecorded(t *testing.T) {
 		calls.inc(c.Name)
 		return map[string]any{"message": "hello"}, nil
 	})
+	s.create("kex1", map[string]any{"field": "value"}) // listed: the fake API replays nothing to new watches
 	s.start()
-	s.create("kex1", map[string]any{"field": "value"})
 	s.until("handled", func() bool {
 		_, ok := annotation(s.get("kex1"), "kopf.zalando.org/last-handled-configuration")
 		return ok
@@ -297,13 +303,15 @@ func TestDelayedHandlerIsWokenByATouchWhenTheClockPasses(t *testing.T) {
 		}
 		return nil, nil
 	})
-	s.start()
 	s.create("kex1", nil)
+	s.start()
 	s.until("the record with the delay", func() bool {
 		raw, _ := annotation(s.get("kex1"), "kopf.zalando.org/create_fn")
 		return strings.Contains(raw, `"retries":1`)
 	})
-	s.until("the worker sleeping", func() bool { return s.clock.HasWaiters() })
+	// Once the worker sleeps with its own patch seen, nothing else is due:
+	// stepping the clock now must end that sleep with a touch.
+	s.until("the worker sleeping", func() bool { return s.sleeps.Load() > 0 })
 	if calls.get("kex1") != 1 {
 		t.Fatalf("retried before the delay passed")
 	}
@@ -332,8 +340,8 @@ func TestDeletionRunsDeleteHandlersAndReleasesTheObject(t *testing.T) {
 		calls.inc(c.Name)
 		return nil, nil
 	})
-	s.start()
 	s.create("kex1", nil)
+	s.start()
 	s.until("the finalizer", func() bool { return causes.HasFinalizer(s.get("kex1").Object, config.DefaultFinalizer) })
 	s.until("handled", func() bool {
 		_, ok := annotation(s.get("kex1"), "kopf.zalando.org/last-handled-configuration")
@@ -377,10 +385,10 @@ func TestObjectsAreProcessedInParallelAndEachInOrder(t *testing.T) {
 		mu.Unlock()
 		return nil, nil
 	})
-	s.start()
 	for i := range 5 {
 		s.create(fmt.Sprintf("kex%d", i), nil)
 	}
+	s.start()
 	s.until("all five handlers running at once", func() bool {
 		mu.Lock()
 		defer mu.Unlock()
@@ -404,8 +412,9 @@ func TestObjectsAreProcessedInParallelAndEachInOrder(t *testing.T) {
 	}
 }
 
-func TestUnknownResourceFailsRunNamingTheHandler(t *testing.T) {
+func TestUnknownResourceFailsRunNamingTheHandlerWithoutScanning(t *testing.T) {
 	s := newScenario(t)
+	s.settings.Scanning.Disabled = true
 	s.reg.AddChanging(handlers.Registration{Resource: "widgets", Reason: causes.Create,
 		Fn:        func(ctx context.Context, c *handlers.Change) (any, error) { return nil, nil },
 		Configure: func(h *handlers.Handler) { h.ID = "make_widget" }})
@@ -415,4 +424,15 @@ func TestUnknownResourceFailsRunNamingTheHandler(t *testing.T) {
 	if !errors.Is(err, handlers.ErrRegistration) || !strings.Contains(err.Error(), "make_widget") || !strings.Contains(err.Error(), "widgets") {
 		t.Fatalf("Run = %v, want a registration error naming make_widget and widgets", err)
 	}
+}
+
+func TestUnknownResourceIsAWarningWhileScanning(t *testing.T) {
+	s := newScenario(t)
+	s.reg.AddChanging(handlers.Registration{Resource: "widgets", Reason: causes.Create,
+		Fn:        func(ctx context.Context, c *handlers.Change) (any, error) { return nil, nil },
+		Configure: func(h *handlers.Handler) { h.ID = "make_widget" }})
+	s.start()
+	s.until("the warning", func() bool {
+		return strings.Contains(s.log.String(), "Unresolved resources cannot be served (try creating their CRDs): widgets for handlers make_widget")
+	})
 }

@@ -4,13 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"slices"
 	"strings"
 	"sync"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/dynamic/dynamicinformer"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/clock"
@@ -19,6 +20,7 @@ import (
 	"github.com/kopfgo/kopfgo/indexing"
 	"github.com/kopfgo/kopfgo/internal/config"
 	"github.com/kopfgo/kopfgo/internal/kube"
+	"github.com/kopfgo/kopfgo/internal/posting"
 	"github.com/kopfgo/kopfgo/internal/resources"
 )
 
@@ -31,10 +33,21 @@ type Config struct {
 	Logger     *slog.Logger
 	Clock      clock.WithTicker
 	// Client talks to the API; nil builds one from REST. Tests inject fakes.
-	Client *kube.Client
+	Client     *kube.Client
+	handlerCtx context.Context
+	// onSleep, for tests, is told when a worker starts sleeping until its
+	// delayed handlers are due, and whether its own last patch has come back.
+	onSleep func(key string, consistent bool)
+
 	// Limiter caps concurrent handler invocations (Execution.MaxWorkers);
 	// nil means no cap.
 	Limiter chan struct{}
+	// DefaultNamespace is the namespace of the credentials' context, where
+	// events about cluster-scoped objects go; "" is "default".
+	DefaultNamespace string
+	// Poster posts Kubernetes Events; nil: Run makes one from
+	// Settings.Posting.
+	Poster *posting.Poster
 	// Indexers maintain the operator's indices from watch events.
 	Indexers []indexing.Runner
 	// Memo is the operator's memo, copied into every object's memo when
@@ -51,55 +64,41 @@ func Run(ctx context.Context, cfg Config) error {
 	client := cfg.Client
 	if client == nil {
 		var err error
-		if client, err = kube.NewClient(cfg.REST); err != nil {
+		net := cfg.Settings.Networking
+		if client, err = kube.NewClient(cfg.REST, kube.ClientOptions{RequestTimeout: net.RequestTimeout, TrustEnv: net.TrustEnv}); err != nil {
 			return err
 		}
 	}
-	served, err := resolve(ctx, client, cfg.Registry, cfg.Indexers, cfg.Logger)
+	client.Retry = kube.Retry{Backoffs: cfg.Settings.Networking.ErrorBackoffs, Clock: cfg.Clock}
+	served, err := resolve(ctx, client, cfg.Registry, cfg.Indexers, cfg.Logger, cfg.Settings.Scanning.Disabled)
 	if err != nil {
 		return err
 	}
 	if n := cfg.Settings.Execution.MaxWorkers; n > 0 {
 		cfg.Limiter = make(chan struct{}, n)
 	}
-	// Plain names are watched one by one; patterns are served by a
-	// cluster-wide watch filtered here. (Watching each matching namespace as
-	// namespaces come and go is the scope work of a later change.)
-	scope := resources.NewNamespaces(cfg.Namespaces)
-	namespaces, exact := scope.Exact()
-	if !exact {
-		namespaces = []string{metav1.NamespaceAll}
-	}
 
+	ctx, stopPosting := startPosting(ctx, &cfg, client)
+	defer stopPosting() // after the watchers, so that handlers' last events are posted
 	ctx, cancel := context.WithCancel(kube.WithConfig(ctx, cfg.REST))
 	defer cancel()
-	var (
-		wg      sync.WaitGroup
-		indexed sync.WaitGroup // watchers whose indexers have not seen the initial listing yet
-		ready   = make(chan struct{})
-	)
+	var wg sync.WaitGroup
+	// Handlers run under their own context: when the operator stops, running
+	// handlers get Queueing.ExitTimeout to finish before it is cancelled.
+	hctx, hcancel := context.WithCancelCause(context.WithoutCancel(ctx))
+	defer hcancel(nil)
+	cfg.handlerCtx = hctx
+	ready := make(chan struct{})
 	if len(cfg.Indexers) > 0 {
 		cfg.Ready = ready
 	}
-	for _, res := range served {
-		hs := handlers.ForResource(cfg.Registry.Changing(), res)
-		evs := handlers.EventsFor(cfg.Registry.Events(), res)
-		ixs := indexersFor(cfg.Indexers, res)
-		nss := namespaces
-		if !res.Namespaced {
-			nss = []string{metav1.NamespaceAll}
-		}
-		for _, ns := range nss {
-			w := newWatcher(cfg, client, res, ns, hs, scope)
-			w.events, w.indexers = evs, ixs
-			if len(ixs) > 0 {
-				indexed.Add(1)
-				w.indexed = sync.OnceFunc(indexed.Done)
-			}
-			wg.Go(func() { w.run(ctx) })
-		}
-	}
+	orch := newOrchestrator(ctx, cfg, client, &wg)
+	orch.serve(served)
 	if cfg.Ready != nil {
+		// The watchers of the first serve hold the handlers until their
+		// indexers have seen the initial listings; resources that appear
+		// later are indexed as they come, without holding anything.
+		indexed := orch.stopGating()
 		wg.Go(func() {
 			indexed.Wait()
 			if ctx.Err() == nil {
@@ -108,26 +107,38 @@ func Run(ctx context.Context, cfg Config) error {
 			close(ready)
 		})
 	}
-	cfg.Logger.Info(fmt.Sprintf("Serving %s.", describe(served)))
+	if !cfg.Settings.Scanning.Disabled {
+		wg.Go(func() { orch.watchCRDs(ctx) })
+	}
 	<-ctx.Done()
-	wg.Wait()
+	stopped := make(chan struct{})
+	go func() {
+		wg.Wait()
+		close(stopped)
+	}()
+	if d := cfg.Settings.Queueing.ExitTimeout; d > 0 {
+		t := cfg.Clock.NewTimer(d)
+		select {
+		case <-stopped:
+		case <-t.C():
+			cfg.Logger.Warn(fmt.Sprintf("Handlers are still running %s after the operator's stop; cancelling them.", d))
+		}
+		t.Stop()
+	}
+	hcancel(ErrOperatorExiting)
+	<-stopped
 	return nil
 }
 
-func indexersFor(all []indexing.Runner, res resources.Resource) []indexing.Runner {
-	var out []indexing.Runner
-	for _, ix := range all {
-		if ix.Spec().Selector.Matches(res) {
-			out = append(out, ix)
-		}
-	}
-	return out
-}
+// ErrOperatorExiting is the cause of the cancellation of handlers that are
+// still running when the operator's exit timeout has passed.
+var ErrOperatorExiting = errors.New("the operator is exiting")
 
 // resolve turns the handlers' selectors into discovered resources. A
-// selector that matches nothing, or matches resources of several groups, is
-// an error naming its handlers: nothing would ever call them.
-func resolve(ctx context.Context, client *kube.Client, reg *handlers.Registry, indexers []indexing.Runner, log *slog.Logger) ([]resources.Resource, error) {
+// selector matching resources of several groups is an error naming its
+// handlers. A selector matching nothing is a warning while scanning is on
+// (its CRD may come later, and is served then) and an error otherwise.
+func resolve(ctx context.Context, client *kube.Client, reg *handlers.Registry, indexers []indexing.Runner, log *slog.Logger, strict bool) ([]resources.Resource, error) {
 	all, err := client.Discover(ctx)
 	if err != nil {
 		if len(all) == 0 {
@@ -154,6 +165,10 @@ func resolve(ctx context.Context, client *kube.Client, reg *handlers.Registry, i
 				if ix.Spec().Selector == sel {
 					names = append(names, ix.Spec().ID)
 				}
+			}
+			if errors.Is(err, resources.ErrUnresolved) && !strict {
+				log.Warn(fmt.Sprintf("Unresolved resources cannot be served (try creating their CRDs): %s for handlers %s; they are served as soon as they appear.", sel, strings.Join(names, ", ")))
+				continue
 			}
 			errs = append(errs, fmt.Errorf("%w: handlers %s: %w", handlers.ErrRegistration, strings.Join(names, ", "), err))
 			continue
@@ -196,8 +211,22 @@ func newWatcher(cfg Config, client *kube.Client, res resources.Resource, ns stri
 }
 
 func (w *watcher) run(ctx context.Context) {
-	factory := dynamicinformer.NewFilteredDynamicSharedInformerFactory(w.client.Dynamic, 0, w.namespace, nil)
-	informer := factory.ForResource(w.res.GVR()).Informer()
+	watching := w.cfg.Settings.Watching
+	where := "cluster-wide"
+	if w.namespace != "" {
+		where = "in namespace " + w.namespace
+	}
+	lw := w.client.ListWatch(w.res, w.namespace, kube.WatchOptions{
+		ServerTimeout: watching.ServerTimeout, InactivityTimeout: watching.InactivityTimeout,
+		ClientTimeout: watching.ClientTimeout, Clock: w.cfg.Clock,
+		OnInactive: func() {
+			w.cfg.Logger.Warn(fmt.Sprintf("The watch of %s %s has been silent for %s; restarting it.", w.res, where, watching.InactivityTimeout))
+		},
+	})
+	informer := cache.NewSharedIndexInformer(lw, &unstructured.Unstructured{}, 0, cache.Indexers{})
+	_ = informer.SetWatchErrorHandlerWithContext(func(ctx context.Context, r *cache.Reflector, err error) {
+		w.watchError(ctx, err, where)
+	})
 	p := newProcessor(w.cfg, w.client, w.res, w.handlers, informer.GetStore())
 	p.events, p.indexers = w.events, w.indexers
 	if w.res.Namespaced {
@@ -239,4 +268,31 @@ func (w *watcher) run(ctx context.Context) {
 	<-ctx.Done()
 	wg.Wait()
 	p.wait()
+}
+
+// watchError reports a failed list or watch; client-go retries it with its
+// backoff. A 403 is the operator's RBAC missing list or watch, which only a
+// human can fix, so it says exactly what to grant; the end of a stream
+// (expired versions, a restarted apiserver) is routine and logged quietly.
+func (w *watcher) watchError(ctx context.Context, err error, where string) {
+	switch {
+	case ctx.Err() != nil:
+	case apierrors.IsForbidden(err):
+		w.cfg.Logger.Error(fmt.Sprintf("The operator may not list or watch %s %s; grant it the \"list\" and \"watch\" verbs on %q in its RBAC: %v",
+			w.res, where, w.res.Plural+"."+w.res.Group, err))
+	case apierrors.IsResourceExpired(err) || apierrors.IsGone(err) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF):
+		w.cfg.Logger.Debug(fmt.Sprintf("The watch of %s %s has ended (%v); watching again.", w.res, where, err))
+	default:
+		w.cfg.Logger.Warn(fmt.Sprintf("Cannot watch %s %s, retrying: %v", w.res, where, err))
+	}
+}
+
+func indexersFor(all []indexing.Runner, res resources.Resource) []indexing.Runner {
+	var out []indexing.Runner
+	for _, ix := range all {
+		if ix.Spec().Selector.Matches(res) {
+			out = append(out, ix)
+		}
+	}
+	return out
 }

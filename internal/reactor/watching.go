@@ -2,12 +2,14 @@ package reactor
 
 import (
 	"context"
+	"log/slog"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/kopfgo/kopfgo/handlers"
 	"github.com/kopfgo/kopfgo/indexing"
+	"github.com/kopfgo/kopfgo/internal/logging"
 	"github.com/kopfgo/kopfgo/internal/patch"
 )
 
@@ -71,13 +73,14 @@ func (p *processor) index(ctx context.Context, u *unstructured.Unstructured, del
 		Deleted: deleted,
 		Cause: &handlers.Cause{
 			Body: u.Object, Resource: p.res, Patch: &patch.Patch{}, // never applied, as in Kopf
-			Logger: p.objectLogger(u), Memo: mem.memo,
+			Logger: p.localLogger(u), Memo: mem.memo,
 		},
 		Now:            p.cfg.Clock.Now(),
 		DefaultBackoff: p.cfg.Settings.Execution.DefaultBackoff,
 	}
+	hctx := p.handlerContext(ctx)
 	for _, ix := range p.indexers {
-		ix.Observe(ctx, ob)
+		ix.Observe(hctx, ob)
 	}
 }
 
@@ -88,14 +91,15 @@ func (p *processor) dispatch(ctx context.Context, s *slot) {
 	evs := s.events
 	s.events = nil
 	p.mu.Unlock()
+	hctx := p.handlerContext(ctx)
 	for _, ev := range evs {
 		if ctx.Err() != nil {
 			return
 		}
 		u := ev.obj
-		log := p.objectLogger(u)
+		log := p.localLogger(u)
 		pt := &patch.Patch{}
-		handlers.HandleEvent(ctx, p.events, ev.typ, &handlers.Cause{
+		handlers.HandleEvent(hctx, p.events, ev.typ, &handlers.Cause{
 			Body: u.Object, Resource: p.res, Patch: pt, Logger: log, Memo: ev.mem.memo,
 		}, p.invoke)
 		// Results and patches of event handlers are applied as Kopf does,
@@ -128,4 +132,23 @@ func (p *processor) waitIndexed(ctx context.Context) bool {
 	case <-ctx.Done():
 		return false
 	}
+}
+
+// localLogger is the object's logger that never posts Kubernetes Events:
+// event handlers and indexers log only locally, as in Kopf (K1-033, K1-242).
+func (p *processor) localLogger(u *unstructured.Unstructured) *slog.Logger {
+	return logging.WithObject(p.cfg.Logger, logging.ObjectRef{
+		APIVersion: u.GetAPIVersion(), Kind: u.GetKind(), Name: u.GetName(),
+		UID: string(u.GetUID()), Namespace: u.GetNamespace(),
+	})
+}
+
+// handlerContext is the context handlers run in: the one Run gives them,
+// which outlives the operator's stop by Queueing.ExitTimeout and carries
+// what kopfgo.RESTConfig and kopfgo.Info need.
+func (p *processor) handlerContext(ctx context.Context) context.Context {
+	if p.cfg.handlerCtx != nil {
+		return p.cfg.handlerCtx
+	}
+	return ctx
 }

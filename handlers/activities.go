@@ -1,0 +1,240 @@
+package handlers
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"k8s.io/utils/clock"
+
+	"github.com/kopfgo/kopfgo/causes"
+	"github.com/kopfgo/kopfgo/internal/config"
+	"github.com/kopfgo/kopfgo/internal/patch"
+	"github.com/kopfgo/kopfgo/persistence"
+)
+
+// ActivityKind names an operator-level activity.
+type ActivityKind string
+
+// The activities, in the order of an operator's life.
+const (
+	Startup ActivityKind = "startup"
+	Login   ActivityKind = "login"
+	Probe   ActivityKind = "probe"
+	Cleanup ActivityKind = "cleanup"
+)
+
+// Activity is the argument of operator-level handlers: startup, cleanup,
+// login and probe handlers. Settings may be changed by startup handlers,
+// before anything else of the operator starts.
+type Activity struct {
+	Attempt
+	Kind     ActivityKind
+	Logger   *slog.Logger
+	Memo     *Memo // the operator's memo, shared by all its activities
+	Settings *config.Settings
+	Param    any
+}
+
+// ActivityHandler is a registered activity handler. Call adapts the user's
+// function; its result is the handler's value (login: connection info;
+// probe: the probe's result).
+type ActivityHandler struct {
+	Handler
+	Kind ActivityKind
+	Call func(ctx context.Context, a *Activity) (any, error)
+}
+
+// ActivityEnv is what activity handlers run with.
+type ActivityEnv struct {
+	Clock          clock.WithTicker
+	Logger         *slog.Logger
+	Memo           *Memo
+	Settings       *config.Settings
+	DefaultBackoff time.Duration
+}
+
+// ActivityError is the permanent failure of activity handlers: the reason
+// an operator does not start (startup) or cannot authenticate (login).
+type ActivityError struct {
+	Kind     ActivityKind
+	Failures map[string]string // handler id → last message
+}
+
+func (e *ActivityError) Error() string {
+	msg := fmt.Sprintf("%s activity failed:", e.Kind)
+	for id, m := range e.Failures {
+		msg += fmt.Sprintf(" handler %q: %s;", id, m)
+	}
+	return msg[:len(msg)-1]
+}
+
+// RunActivity runs the handlers of one activity all at once, each with its
+// own retries, backoff and timeout, as Kopf runs activities, and returns the
+// values of those that succeeded by handler id. Progress is kept in memory:
+// activities belong to the process, not to an object.
+func RunActivity(ctx context.Context, kind ActivityKind, hs []*ActivityHandler, env ActivityEnv) (map[string]any, error) {
+	var (
+		mu       sync.Mutex
+		results  = map[string]any{}
+		failures = map[string]string{}
+		wg       sync.WaitGroup
+	)
+	for _, ah := range hs {
+		wg.Go(func() {
+			value, msg, ok := runOne(ctx, kind, ah, env)
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case ok && value != nil:
+				results[ah.ID] = value
+			case !ok:
+				failures[ah.ID] = msg
+			}
+		})
+	}
+	wg.Wait()
+	if err := ctx.Err(); err != nil && len(failures) > 0 {
+		return results, err
+	}
+	if len(failures) > 0 {
+		return results, &ActivityError{Kind: kind, Failures: failures}
+	}
+	return results, nil
+}
+
+// runOne drives one activity handler through Kopf's handling cycle with an
+// in-memory progress storage, sleeping on the injected clock between tries.
+func runOne(ctx context.Context, kind ActivityKind, ah *ActivityHandler, env ActivityEnv) (value any, msg string, ok bool) {
+	store := &memoryStorage{}
+	h := ah.Handler
+	if kind == Probe {
+		// A probe answers the request that runs it: it gets one attempt, and
+		// its failure is the answer (a 500), not a retry in a minute.
+		h.Errors, h.Retries = ErrorsPermanent, 1
+	}
+	h.Fn = func(ctx context.Context, c *Change) (any, error) {
+		v, err := ah.Call(ctx, &Activity{
+			Attempt: c.Attempt, Kind: kind, Logger: env.Logger, Memo: env.Memo,
+			Settings: env.Settings, Param: ah.Param,
+		})
+		if err == nil {
+			value = v
+		}
+		return nil, err
+	}
+	for {
+		c := &Cycle{
+			Reason:   causes.Reason(kind),
+			Title:    fmt.Sprintf("Activity %q", string(kind)),
+			Handlers: []*Handler{&h}, Body: map[string]any{}, Patch: &patch.Patch{},
+			Storage: store, Clock: env.Clock, Logger: env.Logger, DefaultBackoff: env.DefaultBackoff,
+		}
+		out := c.Run(ctx)
+		if out.Done {
+			if out.Failed > 0 {
+				return nil, store.last.Message, false
+			}
+			return value, "", true
+		}
+		if ctx.Err() != nil {
+			return nil, ctx.Err().Error(), false
+		}
+		if out.Delay > 0 {
+			t := env.Clock.NewTimer(out.Delay)
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return nil, ctx.Err().Error(), false
+			case <-t.C():
+			}
+		}
+	}
+}
+
+// memoryStorage keeps one activity handler's progress for the process.
+type memoryStorage struct {
+	mu   sync.Mutex
+	rec  *persistence.Record
+	last persistence.Record // the final record, kept after the purge
+}
+
+func (m *memoryStorage) Fetch(id string, body map[string]any) (*persistence.Record, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.rec == nil {
+		return nil, nil
+	}
+	r := *m.rec
+	return &r, nil
+}
+
+func (m *memoryStorage) Store(id string, r *persistence.Record, body map[string]any, p *patch.Patch) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	c := *r
+	m.rec, m.last = &c, c
+}
+
+func (m *memoryStorage) Purge(id string, body map[string]any, p *patch.Patch) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.rec = nil
+}
+
+func (m *memoryStorage) Touch(body map[string]any, p *patch.Patch, value *string) {}
+
+func (m *memoryStorage) Clear(essence map[string]any) map[string]any { return essence }
+
+// AddActivity validates and records an activity handler; fn is the user's
+// function, for its name.
+func (r *Registry) AddActivity(kind ActivityKind, fn any, call func(ctx context.Context, a *Activity) (any, error), configure func(*Handler)) {
+	ah := &ActivityHandler{Kind: kind, Call: call}
+	if configure != nil {
+		configure(&ah.Handler)
+	}
+	full, derived := FuncName(fn)
+	ah.FuncName, ah.fnPtr = full, funcPtr(fn)
+	what := fmt.Sprintf("On.%s handler %s", titleCase(string(kind)), full)
+	var errs []error
+	if funcPtr(fn) == 0 {
+		errs = append(errs, fmt.Errorf("On.%s handler: the handler function is nil", titleCase(string(kind))))
+	}
+	if ah.ID == "" {
+		ah.ID = derived
+		if ah.ID == "" && funcPtr(fn) != 0 {
+			errs = append(errs, fmt.Errorf("%s: a closure or function literal has no stable name; give it kopfgo.ID(\"...\")", what))
+		}
+	}
+	if ah.Retries < 0 || ah.Backoff < 0 || ah.Timeout < 0 {
+		errs = append(errs, fmt.Errorf("%s: Retries, Backoff and Timeout must not be negative", what))
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, o := range r.activities {
+		if len(errs) == 0 && o.Kind == kind && o.ID == ah.ID {
+			errs = append(errs, fmt.Errorf("%s: duplicate handler id %q; give one of them another kopfgo.ID", what, ah.ID))
+		}
+	}
+	for _, err := range errs {
+		r.errs = append(r.errs, fmt.Errorf("%w: %w", ErrRegistration, err))
+	}
+	if len(errs) == 0 {
+		r.activities = append(r.activities, ah)
+	}
+}
+
+// Activities returns the activity handlers of a kind in registration order.
+func (r *Registry) Activities(kind ActivityKind) []*ActivityHandler {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []*ActivityHandler
+	for _, a := range r.activities {
+		if a.Kind == kind {
+			out = append(out, a)
+		}
+	}
+	return out
+}

@@ -1,0 +1,51 @@
+package config
+
+import "time"
+
+// Networking tunes the operator's own API requests (not watches).
+type Networking struct {
+	// RequestTimeout bounds each request. Default 300s.
+	RequestTimeout time.Duration
+	// ErrorBackoffs are the pauses between retries of a request that failed
+	// with a 5xx or a network error; their count is the number of retries.
+	// Default 1,1,2,3,5,8,13,21 seconds (about a minute).
+	ErrorBackoffs []time.Duration
+	// TrustEnv makes requests honour HTTP(S)_PROXY and NO_PROXY. Default
+	// off, as in Kopf (Go's net/http would honour them silently).
+	TrustEnv bool
+}
+
+func (n Networking) withDefaults() Networking {
+	if n.RequestTimeout == 0 {
+		n.RequestTimeout = 300 * time.Second
+	}
+	if len(n.ErrorBackoffs) == 0 {
+		for _, s := range []int{1, 1, 2, 3, 5, 8, 13, 21} {
+			n.ErrorBackoffs = append(n.ErrorBackoffs, time.Duration(s)*time.Second)
+		}
+	}
+	return n
+}
+
+// Scanning controls the discovery of resources and namespaces at runtime.
+type Scanning struct {
+	// Disabled serves only what exists at startup: CRDs and namespaces that
+	// appear later are not watched, and a handler whose resource does not
+	// exist fails Run. Default: scanning is on.
+	Disabled bool
+}
+
+// Process tunes the operator process as a whole.
+type Process struct {
+	// UltimateExitingTimeout kills the process if it has not exited this long
+	// after SIGINT/SIGTERM, so that a hung handler or daemon cannot keep it
+	// alive. Default 600s; negative disables.
+	UltimateExitingTimeout time.Duration
+}
+
+func (p Process) withDefaults() Process {
+	if p.UltimateExitingTimeout == 0 {
+		p.UltimateExitingTimeout = 600 * time.Second
+	}
+	return p
+}

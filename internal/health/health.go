@@ -1,0 +1,125 @@
+package health
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"sync"
+	"time"
+
+	"k8s.io/utils/clock"
+)
+
+// CacheFor is how long probe results are reused (Kopf: 10 seconds).
+const CacheFor = 10 * time.Second
+
+// Endpoint is a parsed --liveness URL.
+type Endpoint struct {
+	Addr string // host:port
+	Path string
+}
+
+// ParseEndpoint reads a liveness URL as Kopf does: only http://; the host
+// defaults to localhost and the port to 80.
+func ParseEndpoint(raw string) (Endpoint, error) {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return Endpoint{}, fmt.Errorf("invalid liveness URL %q: %w", raw, err)
+	}
+	if u.Scheme != "http" {
+		return Endpoint{}, fmt.Errorf("invalid liveness URL %q: only http:// is supported, e.g. http://0.0.0.0:8080/healthz", raw)
+	}
+	host, port := u.Hostname(), u.Port()
+	if host == "" {
+		host = "localhost"
+	}
+	if port == "" {
+		port = "80"
+	}
+	path := u.Path
+	if path == "" {
+		path = "/"
+	}
+	return Endpoint{Addr: net.JoinHostPort(host, port), Path: path}, nil
+}
+
+// Server answers liveness probes.
+type Server struct {
+	Endpoint Endpoint
+	// Probe runs the probe handlers and returns their results by id.
+	Probe  func(ctx context.Context) (map[string]any, error)
+	Clock  clock.PassiveClock
+	Logger *slog.Logger
+
+	mu      sync.Mutex // serialises probe runs: at most one in flight
+	cached  []byte
+	status  int
+	expires time.Time
+}
+
+// Run serves until ctx ends. The listener is opened before Run returns an
+// error for it, so a port conflict is reported at once.
+func (s *Server) Run(ctx context.Context) error {
+	ln, err := net.Listen("tcp", s.Endpoint.Addr)
+	if err != nil {
+		return fmt.Errorf("cannot serve the liveness endpoint on %s: %w", s.Endpoint.Addr, err)
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc(s.Endpoint.Path, s.serve)
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		<-ctx.Done()
+		shutdown, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(shutdown)
+	}()
+	s.Logger.Debug(fmt.Sprintf("Serving liveness probes at http://%s%s", ln.Addr(), s.Endpoint.Path))
+	err = srv.Serve(ln)
+	<-done
+	if errors.Is(err, http.ErrServerClosed) {
+		return nil
+	}
+	return err
+}
+
+func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		http.Error(w, "use GET", http.StatusMethodNotAllowed)
+		return
+	}
+	body, status := s.results(r.Context())
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, _ = w.Write(body)
+}
+
+func (s *Server) results(ctx context.Context) ([]byte, int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := s.Clock.Now()
+	if s.cached != nil && now.Before(s.expires) {
+		return s.cached, s.status
+	}
+	results, err := s.Probe(ctx)
+	status := http.StatusOK
+	if results == nil {
+		results = map[string]any{}
+	}
+	var body []byte
+	if err != nil {
+		status = http.StatusInternalServerError
+		body, _ = json.Marshal(map[string]any{"error": err.Error(), "results": results})
+	} else if body, err = json.Marshal(results); err != nil {
+		status = http.StatusInternalServerError
+		body, _ = json.Marshal(map[string]any{"error": fmt.Sprintf("probe results are not JSON: %v", err)})
+	}
+	s.cached, s.status, s.expires = body, status, now.Add(CacheFor)
+	return body, status
+}

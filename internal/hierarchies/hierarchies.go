@@ -1,0 +1,442 @@
+package hierarchies
+
+import (
+	"errors"
+	"fmt"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// options collects what the typed options set.
+type options struct {
+	forced, strict bool
+	nested         []string
+	controller     bool
+	block          bool
+}
+
+func defaults() options { return options{controller: true, block: true} }
+
+// AdoptOption configures Adopt.
+type AdoptOption interface{ applyAdopt(*options) }
+
+// LabelOption configures Label.
+type LabelOption interface{ applyLabel(*options) }
+
+// NamingOption configures HarmonizeNaming.
+type NamingOption interface{ applyNaming(*options) }
+
+// NamespaceOption configures AdjustNamespace.
+type NamespaceOption interface{ applyNamespace(*options) }
+
+// OwnerRefOption configures the owner references built by
+// AppendOwnerReference and OwnerReference.
+type OwnerRefOption interface{ applyOwnerRef(*options) }
+
+// ForcedOption overwrites what the objects already have: labels with the
+// same keys, names, namespaces. It fits Adopt, Label, HarmonizeNaming and
+// AdjustNamespace.
+type ForcedOption struct{}
+
+func (ForcedOption) applyAdopt(o *options)     { o.forced = true }
+func (ForcedOption) applyLabel(o *options)     { o.forced = true }
+func (ForcedOption) applyNaming(o *options)    { o.forced = true }
+func (ForcedOption) applyNamespace(o *options) { o.forced = true }
+
+// StrictOption names objects exactly instead of by a prefix. It fits Adopt
+// and HarmonizeNaming.
+type StrictOption struct{}
+
+func (StrictOption) applyAdopt(o *options)  { o.strict = true }
+func (StrictOption) applyNaming(o *options) { o.strict = true }
+
+// NestedOption also labels nested structures, such as "spec.template". It
+// fits Adopt and Label.
+type NestedOption []string
+
+func (n NestedOption) applyAdopt(o *options) { o.nested = append(o.nested, n...) }
+func (n NestedOption) applyLabel(o *options) { o.nested = append(o.nested, n...) }
+
+// ControllerOption sets the owner reference's controller flag (default
+// true).
+type ControllerOption bool
+
+func (c ControllerOption) applyOwnerRef(o *options) { o.controller = bool(c) }
+
+// BlockOwnerDeletionOption sets the owner reference's blockOwnerDeletion
+// flag (default true).
+type BlockOwnerDeletionOption bool
+
+func (b BlockOwnerDeletionOption) applyOwnerRef(o *options) { o.block = bool(b) }
+
+// OwnerReference builds the reference to owner that its children carry
+// (Kopf's build_owner_reference). The API needs all four identity fields,
+// so a missing one is an error here rather than a rejected child later.
+func OwnerReference(owner any, opts ...OwnerRefOption) (metav1.OwnerReference, error) {
+	o := defaults()
+	for _, opt := range opts {
+		opt.applyOwnerRef(&o)
+	}
+	id, err := IdentityOf(owner)
+	if err != nil {
+		return metav1.OwnerReference{}, fmt.Errorf("owner: %w", err)
+	}
+	return ownerRef(id, o)
+}
+
+func ownerRef(id Identity, o options) (metav1.OwnerReference, error) {
+	var missing []error
+	for _, f := range []struct{ name, value string }{
+		{"apiVersion", id.APIVersion}, {"kind", id.Kind}, {"metadata.name", id.Name}, {"metadata.uid", id.UID},
+	} {
+		if f.value == "" {
+			missing = append(missing, fmt.Errorf("the owner has no %s", f.name))
+		}
+	}
+	if len(missing) > 0 {
+		return metav1.OwnerReference{}, fmt.Errorf("cannot refer to the owner (it must exist in the cluster: pass the object a handler got, or one read from the API): %w", errors.Join(missing...))
+	}
+	return metav1.OwnerReference{
+		APIVersion: id.APIVersion, Kind: id.Kind, Name: id.Name, UID: types.UID(id.UID),
+		Controller: &o.controller, BlockOwnerDeletion: &o.block,
+	}, nil
+}
+
+// AppendOwnerReference makes owner an owner of obj (each of them, for a
+// slice), unless a reference to the owner's uid is already there.
+func AppendOwnerReference(obj, owner any, opts ...OwnerRefOption) error {
+	ref, err := OwnerReference(owner, opts...)
+	if err != nil {
+		return err
+	}
+	ts, err := collect(obj, nil)
+	if err != nil {
+		return err
+	}
+	return appendRef(ts, ref)
+}
+
+func appendRef(ts []target, ref metav1.OwnerReference) error {
+	for _, t := range ts {
+		if t.obj != nil {
+			refs := t.obj.GetOwnerReferences()
+			if !hasUID(refs, ref.UID) {
+				own := ref // each child gets flags of its own, not shared pointers
+				controller, block := *ref.Controller, *ref.BlockOwnerDeletion
+				own.Controller, own.BlockOwnerDeletion = &controller, &block
+				t.obj.SetOwnerReferences(append(refs, own))
+			}
+			continue
+		}
+		md := t.meta()
+		refs, err := refList(md)
+		if err != nil {
+			return err
+		}
+		if refs.find(string(ref.UID)) < 0 {
+			refs.items = append(refs.items, map[string]any{
+				"apiVersion": ref.APIVersion, "kind": ref.Kind, "name": ref.Name, "uid": string(ref.UID),
+				"controller": *ref.Controller, "blockOwnerDeletion": *ref.BlockOwnerDeletion,
+			})
+			md["ownerReferences"] = refs.items
+		}
+	}
+	return nil
+}
+
+// RemoveOwnerReference removes every reference to owner's uid from obj
+// (each of them, for a slice).
+func RemoveOwnerReference(obj, owner any) error {
+	id, err := IdentityOf(owner)
+	if err != nil {
+		return fmt.Errorf("owner: %w", err)
+	}
+	if id.UID == "" {
+		return fmt.Errorf("cannot remove references to an owner without metadata.uid: references are matched by uid")
+	}
+	ts, err := collect(obj, nil)
+	if err != nil {
+		return err
+	}
+	for _, t := range ts {
+		if t.obj != nil {
+			refs := t.obj.GetOwnerReferences()
+			if hasUID(refs, types.UID(id.UID)) {
+				kept := make([]metav1.OwnerReference, 0, len(refs))
+				for _, r := range refs {
+					if r.UID != types.UID(id.UID) {
+						kept = append(kept, r)
+					}
+				}
+				t.obj.SetOwnerReferences(kept)
+			}
+			continue
+		}
+		md, _ := t.m["metadata"].(map[string]any)
+		if md == nil {
+			continue
+		}
+		refs, err := refList(md)
+		if err != nil {
+			return err
+		}
+		if refs.find(id.UID) < 0 {
+			continue
+		}
+		kept := make([]any, 0, len(refs.items))
+		for _, r := range refs.items {
+			if m, _ := r.(map[string]any); m == nil || m["uid"] != id.UID {
+				kept = append(kept, r)
+			}
+		}
+		md["ownerReferences"] = kept
+	}
+	return nil
+}
+
+func hasUID(refs []metav1.OwnerReference, uid types.UID) bool {
+	for _, r := range refs {
+		if r.UID == uid {
+			return true
+		}
+	}
+	return false
+}
+
+// refs is a body's ownerReferences as a []any, whatever slice type a
+// hand-built body used.
+type refs struct{ items []any }
+
+func refList(md map[string]any) (refs, error) {
+	switch l := md["ownerReferences"].(type) {
+	case nil:
+		return refs{}, nil
+	case []any:
+		return refs{l}, nil
+	case []map[string]any:
+		items := make([]any, len(l))
+		for i, m := range l {
+			items[i] = m
+		}
+		return refs{items}, nil
+	default:
+		return refs{}, fmt.Errorf("metadata.ownerReferences is a %T, not a list", l)
+	}
+}
+
+func (r refs) find(uid string) int {
+	for i, x := range r.items {
+		if m, ok := x.(map[string]any); ok && m["uid"] == uid {
+			return i
+		}
+	}
+	return -1
+}
+
+// Label puts labels on obj (each of them, for a slice) and on the nested
+// structures given with Nested, keeping the values of keys already there
+// unless Forced.
+func Label(obj any, labels map[string]string, opts ...LabelOption) error {
+	o := defaults()
+	for _, opt := range opts {
+		opt.applyLabel(&o)
+	}
+	ts, err := collect(obj, o.nested)
+	if err != nil {
+		return err
+	}
+	return label(ts, labels, o.forced)
+}
+
+func label(ts []target, labels map[string]string, forced bool) error {
+	if len(labels) == 0 {
+		return nil
+	}
+	for _, t := range ts {
+		if t.obj != nil {
+			ls := t.obj.GetLabels()
+			if ls == nil {
+				ls = make(map[string]string, len(labels))
+			}
+			for k, v := range labels {
+				if _, ok := ls[k]; forced || !ok {
+					ls[k] = v
+				}
+			}
+			t.obj.SetLabels(ls)
+			continue
+		}
+		md := t.meta()
+		switch ls := md["labels"].(type) {
+		case nil:
+			m := make(map[string]any, len(labels))
+			for k, v := range labels {
+				m[k] = v
+			}
+			md["labels"] = m
+		case map[string]any:
+			for k, v := range labels {
+				if _, ok := ls[k]; forced || !ok {
+					ls[k] = v
+				}
+			}
+		case map[string]string: // a hand-built body
+			for k, v := range labels {
+				if _, ok := ls[k]; forced || !ok {
+					ls[k] = v
+				}
+			}
+		default:
+			return fmt.Errorf("metadata.labels is a %T, not a map", ls)
+		}
+	}
+	return nil
+}
+
+// HarmonizeNaming names obj (each of them, for a slice) after name, if it
+// has neither a name nor a generateName, or if Forced: by default with
+// generateName "<name>-", so that the API server adds a random suffix; with
+// Strict, exactly name.
+func HarmonizeNaming(obj any, name string, opts ...NamingOption) error {
+	o := defaults()
+	for _, opt := range opts {
+		opt.applyNaming(&o)
+	}
+	if name == "" {
+		return fmt.Errorf("cannot name objects after an empty name: pass the name explicitly")
+	}
+	ts, err := collect(obj, nil)
+	if err != nil {
+		return err
+	}
+	harmonize(ts, name, o.forced, o.strict)
+	return nil
+}
+
+func harmonize(ts []target, name string, forced, strict bool) {
+	for _, t := range ts {
+		if t.obj != nil {
+			if !forced && (t.obj.GetName() != "" || t.obj.GetGenerateName() != "") {
+				continue
+			}
+			if strict {
+				t.obj.SetName(name)
+				t.obj.SetGenerateName("")
+			} else {
+				t.obj.SetGenerateName(name + "-")
+				t.obj.SetName("")
+			}
+			continue
+		}
+		md, _ := t.m["metadata"].(map[string]any)
+		_, hasName := md["name"]
+		_, hasGenerate := md["generateName"]
+		if !forced && (hasName || hasGenerate) {
+			continue
+		}
+		md = t.meta()
+		if strict {
+			md["name"] = name
+			delete(md, "generateName")
+		} else {
+			md["generateName"] = name + "-"
+			delete(md, "name")
+		}
+	}
+}
+
+// AdjustNamespace puts obj (each of them, for a slice) into namespace,
+// unless it has a namespace already and is not Forced. An empty namespace
+// (a cluster-scoped owner's) leaves the objects alone, unless Forced, which
+// clears their namespace.
+func AdjustNamespace(obj any, namespace string, opts ...NamespaceOption) error {
+	o := defaults()
+	for _, opt := range opts {
+		opt.applyNamespace(&o)
+	}
+	ts, err := collect(obj, nil)
+	if err != nil {
+		return err
+	}
+	adjust(ts, namespace, o.forced)
+	return nil
+}
+
+func adjust(ts []target, namespace string, forced bool) {
+	for _, t := range ts {
+		if t.obj != nil {
+			if forced || t.obj.GetNamespace() == "" {
+				t.obj.SetNamespace(namespace)
+			}
+			continue
+		}
+		md, _ := t.m["metadata"].(map[string]any)
+		if !forced && md["namespace"] != nil {
+			continue
+		}
+		switch {
+		case namespace != "":
+			t.meta()["namespace"] = namespace
+		case md != nil:
+			delete(md, "namespace")
+		}
+	}
+}
+
+// Adopt makes obj (each of them, for a slice) a child of owner, as Kopf's
+// adopt does: an owner reference to it (controller, blocking its deletion),
+// a name after it (HarmonizeNaming), its namespace (AdjustNamespace) and its
+// labels (Label, also on the Nested structures). Nothing is changed unless
+// all of it can be done.
+func Adopt(obj, owner any, opts ...AdoptOption) error {
+	o := defaults()
+	for _, opt := range opts {
+		opt.applyAdopt(&o)
+	}
+	id, err := IdentityOf(owner)
+	if err != nil {
+		return fmt.Errorf("owner: %w", err)
+	}
+	ref, err := ownerRef(id, o)
+	if err != nil {
+		return err
+	}
+	ts, err := collect(obj, nil)
+	if err != nil {
+		return err
+	}
+	withNested, err := collect(obj, o.nested)
+	if err != nil {
+		return err
+	}
+	if err := checkLists(withNested); err != nil {
+		return err
+	}
+	if err := appendRef(ts, ref); err != nil {
+		return err
+	}
+	harmonize(ts, id.Name, o.forced, o.strict)
+	adjust(ts, id.Namespace, o.forced)
+	return label(withNested, id.Labels, o.forced)
+}
+
+// checkLists finds the malformed bodies before anything changes, so that
+// Adopt changes all or nothing.
+func checkLists(ts []target) error {
+	for _, t := range ts {
+		if t.m == nil {
+			continue
+		}
+		md, _ := t.m["metadata"].(map[string]any)
+		if _, err := refList(md); err != nil {
+			return err
+		}
+		switch md["labels"].(type) {
+		case nil, map[string]any, map[string]string:
+		default:
+			return fmt.Errorf("metadata.labels is a %T, not a map", md["labels"])
+		}
+	}
+	return nil
+}

@@ -1,0 +1,133 @@
+package kube
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/utils/clock"
+
+	"github.com/kopfgo/kopfgo/internal/resources"
+)
+
+// WatchOptions tune the watch streams of a ListWatch.
+type WatchOptions struct {
+	// ServerTimeout is sent as timeoutSeconds; 0 lets client-go choose.
+	ServerTimeout time.Duration
+	// InactivityTimeout ends a stream that delivers nothing, not even a
+	// bookmark, for this long; the informer then watches again from the last
+	// seen version. 0 or negative: never.
+	InactivityTimeout time.Duration
+	// ClientTimeout ends every stream after this long, whatever it carries;
+	// the informer then watches again. 0: never.
+	ClientTimeout time.Duration
+	Clock         clock.WithTicker
+	// OnInactive is told when a stream is ended for inactivity.
+	OnInactive func()
+}
+
+// ListWatch lists and watches a resource in a namespace ("" for all), with
+// bookmarks requested so that quiet streams still show signs of life.
+func (c *Client) ListWatch(res resources.Resource, namespace string, o WatchOptions) *cache.ListWatch {
+	ri := c.Watcher().Resource(res.GVR())
+	get := func() resourceLister {
+		if res.Namespaced && namespace != "" {
+			return ri.Namespace(namespace)
+		}
+		return ri
+	}
+	return &cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+			return get().List(ctx, opts)
+		},
+		WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+			opts.AllowWatchBookmarks = true
+			if o.ServerTimeout > 0 {
+				secs := int64(o.ServerTimeout / time.Second)
+				opts.TimeoutSeconds = &secs
+			}
+			w, err := get().Watch(ctx, opts)
+			if err != nil || (o.InactivityTimeout <= 0 && o.ClientTimeout <= 0) {
+				return w, err
+			}
+			return newWatchdog(w, o), nil
+		},
+	}
+}
+
+type resourceLister interface {
+	List(ctx context.Context, opts metav1.ListOptions) (*unstructured.UnstructuredList, error)
+	Watch(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error)
+}
+
+// watchdog passes a stream's events on and stops the stream when it has been
+// silent for too long: a connection dropped silently (by a load balancer,
+// say) would otherwise hang the watch forever, with no error to react to.
+type watchdog struct {
+	inner watch.Interface
+	out   chan watch.Event
+	stop  chan struct{}
+	once  sync.Once
+}
+
+func newWatchdog(inner watch.Interface, o WatchOptions) *watchdog {
+	w := &watchdog{inner: inner, out: make(chan watch.Event), stop: make(chan struct{})}
+	clk := o.Clock
+	if clk == nil {
+		clk = clock.RealClock{}
+	}
+	go func() {
+		defer close(w.out)
+		defer inner.Stop()
+		idle := o.InactivityTimeout
+		if idle <= 0 {
+			idle = 1<<63 - 1
+		}
+		timer := clk.NewTimer(idle)
+		defer timer.Stop()
+		var deadline <-chan time.Time
+		if o.ClientTimeout > 0 {
+			d := clk.NewTimer(o.ClientTimeout)
+			defer d.Stop()
+			deadline = d.C()
+		}
+		for {
+			select {
+			case ev, ok := <-inner.ResultChan():
+				if !ok {
+					return
+				}
+				if !timer.Stop() {
+					select {
+					case <-timer.C():
+					default:
+					}
+				}
+				timer.Reset(idle)
+				select {
+				case w.out <- ev:
+				case <-w.stop:
+					return
+				}
+			case <-timer.C():
+				if o.OnInactive != nil {
+					o.OnInactive()
+				}
+				return
+			case <-deadline:
+				return
+			case <-w.stop:
+				return
+			}
+		}
+	}()
+	return w
+}
+
+func (w *watchdog) Stop()                          { w.once.Do(func() { close(w.stop) }) }
+func (w *watchdog) ResultChan() <-chan watch.Event { return w.out }
