@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -133,9 +134,23 @@ func TestExample16Indexing(t *testing.T) {
 	for i := range 3 {
 		createLabelledPod(t, ns, fmt.Sprintf("pod-%d", i), map[string]string{"app": "kopfgo-idx"})
 	}
-	op := runOperator(t, "./examples/16-indexing", ns)
+	port := freeTCPPort(t)
+	op := runOperator(t, "./examples/16-indexing", ns, "--liveness=http://127.0.0.1:"+port+"/healthz")
 	obj := createKex(t, ns, objYAML(t))
 	name := obj.GetName()
+
+	// The probes report from the index (K1-231).
+	eventually(t, waitLong, "the probes' report of 3 pods", func() (bool, error) {
+		code, raw, err := httpGet("http://127.0.0.1:" + port + "/healthz")
+		if err != nil || code != 200 {
+			return false, err
+		}
+		var body map[string]any
+		if err := json.Unmarshal([]byte(raw), &body); err != nil {
+			return false, err
+		}
+		return fmt.Sprint(body["pod_count"]) == "3" && fmt.Sprint(body["pod_names"]) == "[pod-0 pod-1 pod-2]", nil
+	})
 
 	status := func(u *unstructured.Unstructured) (int64, []string) {
 		n, _, _ := unstructured.NestedInt64(u.Object, "status", "pod-count")

@@ -27,9 +27,27 @@ var (
 )
 
 func init() {
-	// Kopf's example reports from a timer every 5 seconds and from probes;
-	// until kopfgo has timers, an event handler of the KopfExamples does.
+	// Probes: served with --liveness=http://0.0.0.0:8080/healthz. Indices
+	// are usable from operator-level handlers too, though these may run
+	// before the indices are complete.
+	kopfgo.On.Probe(podCount, kopfgo.ID("pod_count"))
+	kopfgo.On.Probe(podNames, kopfgo.ID("pod_names"))
+	// Kopf's example reports from a timer every 5 seconds; until kopfgo
+	// has timers, an event handler of the KopfExamples does.
 	kopfgo.On.Event("kex", reportFn, kopfgo.ID("report"))
+}
+
+func podCount(ctx context.Context, a *kopfgo.Activity) (any, error) {
+	return isRunning.Len(), nil
+}
+
+func podNames(ctx context.Context, a *kopfgo.Activity) (any, error) {
+	names := []string{}
+	for _, key := range isRunning.Keys() {
+		names = append(names, key.Name)
+	}
+	slices.Sort(names)
+	return names, nil
 }
 
 func indexIsRunning(ctx context.Context, o *kopfgo.Object) (map[PodKey]bool, error) {
