@@ -230,7 +230,7 @@ func (c *Cycle) attempt(ctx context.Context, h *Handler, prev *persistence.Recor
 		return fail(fmt.Sprintf("Handler '%s' has exceeded %d retries.", h.ID, h.Retries))
 	}
 
-	result, err, sub := c.invoke(ctx, h, rec, runtime)
+	result, sub, err := c.invoke(ctx, h, rec, runtime)
 	rec.Subrefs = mergeRefs(rec.Subrefs, sub.refs)
 	if err != nil && ctx.Err() != nil && !errors.Is(context.Cause(ctx), context.DeadlineExceeded) {
 		// The operator is exiting and has cancelled the handler: that says
@@ -320,7 +320,7 @@ func seconds(d time.Duration) string {
 	return fmt.Sprintf("%g seconds", d.Seconds())
 }
 
-func (c *Cycle) invoke(ctx context.Context, h *Handler, rec persistence.Record, runtime time.Duration) (result any, err error, sub *scope) {
+func (c *Cycle) invoke(ctx context.Context, h *Handler, rec persistence.Record, runtime time.Duration) (result any, sub *scope, err error) {
 	if h.Timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithDeadline(ctx, rec.Started.Add(h.Timeout))
@@ -366,7 +366,7 @@ func (c *Cycle) invoke(ctx context.Context, h *Handler, rec persistence.Record, 
 	} else {
 		call()
 	}
-	return result, err, sub
+	return result, sub, err
 }
 
 func safeCall(ctx context.Context, fn ChangeFunc, arg *Change) (result any, err error) {
