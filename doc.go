@@ -42,6 +42,16 @@
 // make the objects a handler creates its children, in memory, before they
 // are created.
 //
+// # Filters, events, sub-handlers, indices
+//
+// Filters (Labels, Annotations, Field with Value, OldValue and NewValue,
+// When, WhenChange) restrict any handler to matching objects; objects that
+// no changing handler matches get nothing stored on them. On.Event sees
+// every raw watch event, keeping no state. Execute and Subhandler split a
+// changing handler into sub-handlers with progress of their own. NewIndex
+// keeps a typed in-memory index of a resource's objects, complete before any
+// handler runs. Memo holds per-object and per-operator state in memory.
+//
 // # Persistence
 //
 // Progress, retries and the last handled state are stored on each object in

@@ -95,6 +95,10 @@ func bodyOf(obj any) any {
 		return o.Body
 	case Object:
 		return o.Body
+	case *WatchEvent:
+		if o != nil {
+			return o.Body
+		}
 	case []any:
 		out := make([]any, len(o))
 		for i, x := range o {
@@ -115,7 +119,7 @@ func bodyOf(obj any) any {
 // its Patch, never in place.
 func isHandlerArg(obj any) bool {
 	switch obj.(type) {
-	case *Change, *Object, Change, Object:
+	case *Change, *Object, Change, Object, *WatchEvent:
 		return true
 	}
 	return false

@@ -28,9 +28,10 @@ func TestLayers(t *testing.T) {
 		"internal/posting":     {"internal/config"},
 		"internal/hierarchies": nil,
 		"handlers":             append([]string{"causes", "diffbase", "persistence", "internal/resources", "internal/config"}, leaves...),
-		"internal/reactor": append([]string{"handlers", "causes", "diffbase", "persistence", "internal/resources",
+		"indexing":             append([]string{"handlers", "causes", "diffbase", "persistence", "internal/resources", "internal/config"}, leaves...),
+		"internal/reactor": append([]string{"indexing", "handlers", "causes", "diffbase", "persistence", "internal/resources",
 			"internal/config", "internal/kube", "internal/logging", "internal/posting"}, leaves...),
-		"": {"handlers", "causes", "internal/config", "internal/kube", "internal/logging", "internal/reactor", "internal/cli",
+		"": {"indexing", "handlers", "causes", "internal/config", "internal/kube", "internal/logging", "internal/reactor", "internal/cli",
 			"internal/health", "internal/posting", "internal/hierarchies"},
 	}
 	out, err := exec.Command("go", "list", "-f", `{{.ImportPath}}{{range .Imports}} {{.}}{{end}}`, "./...").CombinedOutput()

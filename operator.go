@@ -13,6 +13,7 @@ import (
 
 	"github.com/kopfgo/kopfgo/causes"
 	"github.com/kopfgo/kopfgo/handlers"
+	"github.com/kopfgo/kopfgo/indexing"
 	"github.com/kopfgo/kopfgo/internal/config"
 	"github.com/kopfgo/kopfgo/internal/health"
 	"github.com/kopfgo/kopfgo/internal/kube"
@@ -48,6 +49,10 @@ type Options struct {
 	// Liveness, e.g. "http://0.0.0.0:8080/healthz", serves the probe
 	// handlers' results there once the operator has started. Empty: off.
 	Liveness string
+	// Memo is the operator's memo (see Memo), the one activity handlers
+	// get: every object's memo starts as a shallow copy of it. Nil: an
+	// empty one.
+	Memo *Memo
 }
 
 // Operator is a set of handlers and the machinery that runs them. Create it
@@ -61,14 +66,25 @@ type Operator struct {
 	opts    Options
 	reg     *handlers.Registry
 	running atomic.Bool
+
+	mu       sync.Mutex
+	indexers []indexing.Runner
+	memo     *Memo
 }
 
 // New creates an operator. It starts nothing.
 func New(opts Options) *Operator {
-	op := &Operator{opts: opts, reg: &handlers.Registry{}}
+	op := &Operator{opts: opts, reg: &handlers.Registry{}, memo: opts.Memo}
+	if op.memo == nil {
+		op.memo = &Memo{}
+	}
 	op.On = Registrar{op: op}
 	return op
 }
+
+// Memo returns the operator's memo: activity handlers get it, and every
+// object's memo is copied from it when the object first appears.
+func (op *Operator) Memo() *Memo { return op.memo }
 
 var defaultOperator = New(Options{})
 
@@ -112,7 +128,7 @@ func (op *Operator) Run(ctx context.Context) error {
 		clk = clock.RealClock{}
 	}
 	settings := op.opts.Settings
-	env := handlers.ActivityEnv{Clock: clk, Memo: &handlers.Memo{}, Settings: &settings}
+	env := handlers.ActivityEnv{Clock: clk, Memo: op.memo, Settings: &settings}
 	activity := func(ctx context.Context, kind handlers.ActivityKind) (map[string]any, error) {
 		env.Logger = logging.Named(logger, "kopf.activities."+string(kind))
 		env.DefaultBackoff = settings.WithDefaults().Execution.DefaultBackoff
@@ -157,6 +173,9 @@ func (op *Operator) Run(ctx context.Context) error {
 			}
 		})
 	}
+	op.mu.Lock()
+	indexers := append([]indexing.Runner(nil), op.indexers...)
+	op.mu.Unlock()
 	err = reactor.Run(ctx, reactor.Config{
 		Registry:   op.reg,
 		Settings:   settings,
@@ -164,6 +183,8 @@ func (op *Operator) Run(ctx context.Context) error {
 		Namespaces: op.opts.Namespaces,
 		Logger:     logger,
 		Clock:      clk,
+		Indexers:   indexers,
+		Memo:       op.memo,
 
 		DefaultNamespace: op.defaultNamespace(),
 	})
@@ -275,8 +296,11 @@ func (r Registrar) Update(resource string, fn ChangeFunc, opts ...ChangeOption) 
 }
 
 // Field registers a handler for updates that change the field (a dotted
-// path such as "spec.field"). Old, New and Diff are relative to the field.
-// Following Kopf's manual, it does not fire on creation.
+// path such as "spec.field"), added and removed included; Value, OldValue
+// and NewValue filter the change further (K1-043, K1-155, K1-156). Old, New
+// and Diff are relative to the field. [diff] Following Kopf's manual, it
+// does not fire on creation (Kopf's code does when the field is set); for
+// that, register a creation handler with the Field option.
 func (r Registrar) Field(resource, field string, fn ChangeFunc, opts ...ChangeOption) {
 	r.add(resource, causes.Update, field, true, fn, func(h *handlers.Handler) {
 		for _, o := range opts {

@@ -24,7 +24,8 @@ func (o HandlerOption) applyResume(h *handlers.Handler) { o(h) }
 
 // ID sets the handler's id, which keys its persisted progress and its result
 // in status. Required for closures; field handlers get "/<field>" appended.
-func ID(id string) HandlerOption { return func(h *handlers.Handler) { h.ID = id } }
+// It fits every handler kind; for an index, it is the index's name.
+func ID(id string) CommonOption { return func(h *handlers.Handler) { h.ID = id } }
 
 // Retries limits the attempts of a handler; after the last one it fails
 // permanently. Default: unlimited.
@@ -53,8 +54,8 @@ const (
 func Errors(mode ErrorsMode) HandlerOption { return func(h *handlers.Handler) { h.Errors = mode } }
 
 // Param is passed to the handler as Param, so that one function can serve
-// several registrations.
-func Param(v any) HandlerOption { return func(h *handlers.Handler) { h.Param = v } }
+// several registrations. It fits every handler kind.
+func Param(v any) CommonOption { return func(h *handlers.Handler) { h.Param = v } }
 
 type deleteOption func(*handlers.Handler)
 

@@ -45,7 +45,7 @@ func BenchmarkSelect(b *testing.B) {
 	b.Run("create", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			if got := Select(hs, causes.Create, nil, false); len(got) != 1 {
+			if got := Select(hs, &Cause{Reason: causes.Create, New: new}); len(got) != 1 {
 				b.Fatal(got)
 			}
 		}
@@ -53,7 +53,7 @@ func BenchmarkSelect(b *testing.B) {
 	b.Run("update-with-fields", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			if got := Select(hs, causes.Update, diff, false); len(got) != 2 {
+			if got := Select(hs, &Cause{Reason: causes.Update, Old: old, New: new, Diff: diff}); len(got) != 2 {
 				b.Fatal(got)
 			}
 		}

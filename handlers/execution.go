@@ -14,6 +14,7 @@ import (
 
 	"github.com/kopfgo/kopfgo/causes"
 	"github.com/kopfgo/kopfgo/diffbase"
+	"github.com/kopfgo/kopfgo/internal/dicts"
 	"github.com/kopfgo/kopfgo/internal/patch"
 	"github.com/kopfgo/kopfgo/internal/resources"
 	"github.com/kopfgo/kopfgo/persistence"
@@ -50,6 +51,11 @@ type Cycle struct {
 	// Invoke wraps each handler call, e.g. to limit concurrency; nil calls
 	// the handler directly.
 	Invoke func(ctx context.Context, call func())
+
+	// parent is set in the cycles of sub-handlers (subhandlers.go).
+	parent *scope
+	// stale are the subrefs of superseded records, purged with the cause.
+	stale []string
 }
 
 // Outcome is the result of one pass.
@@ -132,7 +138,7 @@ func (c *Cycle) Run(ctx context.Context) Outcome {
 		// object found at start-up would log a line otherwise.
 		c.Logger.Info(fmt.Sprintf("%s is processed: %d succeeded; %d failed.", title, out.Succeeded, out.Failed))
 	}
-	c.purge()
+	c.purge(states)
 	return out
 }
 
@@ -157,6 +163,7 @@ func (c *Cycle) fetch() []state {
 		}
 		if rec != nil && rec.Purpose != "" && rec.Purpose != string(c.Reason) {
 			superseded++
+			c.stale = append(c.stale, rec.Subrefs...)
 			continue
 		}
 		states[i].rec = rec
@@ -167,16 +174,31 @@ func (c *Cycle) fetch() []state {
 	return states
 }
 
-func (c *Cycle) purge() {
+// purge removes the records of the cause's handlers, of every handler of the
+// resource (stale records of superseded causes), and of the sub-handlers
+// their records list.
+func (c *Cycle) purge(states []state) {
 	seen := map[string]bool{}
+	drop := func(id string) {
+		if !seen[id] {
+			seen[id] = true
+			c.Storage.Purge(id, c.Body, c.Patch)
+		}
+	}
 	for _, hs := range [][]*Handler{c.Handlers, c.Known} {
 		for _, h := range hs {
-			if seen[h.ID] {
-				continue
-			}
-			seen[h.ID] = true
-			c.Storage.Purge(h.ID, c.Body, c.Patch)
+			drop(h.ID)
 		}
+	}
+	for _, s := range states {
+		if s.rec != nil {
+			for _, ref := range s.rec.Subrefs {
+				drop(ref)
+			}
+		}
+	}
+	for _, ref := range c.stale {
+		drop(ref)
 	}
 }
 
@@ -210,7 +232,8 @@ func (c *Cycle) attempt(ctx context.Context, h *Handler, prev *persistence.Recor
 		return fail(fmt.Sprintf("Handler '%s' has exceeded %d retries.", h.ID, h.Retries))
 	}
 
-	result, err := c.invoke(ctx, h, rec, runtime)
+	result, sub, err := c.invoke(ctx, h, rec, runtime)
+	rec.Subrefs = mergeRefs(rec.Subrefs, sub.refs)
 	if err != nil && ctx.Err() != nil && !errors.Is(context.Cause(ctx), context.DeadlineExceeded) {
 		// The operator is exiting and has cancelled the handler: that says
 		// nothing about the handler, so the attempt does not count; the
@@ -222,6 +245,14 @@ func (c *Cycle) attempt(ctx context.Context, h *Handler, prev *persistence.Recor
 	}
 	rec.Retries++
 	end := c.Clock.Now().UTC().Truncate(time.Microsecond)
+	if sub.pending && (err == nil || errors.Is(err, ErrSubhandlersPending)) {
+		// Not a failure: the parent is invoked again when a child is due,
+		// and its result is delivered only once all children are done.
+		log.Debug(fmt.Sprintf("Handler '%s' has unfinished sub-handlers. Will retry soon.", h.ID))
+		until := end.Add(sub.delay)
+		rec.Delayed, rec.Message = &until, ""
+		return &rec
+	}
 
 	if err == nil {
 		if result != nil {
@@ -291,7 +322,7 @@ func seconds(d time.Duration) string {
 	return fmt.Sprintf("%g seconds", d.Seconds())
 }
 
-func (c *Cycle) invoke(ctx context.Context, h *Handler, rec persistence.Record, runtime time.Duration) (result any, err error) {
+func (c *Cycle) invoke(ctx context.Context, h *Handler, rec persistence.Record, runtime time.Duration) (result any, sub *scope, err error) {
 	if h.Timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithDeadline(ctx, rec.Started.Add(h.Timeout))
@@ -312,19 +343,32 @@ func (c *Cycle) invoke(ctx context.Context, h *Handler, rec persistence.Record, 
 	if c.New != nil {
 		arg.New = c.New
 	}
-	if len(h.Field) > 0 {
-		arg.Old, _ = getPath(c.Old, h.Field)
-		arg.New, _ = getPath(c.New, h.Field)
-		arg.Diff = c.Diff.Reduce(h.Field)
+	if c.parent != nil {
+		// Sub-handlers see the change as their parent saw it (K1-044).
+		arg.Old, arg.New, arg.Diff = c.parent.arg.Old, c.parent.arg.New, c.parent.arg.Diff
 	}
+	if len(h.Field) > 0 {
+		arg.Old, _ = dicts.Get(arg.Old, h.Field)
+		arg.New, _ = dicts.Get(arg.New, h.Field)
+		arg.Diff = arg.Diff.Reduce(h.Field)
+	}
+	sub = &scope{cycle: c, parent: h, arg: arg, up: c.parent}
+	ctx = context.WithValue(ctx, scopeKey{}, sub)
 	logger.Debug(fmt.Sprintf("Invoking handler '%s'.", h.ID))
-	call := func() { result, err = safeCall(ctx, h.Fn, arg) }
+	call := func() {
+		result, err = safeCall(ctx, h.Fn, arg)
+		if err == nil && len(sub.registered) > 0 && !sub.executed {
+			// Children declared with Register run after their parent
+			// returns, unless it ran them itself (K2-098).
+			err = Execute(ctx, nil)
+		}
+	}
 	if c.Invoke != nil {
 		c.Invoke(ctx, call)
 	} else {
 		call()
 	}
-	return result, err
+	return result, sub, err
 }
 
 func safeCall(ctx context.Context, fn ChangeFunc, arg *Change) (result any, err error) {

@@ -25,6 +25,8 @@ type world struct {
 	body  map[string]any
 	logs  *strings.Builder
 	calls map[string]int
+	// delays between the passes of untilDone
+	delays []time.Duration
 }
 
 func newWorld(t *testing.T) *world {

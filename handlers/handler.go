@@ -33,6 +33,8 @@ type Handler struct {
 	Optional bool // delete handlers: do not require the finalizer
 	Deleted  bool // resume handlers: also run for objects being deleted
 	Param    any
+	// Filters restrict the handler to matching objects and changes.
+	Filters Filters
 
 	// FuncName is the Go name of Fn, for messages.
 	FuncName string

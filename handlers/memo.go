@@ -28,3 +28,16 @@ func (m *Memo) Delete(key string) { m.m.Delete(key) }
 func (m *Memo) Range(fn func(key string, value any) bool) {
 	m.m.Range(func(k, v any) bool { return fn(k.(string), v) })
 }
+
+// Copy returns a shallow copy: the keys are copied, the values shared. Each
+// object's memo starts as a copy of the operator's memo (K1-221), so a
+// pointer stored in the operator's memo before objects appear is shared by
+// all of them, while keys set later stay per object.
+func (m *Memo) Copy() *Memo {
+	c := &Memo{}
+	m.m.Range(func(k, v any) bool {
+		c.m.Store(k, v)
+		return true
+	})
+	return c
+}

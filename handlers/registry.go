@@ -7,7 +7,6 @@ import (
 	"sync"
 
 	"github.com/kopfgo/kopfgo/causes"
-	"github.com/kopfgo/kopfgo/diffbase"
 	"github.com/kopfgo/kopfgo/internal/dicts"
 	"github.com/kopfgo/kopfgo/internal/resources"
 )
@@ -18,6 +17,7 @@ import (
 type Registry struct {
 	mu         sync.Mutex
 	changing   []*Handler
+	events     []*EventHandler
 	activities []*ActivityHandler
 	errs       []error
 }
@@ -57,15 +57,24 @@ func (r *Registry) AddChanging(reg Registration) {
 			errs = append(errs, fmt.Errorf("%s: a closure or function literal has no stable name; give it kopfgo.ID(\"...\"), because the id keys the progress persisted on objects", what))
 		}
 	}
-	if reg.IsField {
-		path, err := dicts.ParsePath(reg.Field)
+	field := reg.Field
+	if !reg.IsField {
+		field = h.Filters.Field
+	} else if h.Filters.Field != "" {
+		errs = append(errs, fmt.Errorf("%s: On.Field takes its field as an argument; remove the kopfgo.Field option", what))
+	}
+	if reg.IsField || field != "" {
+		path, err := dicts.ParsePath(field)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", what, err))
 		}
 		h.Field = path
 		if id != "" && len(path) > 0 {
-			id += "/" + reg.Field
+			id += "/" + strings.Join(path, ".") // Kopf's suffix, K1-031
 		}
+	}
+	for _, err := range h.Filters.validate(len(h.Field) > 0, h.Reason == causes.Update) {
+		errs = append(errs, fmt.Errorf("%s: %w", what, err))
 	}
 	h.ID = id
 	sel, err := resources.Parse(reg.Resource)
@@ -153,7 +162,31 @@ func (r *Registry) Selectors() []resources.Selector {
 			out = append(out, h.Selector)
 		}
 	}
+	for _, h := range r.events {
+		if !seen[h.Selector] {
+			seen[h.Selector] = true
+			out = append(out, h.Selector)
+		}
+	}
 	return out
+}
+
+// Names returns the ids of the handlers of a selector, for messages.
+func (r *Registry) Names(sel resources.Selector) []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var names []string
+	for _, h := range r.changing {
+		if h.Selector == sel {
+			names = append(names, h.ID)
+		}
+	}
+	for _, h := range r.events {
+		if h.Selector == sel {
+			names = append(names, h.ID)
+		}
+	}
+	return names
 }
 
 // ForResource returns the handlers whose selectors match the resource.
@@ -177,12 +210,17 @@ func RequiresFinalizer(hs []*Handler) bool {
 	return false
 }
 
-// ExtraFields returns the field paths that field handlers watch outside the
-// default essence (status, for instance), so that they enter the essence.
+// ExtraFields returns the field paths that handlers watch (On.Field, or a
+// Field filter) outside the default essence, status or metadata.generation
+// for instance, so that they enter the essence (K1-038). spec and the labels
+// are in the essence already.
 func ExtraFields(hs []*Handler) [][]string {
 	var out [][]string
 	for _, h := range hs {
-		if len(h.Field) > 0 && h.Field[0] != "spec" && h.Field[0] != "metadata" {
+		switch {
+		case len(h.Field) == 0, h.Field[0] == "spec":
+		case h.Field[0] == "metadata" && len(h.Field) > 1 && h.Field[1] == "labels":
+		default:
 			out = append(out, h.Field)
 		}
 	}
@@ -190,11 +228,12 @@ func ExtraFields(hs []*Handler) [][]string {
 }
 
 // Select returns the handlers to run for a cause, in registration order,
-// deduplicated by function and id (K1-032). Field handlers run on updates
-// where their field changed, and (per the manual, not Kopf's code) not on
-// creation. Resume handlers join an update or deletion of an object first
-// seen in the initial listing (K1-041, K1-042).
-func Select(hs []*Handler, reason causes.Reason, diff diffbase.Diff, initial bool) []*Handler {
+// deduplicated by function and id (K1-032), among those whose filters match
+// (K1-150). Field handlers run on updates where their field changed, and
+// (per the manual, not Kopf's code) not on creation. Resume handlers join
+// an update or deletion of an object first seen in the initial listing
+// (K1-041, K1-042).
+func Select(hs []*Handler, c *Cause) []*Handler {
 	var out []*Handler
 	type key struct {
 		fn uintptr
@@ -202,7 +241,7 @@ func Select(hs []*Handler, reason causes.Reason, diff diffbase.Diff, initial boo
 	}
 	seen := map[key]bool{}
 	for _, h := range hs {
-		if !selected(h, reason, diff, initial) {
+		if !selected(h, c.Reason, c.Initial) || !h.matches(c) {
 			continue
 		}
 		k := key{h.fnPtr, h.ID}
@@ -215,7 +254,9 @@ func Select(hs []*Handler, reason causes.Reason, diff diffbase.Diff, initial boo
 	return out
 }
 
-func selected(h *Handler, reason causes.Reason, diff diffbase.Diff, initial bool) bool {
+// selected applies the reason rules; the field's change is one of the
+// filters (matches).
+func selected(h *Handler, reason causes.Reason, initial bool) bool {
 	switch h.Reason {
 	case causes.Resume:
 		switch reason {
@@ -227,14 +268,6 @@ func selected(h *Handler, reason causes.Reason, diff diffbase.Diff, initial bool
 			return initial && h.Deleted
 		}
 		return false
-	case causes.Update:
-		if reason != causes.Update {
-			return false
-		}
-		if len(h.Field) > 0 {
-			return len(diff.Reduce(h.Field)) > 0
-		}
-		return true
 	default:
 		return h.Reason == reason
 	}

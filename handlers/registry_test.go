@@ -101,23 +101,25 @@ func TestFieldHandlerIDAndSelection(t *testing.T) {
 		}
 		return strings.Join(s, ",")
 	}
-	fieldDiff := diffbase.Diff{{Op: diffbase.Change, Path: []string{"spec", "field"}, Old: "a", New: "b"}}
-	otherDiff := diffbase.Diff{{Op: diffbase.Change, Path: []string{"spec", "other"}, Old: "a", New: "b"}}
+	base := map[string]any{"spec": map[string]any{"field": "a", "other": "a"}}
+	fieldChanged := map[string]any{"spec": map[string]any{"field": "b", "other": "a"}}
+	otherChanged := map[string]any{"spec": map[string]any{"field": "a", "other": "b"}}
 	tests := []struct {
-		reason  causes.Reason
-		diff    diffbase.Diff
-		initial bool
-		want    string
+		reason   causes.Reason
+		old, new map[string]any
+		initial  bool
+		want     string
 	}{
-		{causes.Update, fieldDiff, false, "namedFn/spec.field,otherFn"},
-		{causes.Update, otherDiff, false, "otherFn"},
-		{causes.Update, otherDiff, true, "otherFn,res"},
-		{causes.Resume, nil, true, "res"},
-		{causes.Create, nil, false, ""},
-		{causes.Delete, nil, true, ""},
+		{causes.Update, base, fieldChanged, false, "namedFn/spec.field,otherFn"},
+		{causes.Update, base, otherChanged, false, "otherFn"},
+		{causes.Update, base, otherChanged, true, "otherFn,res"},
+		{causes.Resume, base, base, true, "res"},
+		{causes.Create, nil, fieldChanged, false, ""},
+		{causes.Delete, base, base, true, ""},
 	}
 	for _, tt := range tests {
-		if got := ids(Select(hs, tt.reason, tt.diff, tt.initial)); got != tt.want {
+		c := &Cause{Reason: tt.reason, Initial: tt.initial, Old: tt.old, New: tt.new, Diff: diffbase.Compute(tt.old, tt.new)}
+		if got := ids(Select(hs, c)); got != tt.want {
 			t.Errorf("Select(%s, initial=%v) = %q, want %q", tt.reason, tt.initial, got, tt.want)
 		}
 	}

@@ -28,6 +28,11 @@ type orchestrator struct {
 
 	mu      sync.Mutex
 	running map[string]context.CancelFunc
+	// gating: the watchers being started hold the handlers until their
+	// indexers have seen the initial listings (watching.go); indexed
+	// counts those that have not yet.
+	gating  bool
+	indexed sync.WaitGroup
 }
 
 func newOrchestrator(ctx context.Context, cfg Config, client *kube.Client, wg *sync.WaitGroup) *orchestrator {
@@ -39,7 +44,16 @@ func newOrchestrator(ctx context.Context, cfg Config, client *kube.Client, wg *s
 	if !exact {
 		nss = []string{metav1.NamespaceAll}
 	}
-	return &orchestrator{ctx: ctx, cfg: cfg, client: client, wg: wg, scope: scope, nss: nss, running: map[string]context.CancelFunc{}}
+	return &orchestrator{ctx: ctx, cfg: cfg, client: client, wg: wg, scope: scope, nss: nss, running: map[string]context.CancelFunc{}, gating: cfg.Ready != nil}
+}
+
+// stopGating ends the gating after the first serve, and returns what counts
+// its watchers' indexing.
+func (o *orchestrator) stopGating() *sync.WaitGroup {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.gating = false
+	return &o.indexed
 }
 
 // serve makes the running watchers match the served resources.
@@ -54,6 +68,8 @@ func (o *orchestrator) serve(served []resources.Resource) {
 			nss = []string{metav1.NamespaceAll}
 		}
 		hs := handlers.ForResource(o.cfg.Registry.Changing(), res)
+		evs := handlers.EventsFor(o.cfg.Registry.Events(), res)
+		ixs := indexersFor(o.cfg.Indexers, res)
 		for _, ns := range nss {
 			key := res.String() + "@" + ns
 			want[key] = true
@@ -63,6 +79,11 @@ func (o *orchestrator) serve(served []resources.Resource) {
 			ctx, cancel := context.WithCancel(o.ctx)
 			o.running[key] = cancel
 			w := newWatcher(o.cfg, o.client, res, ns, hs, o.scope)
+			w.events, w.indexers = evs, ixs
+			if o.gating && len(ixs) > 0 {
+				o.indexed.Add(1)
+				w.indexed = sync.OnceFunc(o.indexed.Done)
+			}
 			o.wg.Go(func() { w.run(ctx) })
 			if ns == "" || len(started) == 0 || started[len(started)-1] != res.String() {
 				started = append(started, res.String())
@@ -124,7 +145,7 @@ func (o *orchestrator) watchCRDs(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-trigger:
-			served, err := resolve(ctx, o.client, o.cfg.Registry, quiet(o.cfg), false)
+			served, err := resolve(ctx, o.client, o.cfg.Registry, o.cfg.Indexers, quiet(o.cfg), false)
 			if err != nil {
 				if ctx.Err() == nil {
 					o.cfg.Logger.Warn(fmt.Sprintf("Cannot rescan the cluster's resources: %v", err))

@@ -15,6 +15,7 @@ import (
 	"github.com/kopfgo/kopfgo/causes"
 	"github.com/kopfgo/kopfgo/diffbase"
 	"github.com/kopfgo/kopfgo/handlers"
+	"github.com/kopfgo/kopfgo/indexing"
 	"github.com/kopfgo/kopfgo/internal/kube"
 	"github.com/kopfgo/kopfgo/internal/logging"
 	"github.com/kopfgo/kopfgo/internal/patch"
@@ -35,8 +36,10 @@ type processor struct {
 	// operator's scope (namespace patterns); nil serves all.
 	scope func(namespace string) bool
 
-	requiresFinalizer bool
-	extraFields       [][]string
+	extraFields [][]string
+	// events and indexers see every watch event (events.go).
+	events   []*handlers.EventHandler
+	indexers []indexing.Runner
 
 	mu    sync.Mutex
 	slots map[string]*slot
@@ -47,10 +50,9 @@ type processor struct {
 func newProcessor(cfg Config, client *kube.Client, res resources.Resource, hs []*handlers.Handler, store cache.Store) *processor {
 	p := &processor{
 		cfg: cfg, client: client, res: res, handlers: hs, store: store,
-		requiresFinalizer: handlers.RequiresFinalizer(hs),
-		extraFields:       handlers.ExtraFields(hs),
-		slots:             map[string]*slot{},
-		mems:              map[string]*memory{},
+		extraFields: handlers.ExtraFields(hs),
+		slots:       map[string]*slot{},
+		mems:        map[string]*memory{},
 	}
 	if cfg.Limiter != nil {
 		p.invoke = func(ctx context.Context, call func()) {
@@ -90,7 +92,7 @@ func (p *processor) memoryOf(s *slot, uid string) *memory {
 	defer p.mu.Unlock()
 	mem := p.mems[s.key]
 	if mem == nil || mem.uid != uid {
-		mem = &memory{uid: uid}
+		mem = p.newMemory(uid)
 		p.mems[s.key] = mem
 	}
 	s.mem = mem
@@ -138,15 +140,11 @@ func (p *processor) process(ctx context.Context, s *slot) (time.Duration, bool) 
 	pt := &patch.Patch{}
 	deleting := causes.IsDeleting(body)
 	hasFin := causes.HasFinalizer(body, fin)
-	switch {
-	case p.requiresFinalizer && !deleting && !hasFin:
-		log.Debug("Adding the finalizer, thus preventing the actual deletion.")
-		causes.AddFinalizer(body, pt, fin)
-		return p.applyGuarded(ctx, u, mem, log, pt, -1, true)
-	case !p.requiresFinalizer && !deleting && hasFin:
-		log.Debug("Removing the finalizer, as there are no handlers requiring it.")
-		causes.RemoveFinalizer(body, pt, fin)
-		return p.applyGuarded(ctx, u, mem, log, pt, -1, false)
+	if len(p.handlers) == 0 && !hasFin {
+		// Event handlers and indexers only: no state on objects. (A
+		// finalizer left by an earlier version of the operator is removed
+		// below: no handler has the object in scope.)
+		return -1, false
 	}
 
 	old, err := st.DiffBaseStorage.Fetch(body)
@@ -162,6 +160,30 @@ func (p *processor) process(ctx context.Context, s *slot) (time.Duration, bool) 
 	reason := causes.Detect(causes.Input{
 		Body: body, Finalizer: fin, Old: old, New: essence, Diff: diff, Initial: initial,
 	})
+	cause := &handlers.Cause{
+		Reason: reason, Initial: initial, Body: body, Old: old, New: essence, Diff: diff,
+		Resource: p.res, Patch: pt, Logger: log, Memo: memo,
+	}
+
+	// An object that no handler's filters match is handled in stealth mode:
+	// nothing is stored on it and nothing is logged about it; if it starts
+	// matching later, it is new to the operator (K1-160). The finalizer is
+	// needed only where a delete handler matches (K1-291).
+	inScope := handlers.Prematch(p.handlers, cause)
+	requiresFinalizer := inScope && handlers.RequiresFinalizerFor(p.handlers, cause)
+	switch {
+	case requiresFinalizer && !deleting && !hasFin:
+		log.Debug("Adding the finalizer, thus preventing the actual deletion.")
+		causes.AddFinalizer(body, pt, fin)
+		return p.applyGuarded(ctx, u, mem, log, pt, -1, true)
+	case !requiresFinalizer && hasFin && (!deleting || !inScope):
+		log.Debug("Removing the finalizer, as there are no handlers requiring it.")
+		causes.RemoveFinalizer(body, pt, fin)
+		return p.applyGuarded(ctx, u, mem, log, pt, -1, false)
+	}
+	if !inScope {
+		return -1, false
+	}
 
 	switch reason {
 	case causes.Gone, causes.Free:
@@ -174,7 +196,7 @@ func (p *processor) process(ctx context.Context, s *slot) (time.Duration, bool) 
 		return -1, false
 	}
 
-	selected := handlers.Select(p.handlers, reason, diff, initial)
+	selected := handlers.Select(p.handlers, cause)
 	cycle := handlers.Cycle{
 		Reason: reason, Handlers: selected, Known: p.handlers,
 		Body: body, Resource: p.res, Old: old, New: essence, Diff: diff,

@@ -16,6 +16,10 @@ type slot struct {
 	key  string
 	wake chan struct{} // buffered(1): "there is news", coalescing events
 	mem  *memory
+	// events are the raw watch events waiting for the event handlers,
+	// which see every event rather than the latest state; guarded by the
+	// processor's mu.
+	events []rawEvent
 }
 
 // memory is what the operator remembers about an object between passes.
@@ -60,8 +64,9 @@ func (m *memory) expect(rv string, now time.Time) {
 	m.expected, m.expectedAt = rv, now
 }
 
-// notify records an event of an object and wakes (or starts) its worker.
-func (p *processor) notify(ctx context.Context, obj any, initial, deleted bool) {
+// notify records an event of an object and wakes (or starts) its worker;
+// ev, when the resource has event handlers, is queued for them.
+func (p *processor) notify(ctx context.Context, obj any, initial, deleted bool, ev *rawEvent) {
 	u, ok := obj.(*unstructured.Unstructured)
 	if !ok {
 		return
@@ -82,7 +87,7 @@ func (p *processor) notify(ctx context.Context, obj any, initial, deleted bool) 
 	}
 	mem := p.mems[key]
 	if mem == nil || mem.uid != uid {
-		mem = &memory{uid: uid}
+		mem = p.newMemory(uid)
 		p.mems[key] = mem
 	}
 	mem.mu.Lock()
@@ -95,7 +100,13 @@ func (p *processor) notify(ctx context.Context, obj any, initial, deleted bool) 
 		delete(p.mems, key)
 	}
 
+	if ev != nil {
+		ev.mem = mem
+	}
 	if s, ok := p.slots[key]; ok {
+		if ev != nil {
+			s.events = append(s.events, *ev)
+		}
 		select {
 		case s.wake <- struct{}{}:
 		default:
@@ -103,6 +114,9 @@ func (p *processor) notify(ctx context.Context, obj any, initial, deleted bool) 
 		return
 	}
 	s := &slot{key: key, wake: make(chan struct{}, 1), mem: mem}
+	if ev != nil {
+		s.events = append(s.events, *ev)
+	}
 	s.wake <- struct{}{}
 	p.slots[key] = s
 	p.wg.Go(func() { p.work(ctx, s) })
@@ -115,6 +129,9 @@ func (p *processor) work(ctx context.Context, s *slot) {
 		wait  time.Duration = -1 // -1: no deadline, wait for news or idle out
 		touch bool
 	)
+	if !p.waitIndexed(ctx) {
+		return
+	}
 	for {
 		d, idle := wait, false
 		if d < 0 {
@@ -162,6 +179,7 @@ func (p *processor) pass(ctx context.Context, s *slot) (wait time.Duration, touc
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
+		p.dispatch(ctx, s) // the object's watch events, in order, first
 		wait, touch = p.process(ctx, s)
 	}()
 	<-done

@@ -24,6 +24,7 @@ import (
 
 	"github.com/kopfgo/kopfgo/causes"
 	"github.com/kopfgo/kopfgo/handlers"
+	"github.com/kopfgo/kopfgo/indexing"
 	"github.com/kopfgo/kopfgo/internal/config"
 	"github.com/kopfgo/kopfgo/internal/dicts"
 	"github.com/kopfgo/kopfgo/internal/kube"
@@ -32,7 +33,10 @@ import (
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-var kexGVR = schema.GroupVersionResource{Group: "kopf.dev", Version: "v1", Resource: "kopfexamples"}
+var (
+	kexGVR = schema.GroupVersionResource{Group: "kopf.dev", Version: "v1", Resource: "kopfexamples"}
+	podGVR = schema.GroupVersionResource{Version: "v1", Resource: "pods"}
+)
 
 // scenario runs the reactor over fake API clients and a fake clock: the
 // script creates and changes objects, steps the clock, and checks what the
@@ -47,6 +51,9 @@ type scenario struct {
 	log      *syncBuffer
 	cancel   context.CancelFunc
 	done     chan error
+	// indexers and memo go to the reactor's Config (watching_test.go).
+	indexers []indexing.Runner
+	memo     *handlers.Memo
 }
 
 type syncBuffer struct {
@@ -70,6 +77,7 @@ func newScenario(t *testing.T) *scenario {
 	scheme := runtime.NewScheme()
 	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(scheme, map[schema.GroupVersionResource]string{
 		kexGVR: "KopfExampleList",
+		podGVR: "PodList",
 		{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}: "CustomResourceDefinitionList",
 	})
 	versioned(dyn)
@@ -123,6 +131,11 @@ func (s *scenario) start() {
 			{Name: "kopfexamples", SingularName: "kopfexample", Kind: "KopfExample", Namespaced: true, ShortNames: []string{"kex"},
 				Verbs: metav1.Verbs{"get", "list", "watch", "patch"}},
 		},
+	}, {
+		GroupVersion: "v1",
+		APIResources: []metav1.APIResource{
+			{Name: "pods", SingularName: "pod", Kind: "Pod", Namespaced: true, Verbs: metav1.Verbs{"get", "list", "watch", "patch"}},
+		},
 	}}}}
 	ctx, cancel := context.WithCancel(context.Background())
 	s.cancel, s.done = cancel, make(chan error, 1)
@@ -138,9 +151,33 @@ func (s *scenario) start() {
 				s.sleeps.Add(1)
 			}
 		},
+		Indexers: s.indexers,
+		Memo:     s.memo,
 	}
 	go func() { s.done <- Run(ctx, cfg) }()
 	s.t.Cleanup(s.stop)
+}
+
+// waitWatching waits until the reactor watches the KopfExamples (or Run
+// has returned): the fake API loses what happens between a watcher's
+// listing and its watch, where a real API server replays it.
+func (s *scenario) waitWatching() {
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		for _, a := range s.dyn.Actions() {
+			if w, ok := a.(clienttesting.WatchAction); ok && w.GetResource() == kexGVR {
+				return
+			}
+		}
+		select {
+		case err := <-s.done:
+			s.done <- err // Run has returned; leave its error to stop
+			return
+		default:
+		}
+		time.Sleep(time.Millisecond)
+	}
+	s.t.Fatalf("the reactor never watched the KopfExamples")
 }
 
 func (s *scenario) stop() {

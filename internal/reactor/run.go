@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 
@@ -16,6 +17,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/kopfgo/kopfgo/handlers"
+	"github.com/kopfgo/kopfgo/indexing"
 	"github.com/kopfgo/kopfgo/internal/config"
 	"github.com/kopfgo/kopfgo/internal/kube"
 	"github.com/kopfgo/kopfgo/internal/posting"
@@ -46,6 +48,14 @@ type Config struct {
 	// Poster posts Kubernetes Events; nil: Run makes one from
 	// Settings.Posting.
 	Poster *posting.Poster
+	// Indexers maintain the operator's indices from watch events.
+	Indexers []indexing.Runner
+	// Memo is the operator's memo, copied into every object's memo when
+	// the object first appears (K1-221). Nil: objects start empty.
+	Memo *handlers.Memo
+	// Ready, when set, holds every handler until it is closed: until all
+	// indices have seen the initial listings (K1-239). Run sets it.
+	Ready <-chan struct{}
 }
 
 // Run serves every resource the registered handlers select until ctx ends,
@@ -60,7 +70,7 @@ func Run(ctx context.Context, cfg Config) error {
 		}
 	}
 	client.Retry = kube.Retry{Backoffs: cfg.Settings.Networking.ErrorBackoffs, Clock: cfg.Clock}
-	served, err := resolve(ctx, client, cfg.Registry, cfg.Logger, cfg.Settings.Scanning.Disabled)
+	served, err := resolve(ctx, client, cfg.Registry, cfg.Indexers, cfg.Logger, cfg.Settings.Scanning.Disabled)
 	if err != nil {
 		return err
 	}
@@ -78,8 +88,25 @@ func Run(ctx context.Context, cfg Config) error {
 	hctx, hcancel := context.WithCancelCause(context.WithoutCancel(ctx))
 	defer hcancel(nil)
 	cfg.handlerCtx = hctx
+	ready := make(chan struct{})
+	if len(cfg.Indexers) > 0 {
+		cfg.Ready = ready
+	}
 	orch := newOrchestrator(ctx, cfg, client, &wg)
 	orch.serve(served)
+	if cfg.Ready != nil {
+		// The watchers of the first serve hold the handlers until their
+		// indexers have seen the initial listings; resources that appear
+		// later are indexed as they come, without holding anything.
+		indexed := orch.stopGating()
+		wg.Go(func() {
+			indexed.Wait()
+			if ctx.Err() == nil {
+				cfg.Logger.Debug("All indices are populated from the initial listings.")
+			}
+			close(ready)
+		})
+	}
 	if !cfg.Settings.Scanning.Disabled {
 		wg.Go(func() { orch.watchCRDs(ctx) })
 	}
@@ -111,7 +138,7 @@ var ErrOperatorExiting = errors.New("the operator is exiting")
 // selector matching resources of several groups is an error naming its
 // handlers. A selector matching nothing is a warning while scanning is on
 // (its CRD may come later, and is served then) and an error otherwise.
-func resolve(ctx context.Context, client *kube.Client, reg *handlers.Registry, log *slog.Logger, strict bool) ([]resources.Resource, error) {
+func resolve(ctx context.Context, client *kube.Client, reg *handlers.Registry, indexers []indexing.Runner, log *slog.Logger, strict bool) ([]resources.Resource, error) {
 	all, err := client.Discover(ctx)
 	if err != nil {
 		if len(all) == 0 {
@@ -124,13 +151,19 @@ func resolve(ctx context.Context, client *kube.Client, reg *handlers.Registry, l
 		errs []error
 		seen = map[string]bool{}
 	)
-	for _, sel := range reg.Selectors() {
+	selectors := reg.Selectors()
+	for _, ix := range indexers {
+		if !slices.Contains(selectors, ix.Spec().Selector) {
+			selectors = append(selectors, ix.Spec().Selector)
+		}
+	}
+	for _, sel := range selectors {
 		found, err := sel.Select(all)
 		if err != nil {
-			var names []string
-			for _, h := range reg.Changing() {
-				if h.Selector == sel {
-					names = append(names, h.ID)
+			names := reg.Names(sel)
+			for _, ix := range indexers {
+				if ix.Spec().Selector == sel {
+					names = append(names, ix.Spec().ID)
 				}
 			}
 			if errors.Is(err, resources.ErrUnresolved) && !strict {
@@ -166,6 +199,11 @@ type watcher struct {
 	namespace string
 	handlers  []*handlers.Handler
 	scope     resources.Namespaces
+	events    []*handlers.EventHandler
+	indexers  []indexing.Runner
+	// indexed, when set, is called once the indexers have seen the initial
+	// listing (or the watcher gives up).
+	indexed func()
 }
 
 func newWatcher(cfg Config, client *kube.Client, res resources.Resource, ns string, hs []*handlers.Handler, scope resources.Namespaces) *watcher {
@@ -190,19 +228,29 @@ func (w *watcher) run(ctx context.Context) {
 		w.watchError(ctx, err, where)
 	})
 	p := newProcessor(w.cfg, w.client, w.res, w.handlers, informer.GetStore())
+	p.events, p.indexers = w.events, w.indexers
 	if w.res.Namespaced {
 		p.scope = w.scope.Match
 	}
-	_, err := informer.AddEventHandler(cache.ResourceEventHandlerDetailedFuncs{
-		AddFunc: func(obj any, initial bool) { p.notify(ctx, obj, initial, false) },
+	if w.indexed != nil {
+		defer w.indexed() // never leave the other handlers waiting
+	}
+	reg, err := informer.AddEventHandler(cache.ResourceEventHandlerDetailedFuncs{
+		AddFunc: func(obj any, initial bool) {
+			typ := handlers.EventAdded
+			if initial {
+				typ = handlers.EventListed
+			}
+			p.observe(ctx, obj, typ, initial, false)
+		},
 		UpdateFunc: func(_, obj any) {
-			p.notify(ctx, obj, false, false)
+			p.observe(ctx, obj, handlers.EventModified, false, false)
 		},
 		DeleteFunc: func(obj any) {
 			if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 				obj = t.Obj
 			}
-			p.notify(ctx, obj, false, true)
+			p.observe(ctx, obj, handlers.EventDeleted, false, true)
 		},
 	})
 	if err != nil {
@@ -211,6 +259,12 @@ func (w *watcher) run(ctx context.Context) {
 	}
 	var wg sync.WaitGroup
 	wg.Go(func() { informer.RunWithContext(ctx) })
+	if w.indexed != nil {
+		// The handler's registration has synced once every object of the
+		// initial listing has passed through observe, indexers included.
+		cache.WaitForCacheSync(ctx.Done(), reg.HasSynced)
+		w.indexed()
+	}
 	<-ctx.Done()
 	wg.Wait()
 	p.wait()
@@ -231,4 +285,14 @@ func (w *watcher) watchError(ctx context.Context, err error, where string) {
 	default:
 		w.cfg.Logger.Warn(fmt.Sprintf("Cannot watch %s %s, retrying: %v", w.res, where, err))
 	}
+}
+
+func indexersFor(all []indexing.Runner, res resources.Resource) []indexing.Runner {
+	var out []indexing.Runner
+	for _, ix := range all {
+		if ix.Spec().Selector.Matches(res) {
+			out = append(out, ix)
+		}
+	}
+	return out
 }

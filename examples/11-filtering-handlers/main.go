@@ -1,0 +1,72 @@
+// Package filtering registers creation handlers with every kind of filter:
+// labels and annotations with exact values, presence, absence and
+// callbacks; When callbacks; field values; and an update handler on a
+// field's change from one value to another. Run:
+//
+//	kopfgo run ./examples/11-filtering-handlers
+package filtering
+
+import (
+	"context"
+
+	"github.com/kopfgo/kopfgo"
+)
+
+const kex = "kopfexamples"
+
+func init() {
+	kopfgo.On.Create(kex, logs("Label is matching."), kopfgo.ID("create_with_labels_matching"),
+		kopfgo.Labels{"somelabel": "somevalue"})
+	kopfgo.On.Create(kex, logs("Label is present."), kopfgo.ID("create_with_labels_present"),
+		kopfgo.Labels{"somelabel": kopfgo.Present})
+	kopfgo.On.Create(kex, logs("Label is absent."), kopfgo.ID("create_with_labels_absent"),
+		kopfgo.Labels{"nonexistent": kopfgo.Absent})
+	// A value callback sees the value only; checks of the rest of the
+	// object go to When, which runs after all other filters.
+	kopfgo.On.Create(kex, logs("Label callback matching."), kopfgo.ID("create_with_labels_callback_matching"),
+		kopfgo.Labels{"somelabel": sayYes}, kopfgo.When(hasField))
+
+	kopfgo.On.Create(kex, logs("Annotation is matching."), kopfgo.ID("create_with_annotations_matching"),
+		kopfgo.Annotations{"someannotation": "somevalue"})
+	kopfgo.On.Create(kex, logs("Annotation is present."), kopfgo.ID("create_with_annotations_present"),
+		kopfgo.Annotations{"someannotation": kopfgo.Present})
+	kopfgo.On.Create(kex, logs("Annotation is absent."), kopfgo.ID("create_with_annotations_absent"),
+		kopfgo.Annotations{"nonexistent": kopfgo.Absent})
+	kopfgo.On.Create(kex, logs("Annotation callback mismatch."), kopfgo.ID("create_with_annotations_callback_matching"),
+		kopfgo.Annotations{"someannotation": sayYes}, kopfgo.When(hasNotThisValue))
+
+	kopfgo.On.Create(kex, logs("Filter satisfied."), kopfgo.ID("create_with_filter_satisfied"),
+		kopfgo.When(func(o *kopfgo.Object) bool { return true }))
+	kopfgo.On.Create(kex, logs("Filter not satisfied."), kopfgo.ID("create_with_filter_not_satisfied"),
+		kopfgo.When(func(o *kopfgo.Object) bool { return false }))
+
+	kopfgo.On.Create(kex, logs("Field value is satisfied."), kopfgo.ID("create_with_field_value_satisfied"),
+		kopfgo.Field("spec.field"), kopfgo.Value("value"))
+	kopfgo.On.Create(kex, logs("Field value is not satisfied."), kopfgo.ID("create_with_field_value_not_satisfied"),
+		kopfgo.Field("spec.field"), kopfgo.Value("something-else"))
+	kopfgo.On.Create(kex, logs("Field presence is satisfied."), kopfgo.ID("create_with_field_presence_satisfied"),
+		kopfgo.Field("spec.field"), kopfgo.Value(kopfgo.Present))
+	kopfgo.On.Create(kex, logs("Field presence is not satisfied."), kopfgo.ID("create_with_field_presence_not_satisfied"),
+		kopfgo.Field("spec.inexistent"), kopfgo.Value(kopfgo.Present))
+
+	kopfgo.On.Update(kex, logs("Field change is satisfied."), kopfgo.ID("update_with_field_change_satisfied"),
+		kopfgo.Field("spec.field"), kopfgo.OldValue("value"), kopfgo.NewValue("changed"))
+	// TODO(daemons): Kopf's example also has a daemon filtered by
+	// field="spec.field", value="value", logging "Field daemon is
+	// satisfied." while the field has that value.
+}
+
+func sayYes(v any) bool { return v == "somevalue" }
+
+func hasField(o *kopfgo.Object) bool { return o.Spec["field"] != nil }
+
+func hasNotThisValue(o *kopfgo.Object) bool { return o.Spec["field"] == "not-this-value-for-sure" }
+
+// logs returns a handler that logs msg. The ids are explicit: closures have
+// no stable name.
+func logs(msg string) kopfgo.ChangeFunc {
+	return func(ctx context.Context, c *kopfgo.Change) (any, error) {
+		c.Logger.Info(msg)
+		return nil, nil
+	}
+}

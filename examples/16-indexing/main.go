@@ -1,0 +1,90 @@
+// Package indexing keeps two in-memory indices of the pods the operator
+// sees, and reports from them on every event of a KopfExample, without a
+// single API call of its own for the pods. Run:
+//
+//	kopfgo run ./examples/16-indexing
+package indexing
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/kopfgo/kopfgo"
+)
+
+// PodKey and LabelKey are the indices' keys: Go's answer to Kopf's tuples.
+type PodKey struct{ Namespace, Name string }
+
+type LabelKey struct{ Label, Value string }
+
+var (
+	// isRunning: {(namespace, name): running?} for every pod.
+	isRunning = kopfgo.NewIndex(kopfgo.Default(), "pods", indexIsRunning, kopfgo.ID("is_running"))
+	// byLabel: {(label, value): [pod names]}.
+	byLabel = kopfgo.NewIndex(kopfgo.Default(), "pods", indexByLabel, kopfgo.ID("by_label"))
+)
+
+func init() {
+	// Probes: served with --liveness=http://0.0.0.0:8080/healthz. Indices
+	// are usable from operator-level handlers too, though these may run
+	// before the indices are complete.
+	kopfgo.On.Probe(podCount, kopfgo.ID("pod_count"))
+	kopfgo.On.Probe(podNames, kopfgo.ID("pod_names"))
+	// Kopf's example reports from a timer every 5 seconds; until kopfgo
+	// has timers, an event handler of the KopfExamples does.
+	kopfgo.On.Event("kex", reportFn, kopfgo.ID("report"))
+}
+
+func podCount(ctx context.Context, a *kopfgo.Activity) (any, error) {
+	return isRunning.Len(), nil
+}
+
+func podNames(ctx context.Context, a *kopfgo.Activity) (any, error) {
+	names := []string{}
+	for _, key := range isRunning.Keys() {
+		names = append(names, key.Name)
+	}
+	slices.Sort(names)
+	return names, nil
+}
+
+func indexIsRunning(ctx context.Context, o *kopfgo.Object) (map[PodKey]bool, error) {
+	return map[PodKey]bool{{o.Namespace, o.Name}: o.Status["phase"] == "Running"}, nil
+}
+
+func indexByLabel(ctx context.Context, o *kopfgo.Object) (map[LabelKey]string, error) {
+	out := make(map[LabelKey]string, len(o.Labels))
+	for label, value := range o.Labels {
+		out[LabelKey{label, value}] = o.Name
+	}
+	return out, nil
+}
+
+// reportFn logs the labels index and stores the running pods in the
+// KopfExample's status. Repeating it is harmless: a status that does not
+// change makes no new event.
+func reportFn(ctx context.Context, e *kopfgo.WatchEvent) (any, error) {
+	if e.Type == kopfgo.EventDeleted {
+		return nil, nil
+	}
+	var labels []string
+	for key, names := range byLabel.All() {
+		slices.Sort(names)
+		labels = append(labels, fmt.Sprintf("%s=%s: %s", key.Label, key.Value, strings.Join(names, ",")))
+	}
+	slices.Sort(labels)
+	e.Logger.Info(fmt.Sprintf("Pods by label: %s", strings.Join(labels, "; ")))
+
+	running := []string{}
+	for key, values := range isRunning.All() {
+		if values[0] { // one value per key: a pod's key is its own
+			running = append(running, key.Namespace+"::"+key.Name)
+		}
+	}
+	slices.Sort(running)
+	e.Patch.Status()["running-pods"] = running
+	e.Patch.Status()["pod-count"] = isRunning.Len()
+	return nil, nil
+}

@@ -1,0 +1,186 @@
+package kopfgo
+
+import "github.com/kopfgo/kopfgo/handlers"
+
+// Filters restrict a handler to matching objects (the manual's
+// "Filtering", K1-150..K1-161). All the filters of a handler must match.
+// They fit every handler of resources unless said otherwise:
+//
+//	kopfgo.On.Create("kopfexamples", fn,
+//		kopfgo.Labels{"app": "web", "tier": kopfgo.Present, "legacy": kopfgo.Absent},
+//		kopfgo.Annotations{"owner": func(v any) bool { return v != nil }},
+//		kopfgo.Field("spec.field"), kopfgo.Value("world"),
+//		kopfgo.When(func(o *kopfgo.Object) bool { return o.Namespace != "kube-system" }))
+//
+// Filter values are an exact value, Present, Absent, or a callback
+// func(v any) bool that gets the value (nil when absent); for labels and
+// annotations an exact value is a string. nil is not a filter value.
+//
+// Objects that no changing handler of their resource matches are handled
+// in stealth mode: the operator stores nothing on them and logs nothing
+// about them, and when they start matching later, they are new to it: the
+// creation handlers run, not the update handlers (K1-160). A field handler
+// on a field that never exists keeps every object in scope if that is not
+// wanted.
+
+// Marker is a filter value that checks presence: Present or Absent.
+type Marker = handlers.Marker
+
+const (
+	// Present matches a label, annotation or field that exists, with any
+	// value (an empty string included).
+	Present = handlers.Present
+	// Absent matches a label, annotation or field that does not exist.
+	Absent = handlers.Absent
+)
+
+// CommonOption fits every handler kind, activities included: ID and Param.
+type CommonOption func(*handlers.Handler)
+
+func (o CommonOption) applyChange(h *handlers.Handler)   { o(h) }
+func (o CommonOption) applyDelete(h *handlers.Handler)   { o(h) }
+func (o CommonOption) applyResume(h *handlers.Handler)   { o(h) }
+func (o CommonOption) applyEvent(h *handlers.Handler)    { o(h) }
+func (o CommonOption) applyIndex(h *handlers.Handler)    { o(h) }
+func (o CommonOption) applyActivity(h *handlers.Handler) { o(h) }
+
+// FilterOption fits every handler of resources (not the activities, which
+// have no object): Field, Value, When.
+type FilterOption func(*handlers.Handler)
+
+func (o FilterOption) applyChange(h *handlers.Handler) { o(h) }
+func (o FilterOption) applyDelete(h *handlers.Handler) { o(h) }
+func (o FilterOption) applyResume(h *handlers.Handler) { o(h) }
+func (o FilterOption) applyEvent(h *handlers.Handler)  { o(h) }
+func (o FilterOption) applyIndex(h *handlers.Handler)  { o(h) }
+
+// Labels requires labels: each key with an exact string value, Present,
+// Absent, or a func(v any) bool callback (v is the label's string value, or
+// nil when the label is absent). It fits every handler kind.
+type Labels map[string]any
+
+func (l Labels) applyChange(h *handlers.Handler) { h.Filters.AddLabels(l) }
+func (l Labels) applyDelete(h *handlers.Handler) { h.Filters.AddLabels(l) }
+func (l Labels) applyResume(h *handlers.Handler) { h.Filters.AddLabels(l) }
+func (l Labels) applyEvent(h *handlers.Handler)  { h.Filters.AddLabels(l) }
+func (l Labels) applyIndex(h *handlers.Handler)  { h.Filters.AddLabels(l) }
+
+// Annotations requires annotations, as Labels requires labels.
+type Annotations map[string]any
+
+func (a Annotations) applyChange(h *handlers.Handler) { h.Filters.AddAnnotations(a) }
+func (a Annotations) applyDelete(h *handlers.Handler) { h.Filters.AddAnnotations(a) }
+func (a Annotations) applyResume(h *handlers.Handler) { h.Filters.AddAnnotations(a) }
+func (a Annotations) applyEvent(h *handlers.Handler)  { h.Filters.AddAnnotations(a) }
+func (a Annotations) applyIndex(h *handlers.Handler)  { h.Filters.AddAnnotations(a) }
+
+// Field names the field (a dotted path, "spec.size") that Value, Old and
+// New check. Alone, it requires the field to be present. On update handlers
+// it also requires the field to change (a presence change counts), and the
+// handler sees Old, New and Diff relative to the field, as a field handler
+// does; On.Update(r, fn, Field(f)) is On.Field(r, f, fn). The handler's id
+// gets "/<field>" appended (K1-031), so that one function can be registered
+// for several fields; an index's name does not.
+//
+// Which state is checked depends on the handler (K1-154, K1-155): create,
+// resume and delete handlers check the object's state, and its last handled
+// state when there is one; update and field handlers match when the old or
+// the new value passes; event handlers, indexers, daemons and timers check
+// the object as it is.
+func Field(path string) FilterOption {
+	return func(h *handlers.Handler) { h.Filters.SetField(path) }
+}
+
+// Value checks the Field's value: an exact value (compared as JSON, so 1
+// matches 1.0), Present, Absent, or a func(v any) bool. On update and field
+// handlers it matches when either the old or the new value passes, covering
+// both sides of the transition; use OldValue and NewValue to check one side. It needs
+// Field (or On.Field).
+func Value(v any) FilterOption {
+	return func(h *handlers.Handler) { h.Filters.SetValue(v) }
+}
+
+// UpdateFilterOption fits update and field handlers only: OldValue and
+// NewValue.
+// Other create-like handlers accept it at compile time, since they share
+// ChangeOption, and reject it at registration.
+type UpdateFilterOption func(*handlers.Handler)
+
+func (o UpdateFilterOption) applyChange(h *handlers.Handler) { o(h) }
+
+// OldValue checks the Field's value before the change (Absent when it was
+// not there): an exact value, Present, Absent or a callback; Kopf's old=.
+// The handler runs only when the value changes. It fits update and field
+// handlers (K1-156), and excludes Value.
+func OldValue(v any) UpdateFilterOption {
+	return func(h *handlers.Handler) { h.Filters.SetOld(v) }
+}
+
+// NewValue checks the Field's value after the change, as OldValue checks it
+// before; Kopf's new=.
+func NewValue(v any) UpdateFilterOption {
+	return func(h *handlers.Handler) { h.Filters.SetNew(v) }
+}
+
+// When requires fn to hold for the object; it runs after every other
+// filter has matched (K1-150, K1-158). It must not change anything. It fits
+// every handler of resources; WhenChange sees the change too.
+func When(fn func(o *Object) bool) FilterOption {
+	return func(h *handlers.Handler) { h.Filters.AddWhen(fn) }
+}
+
+// ChangeFilterOption fits the resource-changing handlers: WhenChange.
+type ChangeFilterOption func(*handlers.Handler)
+
+func (o ChangeFilterOption) applyChange(h *handlers.Handler) { o(h) }
+func (o ChangeFilterOption) applyDelete(h *handlers.Handler) { o(h) }
+func (o ChangeFilterOption) applyResume(h *handlers.Handler) { o(h) }
+
+// WhenChange requires fn to hold for the change being handled: Reason, Old,
+// New and Diff are those of the whole object (K1-158). It fits
+// resource-changing handlers.
+func WhenChange(fn func(c *Change) bool) ChangeFilterOption {
+	return func(h *handlers.Handler) { h.Filters.AddWhenChange(fn) }
+}
+
+// AllOf holds when every fn holds (true for none). It combines value
+// callbacks (func(any) bool) and When callbacks alike (K1-159).
+func AllOf[T any](fns ...func(T) bool) func(T) bool {
+	return func(v T) bool {
+		for _, fn := range fns {
+			if !fn(v) {
+				return false
+			}
+		}
+		return true
+	}
+}
+
+// AnyOf holds when some fn holds (false for none).
+func AnyOf[T any](fns ...func(T) bool) func(T) bool {
+	return func(v T) bool {
+		for _, fn := range fns {
+			if fn(v) {
+				return true
+			}
+		}
+		return false
+	}
+}
+
+// NoneOf holds when no fn holds (true for none).
+func NoneOf[T any](fns ...func(T) bool) func(T) bool {
+	return func(v T) bool {
+		for _, fn := range fns {
+			if fn(v) {
+				return false
+			}
+		}
+		return true
+	}
+}
+
+// Not holds when fn does not.
+func Not[T any](fn func(T) bool) func(T) bool {
+	return func(v T) bool { return !fn(v) }
+}

@@ -1,0 +1,76 @@
+package kopfgo
+
+import (
+	"fmt"
+
+	"github.com/kopfgo/kopfgo/handlers"
+	"github.com/kopfgo/kopfgo/indexing"
+)
+
+// Index is an in-memory index of watched objects (the manual's "In-memory
+// indexing", K1-230..K1-242): each key maps to the values the objects gave
+// for it, one per object. A key exists only while some object gives it. It
+// is read-only for handlers and safe for concurrent use; all indices are
+// complete, from the initial listings, before any handler of the operator
+// runs (K1-239), and an object's values go with the object, or when it stops
+// matching the filters.
+type Index[K comparable, V any] = indexing.Index[K, V]
+
+// IndexFunc computes what an object contributes to an index: a map of keys
+// to one value each. nil keeps the object's earlier contribution (K1-234);
+// an empty map contributes nothing. For an unkeyed collection, use a single
+// key (struct{}{}, say). It runs on every watch event of every matching
+// object, before any handler: keep it fast and free of side effects. Its
+// Object's Patch is never applied.
+type IndexFunc[K comparable, V any] = indexing.Func[K, V]
+
+// IndexOption configures an index: ID (its name), Param, Errors, Retries,
+// Backoff, Timeout, and the filters.
+type IndexOption interface{ applyIndex(*handlers.Handler) }
+
+func (o HandlerOption) applyIndex(h *handlers.Handler) { o(h) }
+
+// NewIndex registers an index of the resource's objects on op (use
+// kopfgo.Default() for the operator kopfgo run runs) and returns it; Go
+// methods cannot have type parameters, so this is a function rather than
+// op.Index. Handlers use the index by closing over it:
+//
+//	var podsByParent = kopfgo.NewIndex(kopfgo.Default(), "v1/pods", byParent,
+//		kopfgo.Labels{"parent": kopfgo.Present})
+//
+//	func byParent(ctx context.Context, o *kopfgo.Object) (map[string]string, error) {
+//		return map[string]string{o.Labels["parent"]: o.Name}, nil
+//	}
+//
+//	func createFn(ctx context.Context, c *kopfgo.Change) (any, error) {
+//		pods := podsByParent.Get(c.Name)
+//		…
+//	}
+//
+// Errors in fn are never retried in a loop (K1-236). By the errors mode,
+// which is ErrorsIgnored for indexers: ignored errors are logged and keep
+// the object's stale values; a PermanentError or ErrorsPermanent removes the
+// object's values and excludes the object from this index for the life of
+// the process; a TemporaryError or ErrorsTemporary removes them and
+// excludes the object for the error's delay (or Backoff), after which its
+// next event indexes it again. Retries and Timeout, counted from the first
+// failure, make a temporary exclusion permanent; a success resets them.
+func NewIndex[K comparable, V any](op *Operator, resource string, fn IndexFunc[K, V], opts ...IndexOption) *Index[K, V] {
+	ix, err := indexing.Register(resource, fn, func(h *handlers.Handler) {
+		for _, o := range opts {
+			o.applyIndex(h)
+		}
+	})
+	if err != nil {
+		op.reg.AddError(err)
+	}
+	op.mu.Lock()
+	defer op.mu.Unlock()
+	for _, o := range op.indexers {
+		if id := ix.Spec().ID; id != "" && o.Spec().ID == id {
+			op.reg.AddError(fmt.Errorf("NewIndex(%q): duplicate index name %q; give one of them another kopfgo.ID", resource, id))
+		}
+	}
+	op.indexers = append(op.indexers, ix)
+	return ix.Index()
+}

@@ -1,0 +1,249 @@
+package indexing
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime/debug"
+	"sync"
+	"time"
+
+	"github.com/kopfgo/kopfgo/handlers"
+	"github.com/kopfgo/kopfgo/internal/dicts"
+	"github.com/kopfgo/kopfgo/internal/resources"
+)
+
+// Func is an indexing function: the keys and values an object contributes.
+// A nil map (with a nil error) keeps what the object gave before, as Kopf's
+// None does (K1-234); an empty map removes it. It must be fast and free of
+// side effects: it runs on every watch event of every matching object, and
+// all handlers wait for it at startup.
+type Func[K comparable, V any] func(ctx context.Context, o *handlers.Object) (map[K]V, error)
+
+// Runner is an indexer as the reactor sees it, whatever its types.
+type Runner interface {
+	// Spec is the indexer's registration: id, selector, filters, options.
+	Spec() *handlers.Handler
+	// Observe updates the index from one watch event of an object.
+	Observe(ctx context.Context, ev Observation)
+}
+
+// Observation is one watch event of an object, for the indexers.
+type Observation struct {
+	// Deleted: the object is gone, and so must be its values.
+	Deleted bool
+	// Cause carries the object (Body, Resource, Logger, Memo; a Patch that
+	// is never applied) and evaluates the filters.
+	Cause *handlers.Cause
+	Now   time.Time
+	// DefaultBackoff excludes an object after an error in the temporary
+	// mode when the indexer has no Backoff of its own.
+	DefaultBackoff time.Duration
+}
+
+// Indexer maintains one Index from the events of its resource.
+type Indexer[K comparable, V any] struct {
+	spec  *handlers.Handler
+	fn    Func[K, V]
+	index *Index[K, V]
+
+	mu    sync.Mutex
+	fails map[ObjectKey]*failure // objects excluded after errors
+}
+
+// failure is the in-memory retry state of one object; never persisted, and
+// forgotten on success (K1-236).
+type failure struct {
+	retries   int
+	started   time.Time
+	until     time.Time
+	permanent bool
+}
+
+// New returns an indexer running fn under the options in spec. Indexers
+// default to the ignored errors mode (K1-236): set spec.Errors before the
+// user's options apply.
+func New[K comparable, V any](spec *handlers.Handler, fn Func[K, V]) *Indexer[K, V] {
+	return &Indexer[K, V]{spec: spec, fn: fn, index: NewIndex[K, V](), fails: map[ObjectKey]*failure{}}
+}
+
+// Index returns the index the indexer maintains.
+func (ix *Indexer[K, V]) Index() *Index[K, V] { return ix.index }
+
+// Spec returns the indexer's registration.
+func (ix *Indexer[K, V]) Spec() *handlers.Handler { return ix.spec }
+
+// Observe indexes the object, or removes it from the index when it is
+// deleted, stops matching the filters (K1-235), or fails (K1-236).
+func (ix *Indexer[K, V]) Observe(ctx context.Context, ev Observation) {
+	c := ev.Cause
+	key := KeyOf(c.Body)
+	if ev.Deleted {
+		ix.index.discard(key)
+		ix.mu.Lock()
+		delete(ix.fails, key)
+		ix.mu.Unlock()
+		return
+	}
+	if !ix.spec.MatchesObject(c) {
+		ix.index.discard(key)
+		return
+	}
+	ix.mu.Lock()
+	f := ix.fails[key]
+	excluded := f != nil && (f.permanent || ev.Now.Before(f.until))
+	ix.mu.Unlock()
+	if excluded {
+		return // its values went with the failure
+	}
+
+	o := *c.Object()
+	o.Param = ix.spec.Param
+	result, err := ix.call(ctx, &o)
+	if err == nil {
+		ix.mu.Lock()
+		delete(ix.fails, key)
+		ix.mu.Unlock()
+		if result != nil {
+			ix.index.replace(key, result)
+		}
+		c.Logger.Debug(fmt.Sprintf("Indexer '%s' succeeded.", ix.spec.ID))
+		return
+	}
+	ix.fail(key, err, ev)
+}
+
+func (ix *Indexer[K, V]) call(ctx context.Context, o *handlers.Object) (result map[K]V, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			result, err = nil, &handlers.PanicError{Value: v, Stack: debug.Stack()}
+		}
+	}()
+	return ix.fn(ctx, o)
+}
+
+// fail applies the errors mode: ignored errors keep the stale values; the
+// others remove them and exclude the object, for the error's delay (or the
+// backoff) or for good. Retries and Timeout, counted from the first failure,
+// turn a temporary exclusion into a permanent one.
+func (ix *Indexer[K, V]) fail(key ObjectKey, err error, ev Observation) {
+	log := ev.Cause.Logger
+	id := ix.spec.ID
+	var (
+		temp      *handlers.TemporaryError
+		pnc       *handlers.PanicError
+		delay     time.Duration
+		permanent bool
+	)
+	switch {
+	case errors.As(err, &temp):
+		delay = temp.Delay
+	case errors.Is(err, &handlers.PermanentError{}):
+		permanent = true
+	default:
+		if errors.As(err, &pnc) {
+			log.Debug(fmt.Sprintf("Indexer '%s' panicked at:\n%s", id, pnc.Stack))
+		}
+		switch ix.spec.Errors {
+		case handlers.ErrorsIgnored:
+			log.Error(fmt.Sprintf("Indexer '%s' failed with an exception and will ignore it (its values stay as they were): %s", id, err))
+			ix.mu.Lock()
+			delete(ix.fails, key)
+			ix.mu.Unlock()
+			return
+		case handlers.ErrorsPermanent:
+			permanent = true
+		default:
+			delay = ix.spec.Backoff
+			if delay == 0 {
+				delay = ev.DefaultBackoff
+			}
+		}
+	}
+	ix.index.discard(key)
+
+	ix.mu.Lock()
+	f := ix.fails[key]
+	if f == nil {
+		f = &failure{started: ev.Now}
+		ix.fails[key] = f
+	}
+	f.retries++
+	switch {
+	case permanent:
+	case ix.spec.Retries > 0 && f.retries >= ix.spec.Retries:
+		permanent = true
+	case ix.spec.Timeout > 0 && ev.Now.Sub(f.started) >= ix.spec.Timeout:
+		permanent = true
+	}
+	f.permanent = permanent
+	f.until = ev.Now.Add(delay)
+	ix.mu.Unlock()
+
+	if permanent {
+		log.Error(fmt.Sprintf("Indexer '%s' failed permanently; the object is excluded from the index: %s", id, err))
+		return
+	}
+	log.Error(fmt.Sprintf("Indexer '%s' failed temporarily; the object is excluded from the index for %g seconds: %s", id, delay.Seconds(), err))
+}
+
+// KeyOf returns the key of an object in the indices' bookkeeping.
+func KeyOf(body map[string]any) ObjectKey {
+	meta := dicts.Map(body, "metadata")
+	return ObjectKey{
+		Namespace: dicts.String(meta, "namespace"),
+		Name:      dicts.String(meta, "name"),
+		UID:       dicts.String(meta, "uid"),
+	}
+}
+
+// Register builds an indexer from a registration: the resource as the user
+// wrote it, the function, and the options. The index's name is the
+// function's name or the ID option, with no field suffix (K1-230); closures
+// need an ID. Indexers default to the ignored errors mode (K1-236). The
+// indexer is returned even with errors, so that its index exists; the
+// errors, each naming the indexer, are for Run to report.
+func Register[K comparable, V any](resource string, fn Func[K, V], configure func(*handlers.Handler)) (*Indexer[K, V], error) {
+	h := &handlers.Handler{Resource: resource, Errors: handlers.ErrorsIgnored}
+	if configure != nil {
+		configure(h)
+	}
+	full, derived := handlers.FuncName(fn)
+	h.FuncName = full
+	what := fmt.Sprintf("NewIndex(%q) indexer %s", resource, full)
+	if h.ID != "" {
+		what = fmt.Sprintf("NewIndex(%q) indexer %q (%s)", resource, h.ID, full)
+	} else {
+		h.ID = derived
+	}
+	var errs []error
+	switch {
+	case fn == nil:
+		errs = append(errs, errors.New("the index function is nil"))
+	case h.ID == "":
+		errs = append(errs, errors.New("a closure or function literal has no stable name; give it kopfgo.ID(\"...\"), the index's name"))
+	}
+	if h.Filters.Field != "" {
+		path, err := dicts.ParsePath(h.Filters.Field)
+		if err != nil {
+			errs = append(errs, err)
+		}
+		h.Field = path
+	}
+	if err := h.Filters.Validate(len(h.Field) > 0, false); err != nil {
+		errs = append(errs, err)
+	}
+	if h.Retries < 0 || h.Backoff < 0 || h.Timeout < 0 {
+		errs = append(errs, errors.New("Retries, Backoff and Timeout must not be negative"))
+	}
+	sel, err := resources.Parse(resource)
+	if err != nil {
+		errs = append(errs, err)
+	}
+	h.Selector = sel
+	ix := New(h, fn)
+	if err := errors.Join(errs...); err != nil {
+		return ix, fmt.Errorf("%s: %w", what, err)
+	}
+	return ix, nil
+}
