@@ -17,6 +17,7 @@ type Settings struct {
 	Execution   Execution
 	Queueing    Queueing
 	Watching    Watching
+	Background  Background
 }
 
 // Persistence says where and how the operator keeps its state on objects.
@@ -93,5 +94,6 @@ func (s Settings) WithDefaults() Settings {
 	if s.Watching.ReconnectBackoff == 0 {
 		s.Watching.ReconnectBackoff = 100 * time.Millisecond
 	}
+	s.Background = s.Background.withDefaults()
 	return s
 }
