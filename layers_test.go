@@ -25,7 +25,9 @@ func TestLayers(t *testing.T) {
 		"internal/config":      append([]string{"diffbase", "persistence"}, leaves...),
 		"internal/kube":        append([]string{"internal/resources"}, leaves...),
 		"handlers":             append([]string{"causes", "diffbase", "persistence", "internal/resources"}, leaves...),
-		"internal/reactor": append([]string{"handlers", "causes", "diffbase", "persistence", "internal/resources",
+		"timers":               nil,
+		"daemons":              append([]string{"timers", "handlers", "internal/config", "internal/resources"}, leaves...),
+		"internal/reactor": append([]string{"daemons", "handlers", "causes", "diffbase", "persistence", "internal/resources",
 			"internal/config", "internal/kube", "internal/logging"}, leaves...),
 		"": {"handlers", "causes", "internal/config", "internal/kube", "internal/logging", "internal/reactor", "internal/cli"},
 	}

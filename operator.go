@@ -87,8 +87,8 @@ func (op *Operator) Run(ctx context.Context) error {
 	if err := op.reg.Err(); err != nil {
 		return err
 	}
-	if len(op.reg.Changing()) == 0 {
-		return fmt.Errorf("%w: no handlers are registered; register some with On.Create/Update/Delete/Resume/Field", ErrRegistration)
+	if len(op.reg.Changing()) == 0 && len(op.reg.Spawning()) == 0 {
+		return fmt.Errorf("%w: no handlers are registered; register some with On.Create/Update/Delete/Resume/Field, Daemon or Timer", ErrRegistration)
 	}
 	logger := op.opts.Logger
 	if logger == nil {

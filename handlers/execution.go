@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
-	"runtime/debug"
 	"time"
 
 	"k8s.io/utils/clock"
@@ -260,12 +259,7 @@ func (c *Cycle) invoke(ctx context.Context, h *Handler, rec persistence.Record, 
 }
 
 func safeCall(ctx context.Context, fn ChangeFunc, arg *Change) (result any, err error) {
-	defer func() {
-		if v := recover(); v != nil {
-			result, err = nil, &PanicError{Value: v, Stack: debug.Stack()}
-		}
-	}()
-	return fn(ctx, arg)
+	return protect(ctx, fn, arg)
 }
 
 // deliver puts a handler's result at status.<id>: a map merges into what is

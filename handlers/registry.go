@@ -18,6 +18,7 @@ import (
 type Registry struct {
 	mu       sync.Mutex
 	changing []*Handler
+	spawning []*Spawning
 	errs     []error
 }
 
@@ -152,19 +153,29 @@ func (r *Registry) Selectors() []resources.Selector {
 			out = append(out, h.Selector)
 		}
 	}
+	for _, s := range r.spawning {
+		if !seen[s.Selector] {
+			seen[s.Selector] = true
+			out = append(out, s.Selector)
+		}
+	}
 	return out
 }
 
-// ForResource returns the handlers whose selectors match the resource.
-func ForResource(all []*Handler, res resources.Resource) []*Handler {
-	var out []*Handler
+// ForResource returns the handlers (changing ones, or daemons and timers)
+// whose selectors match the resource.
+func ForResource[H interface{ ServesResource(resources.Resource) bool }](all []H, res resources.Resource) []H {
+	var out []H
 	for _, h := range all {
-		if h.Selector.Matches(res) {
+		if h.ServesResource(res) {
 			out = append(out, h)
 		}
 	}
 	return out
 }
+
+// ServesResource reports whether the handler's selector matches res.
+func (h *Handler) ServesResource(res resources.Resource) bool { return h.Selector.Matches(res) }
 
 // RequiresFinalizer reports whether any of the handlers needs the finalizer.
 func RequiresFinalizer(hs []*Handler) bool {

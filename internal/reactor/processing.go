@@ -37,6 +37,11 @@ type processor struct {
 	requiresFinalizer bool
 	extraFields       [][]string
 
+	// spawning are the daemons and timers of the resource (spawning.go);
+	// idleTimers: some of them idle, so essential changes are tracked.
+	spawning   []*handlers.Spawning
+	idleTimers bool
+
 	mu    sync.Mutex
 	slots map[string]*slot
 	mems  map[string]*memory
@@ -87,6 +92,9 @@ func (p *processor) memoryOf(s *slot, uid string) *memory {
 	defer p.mu.Unlock()
 	mem := p.mems[s.key]
 	if mem == nil || mem.uid != uid {
+		if mem != nil {
+			mem.forget()
+		}
 		mem = &memory{uid: uid}
 		p.mems[s.key] = mem
 	}
@@ -125,21 +133,26 @@ func (p *processor) process(ctx context.Context, s *slot) (time.Duration, bool) 
 	}
 	memo := mem.memo
 	mem.mu.Unlock()
+	sp := p.spawn(ctx, s, u, mem, log, memo)
 
 	st := p.cfg.Settings.Persistence
 	fin := st.Finalizer
 	pt := &patch.Patch{}
 	deleting := causes.IsDeleting(body)
 	hasFin := causes.HasFinalizer(body, fin)
+	required := p.requiresFinalizer || sp.requires
 	switch {
-	case p.requiresFinalizer && !deleting && !hasFin:
+	case required && !deleting && !hasFin:
 		log.Debug("Adding the finalizer, thus preventing the actual deletion.")
 		causes.AddFinalizer(body, pt, fin)
 		return p.applyGuarded(ctx, u, mem, log, pt, -1, true)
-	case !p.requiresFinalizer && !deleting && hasFin:
+	case !required && !deleting && hasFin:
 		log.Debug("Removing the finalizer, as there are no handlers requiring it.")
 		causes.RemoveFinalizer(body, pt, fin)
 		return p.applyGuarded(ctx, u, mem, log, pt, -1, false)
+	}
+	if len(p.handlers) == 0 || deleting && sp.deleteHandled {
+		return p.releaseAfterDaemons(ctx, u, mem, log, pt, sp)
 	}
 
 	old, err := st.DiffBaseStorage.Fetch(body)
@@ -188,7 +201,7 @@ func (p *processor) process(ctx context.Context, s *slot) (time.Duration, bool) 
 		mem.handledOnce = true
 		mem.mu.Unlock()
 		if reason == causes.Delete {
-			if hasFin {
+			if hasFin && !p.holdDeletion(mem, sp, log) {
 				log.Debug("Removing the finalizer, thus allowing the actual deletion.")
 				removeFin = true
 			}

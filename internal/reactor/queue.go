@@ -38,6 +38,7 @@ type memory struct {
 	seenPos int
 	errors  int // consecutive unexpected errors, for throttling
 	memo    *handlers.Memo
+	spawn   *spawnMemory // daemons and timers (spawning.go)
 }
 
 // saw records a version delivered by the watch. Callers hold mu.
@@ -82,6 +83,9 @@ func (p *processor) notify(ctx context.Context, obj any, initial, deleted bool) 
 	}
 	mem := p.mems[key]
 	if mem == nil || mem.uid != uid {
+		if mem != nil {
+			mem.forget()
+		}
 		mem = &memory{uid: uid}
 		p.mems[key] = mem
 	}
@@ -93,8 +97,13 @@ func (p *processor) notify(ctx context.Context, obj any, initial, deleted bool) 
 	mem.mu.Unlock()
 	if deleted {
 		delete(p.mems, key)
+		mem.forget()
 	}
+	p.wakeLocked(ctx, key, mem)
+}
 
+// wakeLocked wakes the object's worker, or starts one. Callers hold p.mu.
+func (p *processor) wakeLocked(ctx context.Context, key string, mem *memory) {
 	if s, ok := p.slots[key]; ok {
 		select {
 		case s.wake <- struct{}{}:

@@ -14,6 +14,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/clock"
 
+	"github.com/kopfgo/kopfgo/daemons"
 	"github.com/kopfgo/kopfgo/handlers"
 	"github.com/kopfgo/kopfgo/internal/config"
 	"github.com/kopfgo/kopfgo/internal/kube"
@@ -33,6 +34,8 @@ type Config struct {
 	// Limiter caps concurrent handler invocations (Execution.MaxWorkers);
 	// nil means no cap.
 	Limiter chan struct{}
+	// Daemons runs the daemons and timers; Run makes it.
+	Daemons *daemons.Manager
 }
 
 // Run serves every resource the registered handlers select until ctx ends,
@@ -63,6 +66,9 @@ func Run(ctx context.Context, cfg Config) error {
 
 	ctx, cancel := context.WithCancel(kube.WithConfig(ctx, cfg.REST))
 	defer cancel()
+	cfg.Daemons = daemons.NewManager(ctx, daemons.Config{
+		Clock: cfg.Clock, DefaultBackoff: cfg.Settings.Execution.DefaultBackoff, Background: cfg.Settings.Background,
+	})
 	var wg sync.WaitGroup
 	for _, res := range served {
 		hs := handlers.ForResource(cfg.Registry.Changing(), res)
@@ -77,6 +83,9 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	cfg.Logger.Info(fmt.Sprintf("Serving %s.", describe(served)))
 	<-ctx.Done()
+	// Daemons stop at once and in parallel with the watchers; each has its
+	// own stages, and those that do not exit are abandoned (K1-054).
+	cfg.Daemons.Shutdown()
 	wg.Wait()
 	return nil
 }
@@ -102,6 +111,11 @@ func resolve(ctx context.Context, client *kube.Client, reg *handlers.Registry, l
 		if err != nil {
 			var names []string
 			for _, h := range reg.Changing() {
+				if h.Selector == sel {
+					names = append(names, h.ID)
+				}
+			}
+			for _, h := range reg.Spawning() {
 				if h.Selector == sel {
 					names = append(names, h.ID)
 				}
@@ -145,6 +159,10 @@ func (w *watcher) run(ctx context.Context) {
 	factory := dynamicinformer.NewFilteredDynamicSharedInformerFactory(w.client.Dynamic, 0, w.namespace, nil)
 	informer := factory.ForResource(w.res.GVR()).Informer()
 	p := newProcessor(w.cfg, w.client, w.res, w.handlers, informer.GetStore())
+	p.spawning = handlers.ForResource(w.cfg.Registry.Spawning(), w.res)
+	for _, h := range p.spawning {
+		p.idleTimers = p.idleTimers || h.Idle > 0
+	}
 	if w.res.Namespaced {
 		p.scope = w.scope.Match
 	}
