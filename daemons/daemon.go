@@ -266,10 +266,24 @@ func (d *daemon) stop(reason error) bool {
 	}
 	d.stopping = true
 	d.mu.Unlock()
-	d.stopper.Stop(reason)
+	if d.backoff() > 0 {
+		d.stopper.Stop(reason)
+	} else {
+		// No grace period: the ctx is cancelled with the flag, so that a
+		// daemon seeing either sees the other, and the reason.
+		d.stopper.StopWith(reason, func() { d.cancel(reason) })
+	}
 	m := d.set.m
 	m.wg.Go(func() { d.watchStop(reason) })
 	return true
+}
+
+// backoff is the daemon's CancellationBackoff; timers have none.
+func (d *daemon) backoff() time.Duration {
+	if d.h.Kind == handlers.KindTimer {
+		return 0
+	}
+	return d.h.CancellationBackoff
 }
 
 // watchStop runs Kopf's termination stages for a daemon asked to stop
@@ -282,12 +296,12 @@ func (d *daemon) watchStop(reason error) {
 		h, log  = d.h, d.set.obj.Logger
 		cfg     = d.set.m.cfg
 		title   = h.Title()
-		backoff = h.CancellationBackoff
+		backoff = d.backoff()
 		timeout = h.CancellationTimeout
 		polling = h.CancellationPolling
 	)
 	if h.Kind == handlers.KindTimer {
-		backoff, timeout, polling = 0, 0, 0 // Kopf's timers have no such options
+		timeout, polling = 0, 0 // Kopf's timers have no such options
 	}
 	if polling <= 0 {
 		polling = cfg.Background.CancellationPolling

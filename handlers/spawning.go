@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"runtime/debug"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"k8s.io/utils/clock"
@@ -91,7 +92,7 @@ var (
 type Stopper struct {
 	once   sync.Once
 	ch     chan struct{}
-	reason error // written before ch is closed, read after
+	reason atomic.Pointer[error]
 }
 
 // NewStopper returns a stopper that is not set.
@@ -99,11 +100,21 @@ func NewStopper() *Stopper { return &Stopper{ch: make(chan struct{})} }
 
 // Stop sets the signal; the first reason wins. It reports whether this call
 // set it.
-func (s *Stopper) Stop(reason error) bool {
+func (s *Stopper) Stop(reason error) bool { return s.StopWith(reason, nil) }
+
+// StopWith is Stop that runs also after the reason is recorded and before
+// Stopping is closed: a daemon's ctx cancelled there is seen cancelled by
+// whoever sees the signal, and whoever sees the ctx cancelled sees the
+// reason.
+func (s *Stopper) StopWith(reason error, also func()) bool {
 	set := false
 	s.once.Do(func() {
-		s.reason, set = reason, true
+		s.reason.Store(&reason)
+		if also != nil {
+			also()
+		}
 		close(s.ch)
+		set = true
 	})
 	return set
 }
@@ -112,21 +123,14 @@ func (s *Stopper) Stop(reason error) bool {
 func (s *Stopper) Stopping() <-chan struct{} { return s.ch }
 
 // Stopped reports whether the signal is set.
-func (s *Stopper) Stopped() bool {
-	select {
-	case <-s.ch:
-		return true
-	default:
-		return false
-	}
-}
+func (s *Stopper) Stopped() bool { return s.reason.Load() != nil }
 
 // Reason is why the signal was set; nil while it is not.
 func (s *Stopper) Reason() error {
-	if !s.Stopped() {
-		return nil
+	if r := s.reason.Load(); r != nil {
+		return *r
 	}
-	return s.reason
+	return nil
 }
 
 // Spawn is the argument of daemons and timers. Object is the object as it

@@ -167,4 +167,11 @@ func (p *processor) retire(s *slot) bool {
 	return true
 }
 
-func (p *processor) wait() { p.wg.Wait() }
+// wait joins the workers once ctx has ended. Taking the lock first lets a
+// notify or poke that saw ctx alive finish starting its worker, so that
+// no worker starts after the Wait has begun.
+func (p *processor) wait() {
+	p.mu.Lock()
+	p.mu.Unlock() // empty on purpose: a barrier
+	p.wg.Wait()
+}

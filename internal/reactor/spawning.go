@@ -3,6 +3,7 @@ package reactor
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"time"
 
@@ -108,6 +109,7 @@ func (p *processor) spawnMemoryOf(ctx context.Context, key string, u *unstructur
 			return cur.Object, string(cur.GetUID()) == uid
 		},
 		Apply: func(ctx context.Context, pt *patch.Patch) error {
+			log.Debug(fmt.Sprintf("Patching with: %s", mustJSON(pt)))
 			_, err := p.client.Apply(ctx, p.res, ns, name, pt)
 			if errors.Is(err, kube.ErrGone) {
 				return nil
