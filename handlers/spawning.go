@@ -206,7 +206,7 @@ func (s *Spawn) Sleep(ctx context.Context, d time.Duration) bool {
 
 // Live returns the object as the watch last delivered it: Body, Spec,
 // Labels… are fresh, the rest (Patch, Logger, Memo, Param) is this
-// invocation's. After the object is gone it is the last state seen.
+// invocation's. Once the object is gone, it is Object.
 func (s *Spawn) Live() Object {
 	if s.live == nil {
 		return s.Object
