@@ -52,6 +52,14 @@
 // keeps a typed in-memory index of a resource's objects, complete before any
 // handler runs. Memo holds per-object and per-operator state in memory.
 //
+// # Daemons and timers
+//
+// Daemon runs a function in a goroutine per object for as long as the
+// object exists; Timer calls one per object on a schedule. Both receive a
+// Spawn, whose Stopped, Sleep and ctx tell them to stop: stopping is
+// cooperative, bounded by CancellationTimeout and Settings.Background, and
+// the object keeps the operator's finalizer until they have exited.
+//
 // # Persistence
 //
 // Progress, retries and the last handled state are stored on each object in

@@ -184,3 +184,15 @@ func NoneOf[T any](fns ...func(T) bool) func(T) bool {
 func Not[T any](fn func(T) bool) func(T) bool {
 	return func(v T) bool { return !fn(v) }
 }
+
+// Daemons and timers take the common options and the object filters: they
+// run while the object matches and stop (ErrFiltersMismatch) when it does
+// not (K1-061, K1-079).
+func (o CommonOption) applyDaemon(s *handlers.Spawning) { o(&s.Handler) }
+func (o CommonOption) applyTimer(s *handlers.Spawning)  { o(&s.Handler) }
+func (o FilterOption) applyDaemon(s *handlers.Spawning) { o(&s.Handler) }
+func (o FilterOption) applyTimer(s *handlers.Spawning)  { o(&s.Handler) }
+func (l Labels) applyDaemon(s *handlers.Spawning)       { s.Filters.AddLabels(l) }
+func (l Labels) applyTimer(s *handlers.Spawning)        { s.Filters.AddLabels(l) }
+func (a Annotations) applyDaemon(s *handlers.Spawning)  { s.Filters.AddAnnotations(a) }
+func (a Annotations) applyTimer(s *handlers.Spawning)   { s.Filters.AddAnnotations(a) }

@@ -29,9 +29,11 @@ func TestLayers(t *testing.T) {
 		"internal/hierarchies": nil,
 		"handlers":             append([]string{"causes", "diffbase", "persistence", "internal/resources", "internal/config"}, leaves...),
 		"indexing":             append([]string{"handlers", "causes", "diffbase", "persistence", "internal/resources", "internal/config"}, leaves...),
-		"internal/reactor": append([]string{"indexing", "handlers", "causes", "diffbase", "persistence", "internal/resources",
+		"timers":               nil,
+		"daemons":              append([]string{"timers", "handlers", "internal/config", "internal/resources"}, leaves...),
+		"internal/reactor": append([]string{"daemons", "indexing", "handlers", "causes", "diffbase", "persistence", "internal/resources",
 			"internal/config", "internal/kube", "internal/logging", "internal/posting"}, leaves...),
-		"": {"indexing", "handlers", "causes", "internal/config", "internal/kube", "internal/logging", "internal/reactor", "internal/cli",
+		"": {"daemons", "indexing", "handlers", "causes", "internal/config", "internal/kube", "internal/logging", "internal/reactor", "internal/cli",
 			"internal/health", "internal/posting", "internal/hierarchies"},
 	}
 	out, err := exec.Command("go", "list", "-f", `{{.ImportPath}}{{range .Imports}} {{.}}{{end}}`, "./...").CombinedOutput()

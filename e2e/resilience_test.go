@@ -48,12 +48,6 @@ func (c *countingCreate) get(name string) int {
 	return c.n[name]
 }
 
-func kexNamed(t *testing.T, name string) map[string]any {
-	obj := objYAML(t)
-	obj["metadata"].(map[string]any)["name"] = name
-	return obj
-}
-
 func TestOperatorSurvivesAnAPIServerRestart(t *testing.T) {
 	c := cluster.NewForTest(t, cluster.Options{})
 	ctx := context.Background()

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
-	"runtime/debug"
 	"time"
 
 	"k8s.io/utils/clock"
@@ -219,17 +218,15 @@ func (c *Cycle) attempt(ctx context.Context, h *Handler, prev *persistence.Recor
 	}
 	runtime := now.Sub(*rec.Started)
 	log := c.Logger
+	title := Title("Handler", h.ID)
 
 	fail := func(msg string) *persistence.Record {
 		log.Error(msg)
 		rec.Failure, rec.Stopped, rec.Delayed, rec.Message = true, &now, nil, msg
 		return &rec
 	}
-	if h.Timeout > 0 && runtime >= h.Timeout {
-		return fail(fmt.Sprintf("Handler '%s' has timed out after %s.", h.ID, runtime.Round(time.Millisecond)))
-	}
-	if h.Retries > 0 && rec.Retries >= h.Retries {
-		return fail(fmt.Sprintf("Handler '%s' has exceeded %d retries.", h.ID, h.Retries))
+	if v, expired := Expired(h, title, rec.Retries, runtime); expired {
+		return fail(v.Message)
 	}
 
 	result, sub, err := c.invoke(ctx, h, rec, runtime)
@@ -254,68 +251,24 @@ func (c *Cycle) attempt(ctx context.Context, h *Handler, prev *persistence.Recor
 		return &rec
 	}
 
-	if err == nil {
-		if result != nil {
-			if err := deliver(c.Patch, h.ID, result); err != nil {
-				return fail(fmt.Sprintf("Handler '%s' returned a result that cannot be stored in status: %v", h.ID, err))
-			}
+	if err == nil && result != nil {
+		if err := deliver(c.Patch, h.ID, result); err != nil {
+			return fail(fmt.Sprintf("%s returned a result that cannot be stored in status: %v", title, err))
 		}
-		log.Info(fmt.Sprintf("Handler '%s' succeeded.", h.ID))
-		rec.Success, rec.Stopped, rec.Delayed, rec.Message = true, &end, nil, ""
-		return &rec
 	}
 
-	var (
-		temp  *TemporaryError
-		panic *PanicError
-		msg   = err.Error()
-		delay time.Duration
-	)
+	v := Judge(h, title, err, rec.Retries, runtime, c.DefaultBackoff)
+	v.Log(log)
 	switch {
-	case errors.As(err, &temp):
-		delay = temp.Delay
-		if lookahead := c.lookahead(h, rec, runtime, delay); lookahead != "" {
-			return fail(fmt.Sprintf("Handler '%s' failed temporarily but will %s: %s", h.ID, lookahead, msg))
-		}
-		log.Error(fmt.Sprintf("Handler '%s' failed temporarily: %s", h.ID, msg))
-	case errors.Is(err, &PermanentError{}):
-		return fail(fmt.Sprintf("Handler '%s' failed permanently: %s", h.ID, msg))
+	case v.Failed:
+		rec.Failure, rec.Stopped, rec.Delayed, rec.Message = true, &now, nil, v.Message
+	case v.Done:
+		rec.Success, rec.Stopped, rec.Delayed, rec.Message = true, &end, nil, ""
 	default:
-		if errors.As(err, &panic) {
-			log.Debug(fmt.Sprintf("Handler '%s' panicked at:\n%s", h.ID, panic.Stack))
-		}
-		switch h.Errors {
-		case ErrorsIgnored:
-			log.Error(fmt.Sprintf("Handler '%s' failed with an exception and will ignore it: %s", h.ID, msg))
-			rec.Success, rec.Stopped, rec.Delayed, rec.Message = true, &end, nil, ""
-			return &rec
-		case ErrorsPermanent:
-			return fail(fmt.Sprintf("Handler '%s' failed with an exception and will stop now: %s", h.ID, msg))
-		}
-		delay = h.Backoff
-		if delay == 0 {
-			delay = c.DefaultBackoff
-		}
-		if lookahead := c.lookahead(h, rec, runtime, delay); lookahead != "" {
-			return fail(fmt.Sprintf("Handler '%s' failed with an exception and will stop now (it would %s on the next attempt): %s", h.ID, lookahead, msg))
-		}
-		log.Error(fmt.Sprintf("Handler '%s' failed with an exception and will try again in %s: %s", h.ID, seconds(delay), msg))
+		until := end.Add(v.Delay)
+		rec.Delayed, rec.Message = &until, v.Message
 	}
-	until := end.Add(delay)
-	rec.Delayed, rec.Message = &until, msg
 	return &rec
-}
-
-// lookahead tells whether the next attempt after delay would be past the
-// handler's timeout or retries, which fails it now rather than later.
-func (c *Cycle) lookahead(h *Handler, rec persistence.Record, runtime, delay time.Duration) string {
-	if h.Timeout > 0 && runtime+delay >= h.Timeout {
-		return fmt.Sprintf("time out after %s", seconds(h.Timeout))
-	}
-	if h.Retries > 0 && rec.Retries >= h.Retries {
-		return fmt.Sprintf("exceed %d retries", h.Retries)
-	}
-	return ""
 }
 
 func seconds(d time.Duration) string {
@@ -372,12 +325,7 @@ func (c *Cycle) invoke(ctx context.Context, h *Handler, rec persistence.Record, 
 }
 
 func safeCall(ctx context.Context, fn ChangeFunc, arg *Change) (result any, err error) {
-	defer func() {
-		if v := recover(); v != nil {
-			result, err = nil, &PanicError{Value: v, Stack: debug.Stack()}
-		}
-	}()
-	return fn(ctx, arg)
+	return protect(ctx, fn, arg)
 }
 
 // deliver puts a handler's result at status.<id>: a map merges into what is

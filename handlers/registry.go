@@ -19,6 +19,7 @@ type Registry struct {
 	changing   []*Handler
 	events     []*EventHandler
 	activities []*ActivityHandler
+	spawning   []*Spawning
 	errs       []error
 }
 
@@ -168,6 +169,12 @@ func (r *Registry) Selectors() []resources.Selector {
 			out = append(out, h.Selector)
 		}
 	}
+	for _, s := range r.spawning {
+		if !seen[s.Selector] {
+			seen[s.Selector] = true
+			out = append(out, s.Selector)
+		}
+	}
 	return out
 }
 
@@ -186,19 +193,28 @@ func (r *Registry) Names(sel resources.Selector) []string {
 			names = append(names, h.ID)
 		}
 	}
+	for _, h := range r.spawning {
+		if h.Selector == sel {
+			names = append(names, h.ID)
+		}
+	}
 	return names
 }
 
-// ForResource returns the handlers whose selectors match the resource.
-func ForResource(all []*Handler, res resources.Resource) []*Handler {
-	var out []*Handler
+// ForResource returns the handlers (changing ones, or daemons and timers)
+// whose selectors match the resource.
+func ForResource[H interface{ ServesResource(resources.Resource) bool }](all []H, res resources.Resource) []H {
+	var out []H
 	for _, h := range all {
-		if h.Selector.Matches(res) {
+		if h.ServesResource(res) {
 			out = append(out, h)
 		}
 	}
 	return out
 }
+
+// ServesResource reports whether the handler's selector matches res.
+func (h *Handler) ServesResource(res resources.Resource) bool { return h.Selector.Matches(res) }
 
 // RequiresFinalizer reports whether any of the handlers needs the finalizer.
 func RequiresFinalizer(hs []*Handler) bool {

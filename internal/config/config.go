@@ -21,6 +21,7 @@ type Settings struct {
 	Scanning    Scanning
 	Process     Process
 	Posting     Posting
+	Background  Background
 }
 
 // Persistence says where and how the operator keeps its state on objects.
@@ -114,5 +115,6 @@ func (s Settings) WithDefaults() Settings {
 	s.Networking = s.Networking.withDefaults()
 	s.Process = s.Process.withDefaults()
 	s.Posting = s.Posting.withDefaults()
+	s.Background = s.Background.withDefaults()
 	return s
 }

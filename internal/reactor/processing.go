@@ -41,6 +41,11 @@ type processor struct {
 	events   []*handlers.EventHandler
 	indexers []indexing.Runner
 
+	// spawning are the daemons and timers of the resource (spawning.go);
+	// idleTimers: some of them idle, so essential changes are tracked.
+	spawning   []*handlers.Spawning
+	idleTimers bool
+
 	mu    sync.Mutex
 	slots map[string]*slot
 	mems  map[string]*memory
@@ -92,6 +97,9 @@ func (p *processor) memoryOf(s *slot, uid string) *memory {
 	defer p.mu.Unlock()
 	mem := p.mems[s.key]
 	if mem == nil || mem.uid != uid {
+		if mem != nil {
+			mem.forget()
+		}
 		mem = p.newMemory(uid)
 		p.mems[s.key] = mem
 	}
@@ -134,17 +142,29 @@ func (p *processor) process(ctx context.Context, s *slot) (time.Duration, bool) 
 	}
 	memo := mem.memo
 	mem.mu.Unlock()
+	sp := p.spawn(ctx, s, u, mem, log, memo)
 
 	st := p.cfg.Settings.Persistence
 	fin := st.Finalizer
 	pt := &patch.Patch{}
 	deleting := causes.IsDeleting(body)
 	hasFin := causes.HasFinalizer(body, fin)
-	if len(p.handlers) == 0 && !hasFin {
-		// Event handlers and indexers only: no state on objects. (A
-		// finalizer left by an earlier version of the operator is removed
-		// below: no handler has the object in scope.)
-		return -1, false
+	if len(p.handlers) == 0 || deleting && sp.deleteHandled {
+		// Daemons, timers, event handlers or indexers only, or a deletion
+		// whose handlers are done: the finalizer is the daemons' and timers'
+		// alone (K1-291). (A finalizer left by an earlier version of the
+		// operator goes too: no handler has the object in scope.)
+		switch {
+		case sp.requires && !deleting && !hasFin:
+			log.Debug("Adding the finalizer, thus preventing the actual deletion.")
+			causes.AddFinalizer(body, pt, fin)
+			return p.applyGuarded(ctx, u, mem, log, pt, -1, true)
+		case !sp.requires && !deleting && hasFin:
+			log.Debug("Removing the finalizer, as there are no handlers requiring it.")
+			causes.RemoveFinalizer(body, pt, fin)
+			return p.applyGuarded(ctx, u, mem, log, pt, -1, false)
+		}
+		return p.releaseAfterDaemons(ctx, u, mem, log, pt, sp)
 	}
 
 	old, err := st.DiffBaseStorage.Fetch(body)
@@ -170,18 +190,21 @@ func (p *processor) process(ctx context.Context, s *slot) (time.Duration, bool) 
 	// matching later, it is new to the operator (K1-160). The finalizer is
 	// needed only where a delete handler matches (K1-291).
 	inScope := handlers.Prematch(p.handlers, cause)
-	requiresFinalizer := inScope && handlers.RequiresFinalizerFor(p.handlers, cause)
+	requiresFinalizer := inScope && handlers.RequiresFinalizerFor(p.handlers, cause) || sp.requires
 	switch {
 	case requiresFinalizer && !deleting && !hasFin:
 		log.Debug("Adding the finalizer, thus preventing the actual deletion.")
 		causes.AddFinalizer(body, pt, fin)
 		return p.applyGuarded(ctx, u, mem, log, pt, -1, true)
-	case !requiresFinalizer && hasFin && (!deleting || !inScope):
+	case !requiresFinalizer && hasFin && (!deleting || !inScope && !sp.holding):
 		log.Debug("Removing the finalizer, as there are no handlers requiring it.")
 		causes.RemoveFinalizer(body, pt, fin)
 		return p.applyGuarded(ctx, u, mem, log, pt, -1, false)
 	}
 	if !inScope {
+		if deleting {
+			return p.releaseAfterDaemons(ctx, u, mem, log, pt, sp)
+		}
 		return -1, false
 	}
 
@@ -217,7 +240,7 @@ func (p *processor) process(ctx context.Context, s *slot) (time.Duration, bool) 
 		mem.handledOnce = true
 		mem.mu.Unlock()
 		if reason == causes.Delete {
-			if hasFin {
+			if hasFin && !p.holdDeletion(mem, sp, log) {
 				log.Debug("Removing the finalizer, thus allowing the actual deletion.")
 				removeFin = true
 			}

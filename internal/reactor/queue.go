@@ -42,6 +42,7 @@ type memory struct {
 	seenPos int
 	errors  int // consecutive unexpected errors, for throttling
 	memo    *handlers.Memo
+	spawn   *spawnMemory // daemons and timers (spawning.go)
 }
 
 // saw records a version delivered by the watch. Callers hold mu.
@@ -87,6 +88,9 @@ func (p *processor) notify(ctx context.Context, obj any, initial, deleted bool, 
 	}
 	mem := p.mems[key]
 	if mem == nil || mem.uid != uid {
+		if mem != nil {
+			mem.forget()
+		}
 		mem = p.newMemory(uid)
 		p.mems[key] = mem
 	}
@@ -98,11 +102,17 @@ func (p *processor) notify(ctx context.Context, obj any, initial, deleted bool, 
 	mem.mu.Unlock()
 	if deleted {
 		delete(p.mems, key)
+		mem.forget()
 	}
-
 	if ev != nil {
 		ev.mem = mem
 	}
+	p.wakeLocked(ctx, key, mem, ev)
+}
+
+// wakeLocked wakes the object's worker, or starts one, with the watch
+// event for its event handlers if any. Callers hold p.mu.
+func (p *processor) wakeLocked(ctx context.Context, key string, mem *memory, ev *rawEvent) {
 	if s, ok := p.slots[key]; ok {
 		if ev != nil {
 			s.events = append(s.events, *ev)
@@ -197,4 +207,11 @@ func (p *processor) retire(s *slot) bool {
 	return true
 }
 
-func (p *processor) wait() { p.wg.Wait() }
+// wait joins the workers once ctx has ended. Taking the lock first lets a
+// notify or poke that saw ctx alive finish starting its worker, so that
+// no worker starts after the Wait has begun.
+func (p *processor) wait() {
+	p.mu.Lock()
+	p.mu.Unlock() // empty on purpose: a barrier
+	p.wg.Wait()
+}

@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/clock"
 
+	"github.com/kopfgo/kopfgo/daemons"
 	"github.com/kopfgo/kopfgo/handlers"
 	"github.com/kopfgo/kopfgo/indexing"
 	"github.com/kopfgo/kopfgo/internal/config"
@@ -56,6 +57,8 @@ type Config struct {
 	// Ready, when set, holds every handler until it is closed: until all
 	// indices have seen the initial listings (K1-239). Run sets it.
 	Ready <-chan struct{}
+	// Daemons runs the daemons and timers; Run makes it.
+	Daemons *daemons.Manager
 }
 
 // Run serves every resource the registered handlers select until ctx ends,
@@ -82,6 +85,9 @@ func Run(ctx context.Context, cfg Config) error {
 	defer stopPosting() // after the watchers, so that handlers' last events are posted
 	ctx, cancel := context.WithCancel(kube.WithConfig(ctx, cfg.REST))
 	defer cancel()
+	cfg.Daemons = daemons.NewManager(ctx, daemons.Config{
+		Clock: cfg.Clock, DefaultBackoff: cfg.Settings.Execution.DefaultBackoff, Background: cfg.Settings.Background,
+	})
 	var wg sync.WaitGroup
 	// Handlers run under their own context: when the operator stops, running
 	// handlers get Queueing.ExitTimeout to finish before it is cancelled.
@@ -111,6 +117,9 @@ func Run(ctx context.Context, cfg Config) error {
 		wg.Go(func() { orch.watchCRDs(ctx) })
 	}
 	<-ctx.Done()
+	// Daemons stop at once and in parallel with the watchers; each has its
+	// own stages, and those that do not exit are abandoned (K1-054).
+	cfg.Daemons.Shutdown()
 	stopped := make(chan struct{})
 	go func() {
 		wg.Wait()
@@ -229,6 +238,10 @@ func (w *watcher) run(ctx context.Context) {
 	})
 	p := newProcessor(w.cfg, w.client, w.res, w.handlers, informer.GetStore())
 	p.events, p.indexers = w.events, w.indexers
+	p.spawning = handlers.ForResource(w.cfg.Registry.Spawning(), w.res)
+	for _, h := range p.spawning {
+		p.idleTimers = p.idleTimers || h.Idle > 0
+	}
 	if w.res.Namespaced {
 		p.scope = w.scope.Match
 	}

@@ -39,8 +39,8 @@ func (p *processor) observe(ctx context.Context, obj any, typ handlers.EventType
 	if len(p.indexers) > 0 {
 		p.index(ctx, u, deleted)
 	}
-	if len(p.handlers) == 0 && len(p.events) == 0 {
-		return
+	if len(p.handlers) == 0 && len(p.events) == 0 && len(p.spawning) == 0 {
+		return // indexers only: no worker needed
 	}
 	var ev *rawEvent
 	if len(p.events) > 0 {

@@ -1,0 +1,172 @@
+package kopfgo
+
+import (
+	"time"
+
+	"github.com/kopfgo/kopfgo/handlers"
+)
+
+// Spawn is the argument of daemons and timers: the object (Object is as it
+// was when the invocation started; Live() is its latest state), the attempt
+// (Retry, Started, Runtime), and the stop signal: Stopped, Stopping,
+// StopReason and Sleep, which returns early when the daemon is asked to
+// stop. See Daemon for the stopping protocol.
+type Spawn = handlers.Spawn
+
+// SpawnFunc is a daemon or a timer. A non-nil result goes to
+// status.<handler-id> after each invocation, and whatever the function wrote
+// into Patch is applied then, even when it returns an error (K1-059,
+// K1-060).
+type SpawnFunc = handlers.SpawnFunc
+
+// The reasons a daemon or timer is stopped: Spawn.StopReason, and
+// context.Cause of its ctx once cancelled.
+var (
+	// ErrResourceDeleted: the object is being deleted (or is gone).
+	ErrResourceDeleted = handlers.ErrResourceDeleted
+	// ErrFiltersMismatch: the object no longer matches the handler's
+	// filters; the daemon is spawned again when it matches again.
+	ErrFiltersMismatch = handlers.ErrFiltersMismatch
+	// ErrOperatorExiting: the operator is stopping; the daemon is spawned
+	// again when the operator starts again.
+	ErrOperatorExiting = handlers.ErrOperatorExiting
+)
+
+// DaemonOption configures a daemon.
+type DaemonOption interface{ applyDaemon(*handlers.Spawning) }
+
+// TimerOption configures a timer.
+type TimerOption interface{ applyTimer(*handlers.Spawning) }
+
+// SpawnOption fits daemons and timers alike.
+type SpawnOption interface {
+	DaemonOption
+	TimerOption
+}
+
+// The options of every handler kind (ID, Retries, Backoff, Timeout, Errors,
+// Param) fit daemons and timers too.
+func (o HandlerOption) applyDaemon(s *handlers.Spawning) { o(&s.Handler) }
+func (o HandlerOption) applyTimer(s *handlers.Spawning)  { o(&s.Handler) }
+
+type spawnOption func(*handlers.Spawning)
+
+func (o spawnOption) applyDaemon(s *handlers.Spawning) { o(s) }
+func (o spawnOption) applyTimer(s *handlers.Spawning)  { o(s) }
+
+type daemonOption func(*handlers.Spawning)
+
+func (o daemonOption) applyDaemon(s *handlers.Spawning) { o(s) }
+
+type timerOption func(*handlers.Spawning)
+
+func (o timerOption) applyTimer(s *handlers.Spawning) { o(s) }
+
+// InitialDelay postpones the first invocation of a daemon or timer by d
+// after the object appears or the operator starts (K1-055, K1-073). A stop
+// during the delay ends it without an invocation.
+func InitialDelay(d time.Duration) SpawnOption {
+	return spawnOption(func(s *handlers.Spawning) { s.InitialDelay = d })
+}
+
+// InitialDelayFunc is InitialDelay computed from the object when the daemon
+// or timer starts, e.g. a random delay to spread the load of a restart.
+func InitialDelayFunc(fn func(s *Spawn) time.Duration) SpawnOption {
+	return spawnOption(func(s *handlers.Spawning) { s.InitialDelayFunc = fn })
+}
+
+// CancellationBackoff is how long a stopping daemon has with only its
+// Stopped flag set before its ctx is cancelled: time for a graceful exit
+// with a live ctx (K1-053). Default: none, the ctx is cancelled at once.
+func CancellationBackoff(d time.Duration) DaemonOption {
+	return daemonOption(func(s *handlers.Spawning) { s.CancellationBackoff = d })
+}
+
+// CancellationTimeout is how long a daemon may go on after its ctx is
+// cancelled. A daemon still running then is reported (a warning naming it
+// and its object) and abandoned: its object is released and the operator's
+// exit does not wait for it, but its goroutine runs on, since Go cannot kill
+// it. Default: none, the daemon holds its object until it exits.
+func CancellationTimeout(d time.Duration) DaemonOption {
+	return daemonOption(func(s *handlers.Spawning) { s.CancellationTimeout = d })
+}
+
+// CancellationPolling is how often a stopping daemon without a
+// CancellationTimeout is checked (and logged at DEBUG). Default:
+// Settings.Background.CancellationPolling, 60s.
+func CancellationPolling(d time.Duration) DaemonOption {
+	return daemonOption(func(s *handlers.Spawning) { s.CancellationPolling = d })
+}
+
+// Interval is the time between a timer's invocations: from the end of one
+// to the start of the next, or, with Sharp, from start to start (K1-070).
+func Interval(d time.Duration) TimerOption {
+	return timerOption(func(s *handlers.Spawning) { s.Interval = d })
+}
+
+// Idle makes a timer fire only once its object has not changed for d (spec,
+// labels or annotations; status writes, the timer's own results included,
+// do not count). The first sighting of an object counts as a change
+// (K1-072).
+func Idle(d time.Duration) TimerOption {
+	return timerOption(func(s *handlers.Spawning) { s.Idle = d })
+}
+
+// Sharp keeps a timer on a fixed grid of its Interval, measured from each
+// invocation's start, however long the invocations take (K1-071).
+func Sharp() TimerOption {
+	return timerOption(func(s *handlers.Spawning) { s.Sharp = true })
+}
+
+// Daemon registers a daemon: fn runs in a goroutine of its own for each
+// matching object, started when the object appears (or the operator starts),
+// and is expected to run until it is asked to stop: when the object is being
+// deleted, no longer matches the filters, or the operator exits (K1-050).
+//
+// Stopping is cooperative, because Go cannot kill a goroutine. Spawn's
+// Stopped turns true and Stopping is closed at once; ctx is cancelled, with
+// the reason as context.Cause (ErrResourceDeleted, ErrFiltersMismatch,
+// ErrOperatorExiting), after CancellationBackoff; a daemon still running
+// CancellationTimeout later is reported and abandoned. Until a daemon has
+// exited (or been abandoned), the operator's finalizer keeps its object from
+// being deleted.
+//
+// A daemon that returns is done for this object until the operator
+// restarts; to be called again, return kopfgo.Temporary(err, delay). Errors
+// are handled as for any handler: retried after the Backoff, or not, per the
+// Errors mode, Retries and Timeout (K1-056).
+func (op *Operator) Daemon(resource string, fn SpawnFunc, opts ...DaemonOption) {
+	op.reg.AddSpawning(handlers.SpawnRegistration{Resource: resource, Kind: handlers.KindDaemon, Fn: fn,
+		Configure: func(s *handlers.Spawning) {
+			for _, o := range opts {
+				o.applyDaemon(s)
+			}
+		}})
+}
+
+// Timer registers a timer: fn is called for each matching object on a
+// schedule (Interval, Idle, Sharp, InitialDelay), whether the object changes
+// or not, and never overlaps itself (K1-070..K1-076). An error overrides the
+// schedule: the next attempt comes after the error's delay or the Backoff,
+// and the interval resumes after a success, with Retry counted afresh; a
+// permanent error stops the timer for this object until the operator
+// restarts. Timers hold the finalizer as daemons do, and are stopped the
+// same way (without CancellationBackoff or CancellationTimeout).
+func (op *Operator) Timer(resource string, fn SpawnFunc, opts ...TimerOption) {
+	op.reg.AddSpawning(handlers.SpawnRegistration{Resource: resource, Kind: handlers.KindTimer, Fn: fn,
+		Configure: func(s *handlers.Spawning) {
+			for _, o := range opts {
+				o.applyTimer(s)
+			}
+		}})
+}
+
+// Daemon registers a daemon on the default operator; see Operator.Daemon.
+func Daemon(resource string, fn SpawnFunc, opts ...DaemonOption) {
+	defaultOperator.Daemon(resource, fn, opts...)
+}
+
+// Timer registers a timer on the default operator; see Operator.Timer.
+func Timer(resource string, fn SpawnFunc, opts ...TimerOption) {
+	defaultOperator.Timer(resource, fn, opts...)
+}

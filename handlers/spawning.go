@@ -1,0 +1,337 @@
+package handlers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime/debug"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"k8s.io/utils/clock"
+
+	"github.com/kopfgo/kopfgo/internal/dicts"
+	"github.com/kopfgo/kopfgo/internal/patch"
+	"github.com/kopfgo/kopfgo/internal/resources"
+)
+
+// SpawnKind tells daemons from timers.
+type SpawnKind int
+
+const (
+	// KindDaemon runs the function once per object, for as long as it likes
+	// (K1-050).
+	KindDaemon SpawnKind = iota + 1
+	// KindTimer calls the function per object on a schedule (K1-070).
+	KindTimer
+)
+
+func (k SpawnKind) String() string {
+	switch k {
+	case KindDaemon:
+		return "Daemon"
+	case KindTimer:
+		return "Timer"
+	}
+	return fmt.Sprintf("SpawnKind(%d)", int(k))
+}
+
+// Spawning is a registered daemon or timer: a handler that accompanies each
+// matching object in the background rather than reacting to its changes. It
+// embeds Handler, so that the options and filters every handler kind shares
+// (ID, Retries, Backoff, Timeout, Errors, Param, …) configure it unchanged;
+// Handler.Fn and Handler.Reason are unused.
+type Spawning struct {
+	Handler
+	Kind SpawnKind
+	Fn   SpawnFunc
+
+	// InitialDelay postpones the first invocation after the object appears
+	// or the operator starts (K1-055, K1-073); InitialDelayFunc, when set,
+	// computes it from the object instead.
+	InitialDelay     time.Duration
+	InitialDelayFunc func(*Spawn) time.Duration
+
+	// Daemons: how a daemon is stopped (K1-053). Stopping is cooperative:
+	// the Stopped flag is set at once, the daemon's ctx is cancelled after
+	// CancellationBackoff, and after CancellationTimeout more a daemon still
+	// running is reported and abandoned. Without a timeout it is checked
+	// every CancellationPolling (0: the settings' default) and keeps its
+	// object from being deleted.
+	CancellationBackoff time.Duration
+	CancellationTimeout time.Duration
+	CancellationPolling time.Duration
+
+	// Timers: the schedule (K1-070..K1-074).
+	Interval time.Duration
+	Idle     time.Duration
+	Sharp    bool
+}
+
+// Title names the handler in logs: "Daemon 'id'" or "Timer 'id'".
+func (s *Spawning) Title() string { return Title(s.Kind.String(), s.ID) }
+
+// Call invokes the function; a panic becomes a PanicError.
+func (s *Spawning) Call(ctx context.Context, arg *Spawn) (any, error) {
+	return protect(ctx, s.Fn, arg)
+}
+
+// SpawnFunc is a daemon or a timer. A non-nil result goes to
+// status.<handler-id> after each invocation.
+type SpawnFunc func(ctx context.Context, s *Spawn) (any, error)
+
+// The reasons a daemon or timer is stopped, given by Spawn.StopReason and by
+// context.Cause of its ctx.
+var (
+	ErrResourceDeleted = errors.New("stopped: the object is being deleted")
+	ErrFiltersMismatch = errors.New("stopped: the object no longer matches the handler's filters")
+	ErrOperatorExiting = errors.New("stopped: the operator is exiting")
+)
+
+// Stopper is the stop signal of one daemon or timer: set once, with a reason.
+type Stopper struct {
+	once   sync.Once
+	ch     chan struct{}
+	reason atomic.Pointer[error]
+}
+
+// NewStopper returns a stopper that is not set.
+func NewStopper() *Stopper { return &Stopper{ch: make(chan struct{})} }
+
+// Stop sets the signal; the first reason wins. It reports whether this call
+// set it.
+func (s *Stopper) Stop(reason error) bool { return s.StopWith(reason, nil) }
+
+// StopWith is Stop that runs also after the reason is recorded and before
+// Stopping is closed: a daemon's ctx cancelled there is seen cancelled by
+// whoever sees the signal, and whoever sees the ctx cancelled sees the
+// reason.
+func (s *Stopper) StopWith(reason error, also func()) bool {
+	set := false
+	s.once.Do(func() {
+		s.reason.Store(&reason)
+		if also != nil {
+			also()
+		}
+		close(s.ch)
+		set = true
+	})
+	return set
+}
+
+// Stopping is closed once the signal is set.
+func (s *Stopper) Stopping() <-chan struct{} { return s.ch }
+
+// Stopped reports whether the signal is set.
+func (s *Stopper) Stopped() bool { return s.reason.Load() != nil }
+
+// Reason is why the signal was set; nil while it is not.
+func (s *Stopper) Reason() error {
+	if r := s.reason.Load(); r != nil {
+		return *r
+	}
+	return nil
+}
+
+// Spawn is the argument of daemons and timers. Object is the object as it
+// was when this invocation started; Live gives its latest state, which
+// a long-running daemon should read instead (K1-058).
+//
+// A daemon is asked to stop when its object is being deleted, stops matching
+// the filters, or the operator exits: Stopped turns true and Stopping is
+// closed at once; ctx is cancelled with the same reason (context.Cause) after
+// the daemon's CancellationBackoff. Go cannot kill a goroutine: a daemon must
+// return when asked, or it is reported and abandoned after its
+// CancellationTimeout (without one, its object stays undeleted).
+type Spawn struct {
+	Object
+	Attempt
+
+	stopper *Stopper
+	clock   clock.Clock
+	live    func() (map[string]any, bool)
+	apply   func(ctx context.Context, p *patch.Patch) error
+}
+
+// SpawnEnv is what the daemons machinery gives a Spawn beyond the object.
+type SpawnEnv struct {
+	Stopper *Stopper
+	Clock   clock.Clock
+	// Live returns the object's latest body, false once it is gone.
+	Live func() (map[string]any, bool)
+	// Apply sends a patch to the object.
+	Apply func(ctx context.Context, p *patch.Patch) error
+}
+
+// NewSpawn builds the argument of one invocation.
+func NewSpawn(obj Object, att Attempt, env SpawnEnv) *Spawn {
+	return &Spawn{Object: obj, Attempt: att, stopper: env.Stopper, clock: env.Clock, live: env.Live, apply: env.Apply}
+}
+
+// Stopped reports whether the daemon or timer has been asked to stop.
+func (s *Spawn) Stopped() bool { return s.stopper.Stopped() }
+
+// Stopping is closed when the daemon or timer is asked to stop.
+func (s *Spawn) Stopping() <-chan struct{} { return s.stopper.Stopping() }
+
+// StopReason is why it was asked to stop: ErrResourceDeleted,
+// ErrFiltersMismatch or ErrOperatorExiting; nil while it runs.
+func (s *Spawn) StopReason() error { return s.stopper.Reason() }
+
+// Sleep waits for d and reports whether it slept the whole time: it returns
+// false as soon as the daemon is asked to stop or ctx ends, so that
+//
+//	for c.Sleep(ctx, 10*time.Second) { … }
+//
+// runs every 10 seconds and exits promptly when stopped (Kopf's
+// stopped.wait, K1-052).
+func (s *Spawn) Sleep(ctx context.Context, d time.Duration) bool {
+	if s.Stopped() || ctx.Err() != nil {
+		return false
+	}
+	if d <= 0 {
+		return true
+	}
+	t := s.clock.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C():
+		return !s.Stopped()
+	case <-s.stopper.Stopping():
+		return false
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// Live returns the object as the watch last delivered it: Body, Spec,
+// Labels… are fresh, the rest (Patch, Logger, Memo, Param) is this
+// invocation's. Once the object is gone, it is Object.
+func (s *Spawn) Live() Object {
+	if s.live == nil {
+		return s.Object
+	}
+	body, ok := s.live()
+	if !ok {
+		return s.Object
+	}
+	o := NewObject(body, s.Resource, s.Patch, s.Logger)
+	o.Memo, o.Param = s.Memo, s.Param
+	return o
+}
+
+// ApplyPatch sends what the daemon has written into Patch so far and clears
+// it, for daemons that report progress while they run; whatever is in Patch
+// when the daemon returns is sent anyway (K1-060).
+func (s *Spawn) ApplyPatch(ctx context.Context) error {
+	if s.Patch == nil || s.Patch.IsEmpty() || s.apply == nil {
+		return nil
+	}
+	if err := s.apply(ctx, s.Patch); err != nil {
+		return err
+	}
+	*s.Patch = patch.Patch{}
+	return nil
+}
+
+// SpawnRegistration is what the public API hands over for a daemon or timer.
+type SpawnRegistration struct {
+	Resource string
+	Kind     SpawnKind
+	Fn       SpawnFunc
+	// Configure applies the options; an ID it sets is the explicit id.
+	Configure func(*Spawning)
+}
+
+// AddSpawning validates and records a daemon or timer.
+func (r *Registry) AddSpawning(reg SpawnRegistration) {
+	s := &Spawning{Kind: reg.Kind, Fn: reg.Fn}
+	s.Resource = reg.Resource
+	if reg.Configure != nil {
+		reg.Configure(s)
+	}
+	full, derived := FuncName(reg.Fn)
+	s.FuncName, s.fnPtr = full, funcPtr(reg.Fn)
+	name := full
+	if s.ID != "" {
+		name = fmt.Sprintf("%q (%s)", s.ID, full)
+	}
+	what := fmt.Sprintf("%s(%q) handler %s", reg.Kind, reg.Resource, name)
+	if reg.Fn == nil {
+		what = fmt.Sprintf("%s(%q) handler <nil>", reg.Kind, reg.Resource)
+	}
+
+	var errs []error
+	check := func(bad bool, format string, args ...any) {
+		if bad {
+			errs = append(errs, fmt.Errorf("%s: "+format, append([]any{what}, args...)...))
+		}
+	}
+	check(reg.Fn == nil, "the handler function is nil")
+	if s.ID == "" {
+		s.ID = derived
+		check(s.ID == "" && reg.Fn != nil, "a closure or function literal has no stable name; give it kopfgo.ID(\"...\"), because the id keys its result in status and its place among the object's daemons")
+	}
+	if f := s.Filters.Field; f != "" {
+		// A field filter makes the id field-specific, as for changing
+		// handlers (K1-031): kopfgo.Field("spec.x") → "fn/spec.x".
+		path, err := dicts.ParsePath(f)
+		check(err != nil, "%v", err)
+		s.Field = path
+		if s.ID != "" && err == nil {
+			s.ID += "/" + strings.Join(path, ".")
+		}
+	}
+	for _, err := range s.Filters.validate(len(s.Field) > 0, false) {
+		check(true, "%v", err)
+	}
+	sel, err := resources.Parse(reg.Resource)
+	check(err != nil, "%v", err)
+	s.Selector = sel
+	check(s.Retries < 0, "Retries must not be negative")
+	check(s.Backoff < 0 || s.Timeout < 0, "Backoff and Timeout must not be negative")
+	check(s.InitialDelay < 0, "InitialDelay must not be negative")
+	check(s.CancellationBackoff < 0 || s.CancellationTimeout < 0 || s.CancellationPolling < 0,
+		"CancellationBackoff, CancellationTimeout and CancellationPolling must not be negative")
+	check(s.Interval < 0 || s.Idle < 0, "Interval and Idle must not be negative")
+	if s.Kind == KindTimer {
+		check(s.Interval == 0 && s.Idle == 0, "a timer needs an Interval, an Idle time, or both; for a function that runs once per object, register a Daemon")
+		check(s.Sharp && s.Interval == 0, "Sharp needs an Interval: it keeps the invocations on the interval's grid")
+	}
+
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(errs) == 0 {
+		for _, o := range r.spawning {
+			if o.ID == s.ID && o.Selector == s.Selector {
+				check(true, "duplicate id %q (also %s %s); give one of them another kopfgo.ID", s.ID, o.Kind, o.FuncName)
+				break
+			}
+		}
+	}
+	for _, err := range errs {
+		r.errs = append(r.errs, fmt.Errorf("%w: %w", ErrRegistration, err))
+	}
+	if len(errs) == 0 {
+		r.spawning = append(r.spawning, s)
+	}
+}
+
+// Spawning returns the daemons and timers in registration order.
+func (r *Registry) Spawning() []*Spawning {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]*Spawning(nil), r.spawning...)
+}
+
+// protect calls a handler function, turning a panic into a PanicError.
+func protect[A any](ctx context.Context, fn func(context.Context, A) (any, error), arg A) (result any, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			result, err = nil, &PanicError{Value: v, Stack: debug.Stack()}
+		}
+	}()
+	return fn(ctx, arg)
+}

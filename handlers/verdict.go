@@ -1,0 +1,125 @@
+package handlers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/kopfgo/kopfgo/internal/patch"
+)
+
+// Verdict is what one attempt of a handler comes to under Kopf's rules for
+// errors: success, a retry after a delay, or a permanent failure. The
+// changing handlers' cycle persists it in a progress record; daemons and
+// timers keep it in memory. Both log it the same way, so an error reads the
+// same whichever kind of handler raised it.
+type Verdict struct {
+	// Done: no more attempts for this cause (or, for daemons and timers,
+	// this run): the handler succeeded, its error is ignored, or it failed.
+	Done bool
+	// Failed: done with a permanent failure.
+	Failed bool
+	// Delay is, when not done, how long until the next attempt.
+	Delay time.Duration
+	// Message is what a progress record keeps: the error of a retried
+	// attempt, the whole log line of a failure, "" on success.
+	Message string
+
+	title string
+	line  string
+	level slog.Level
+	stack []byte
+}
+
+// Log writes the verdict's line as Kopf words it: INFO on success, ERROR
+// otherwise; a panic's stack goes to DEBUG.
+func (v Verdict) Log(log *slog.Logger) {
+	if v.stack != nil {
+		log.Debug(fmt.Sprintf("%s panicked at:\n%s", v.title, v.stack))
+	}
+	log.Log(context.Background(), v.level, v.line)
+}
+
+// Title is how framework logs name a handler: "Handler 'create_fn'",
+// "Daemon 'monitor'", "Timer 'ping'", as in Kopf.
+func Title(kind, id string) string { return fmt.Sprintf("%s '%s'", kind, id) }
+
+// Expired fails a handler before an attempt when its Timeout has passed
+// since the first attempt or its Retries are used up; retries counts the
+// attempts made so far.
+func Expired(h *Handler, title string, retries int, runtime time.Duration) (Verdict, bool) {
+	switch {
+	case h.Timeout > 0 && runtime >= h.Timeout:
+		return failure(title, fmt.Sprintf("%s has timed out after %s.", title, runtime.Round(time.Millisecond)), nil), true
+	case h.Retries > 0 && retries >= h.Retries:
+		return failure(title, fmt.Sprintf("%s has exceeded %d retries.", title, h.Retries), nil), true
+	}
+	return Verdict{}, false
+}
+
+// Judge classifies what an attempt returned. retries counts the attempts
+// made, this one included; runtime is the time since the first attempt, as
+// the handler saw it; defaultBackoff applies to arbitrary errors of handlers
+// without their own Backoff. TemporaryError and PermanentError decide for
+// themselves; other errors (panics included) follow the handler's errors
+// mode. A retry that would exceed the handler's Timeout or Retries fails now
+// rather than later.
+func Judge(h *Handler, title string, err error, retries int, runtime, defaultBackoff time.Duration) Verdict {
+	if err == nil {
+		return Verdict{Done: true, title: title, line: title + " succeeded.", level: slog.LevelInfo}
+	}
+	var (
+		temp  *TemporaryError
+		pnc   *PanicError
+		msg   = err.Error()
+		stack []byte
+	)
+	if errors.As(err, &pnc) {
+		stack = pnc.Stack
+	}
+	lookahead := func(delay time.Duration) string {
+		if h.Timeout > 0 && runtime+delay >= h.Timeout {
+			return fmt.Sprintf("time out after %s", seconds(h.Timeout))
+		}
+		if h.Retries > 0 && retries >= h.Retries {
+			return fmt.Sprintf("exceed %d retries", h.Retries)
+		}
+		return ""
+	}
+	retry := func(line string, delay time.Duration) Verdict {
+		return Verdict{Delay: delay, Message: msg, title: title, line: line, level: slog.LevelError, stack: stack}
+	}
+	switch {
+	case errors.As(err, &temp):
+		if ahead := lookahead(temp.Delay); ahead != "" {
+			return failure(title, fmt.Sprintf("%s failed temporarily but will %s: %s", title, ahead, msg), nil)
+		}
+		return retry(fmt.Sprintf("%s failed temporarily: %s", title, msg), temp.Delay)
+	case errors.Is(err, &PermanentError{}):
+		return failure(title, fmt.Sprintf("%s failed permanently: %s", title, msg), nil)
+	}
+	switch h.Errors {
+	case ErrorsIgnored:
+		return Verdict{Done: true, title: title, line: fmt.Sprintf("%s failed with an exception and will ignore it: %s", title, msg), level: slog.LevelError, stack: stack}
+	case ErrorsPermanent:
+		return failure(title, fmt.Sprintf("%s failed with an exception and will stop now: %s", title, msg), stack)
+	}
+	delay := h.Backoff
+	if delay == 0 {
+		delay = defaultBackoff
+	}
+	if ahead := lookahead(delay); ahead != "" {
+		return failure(title, fmt.Sprintf("%s failed with an exception and will stop now (it would %s on the next attempt): %s", title, ahead, msg), stack)
+	}
+	return retry(fmt.Sprintf("%s failed with an exception and will try again in %s: %s", title, seconds(delay), msg), delay)
+}
+
+func failure(title, line string, stack []byte) Verdict {
+	return Verdict{Done: true, Failed: true, Message: line, title: title, line: line, level: slog.LevelError, stack: stack}
+}
+
+// DeliverResult puts a handler's result at status.<id> in p: a map merges
+// into what is there, anything else replaces it (K1-180).
+func DeliverResult(p *patch.Patch, id string, result any) error { return deliver(p, id, result) }
