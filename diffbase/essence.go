@@ -131,17 +131,17 @@ func filterAnnotations(ann map[string]any, keep func(string) bool) map[string]an
 // with "labels: {}" and one without labels have the same essence.
 func removeEmptyStanzas(essence map[string]any) {
 	if meta, ok := essence["metadata"].(map[string]any); ok {
-		if v, ok := meta["annotations"]; ok && isFalsy(v) {
+		if v, ok := meta["annotations"]; ok && dicts.Falsy(v) {
 			delete(meta, "annotations")
 		}
-		if v, ok := meta["labels"]; ok && isFalsy(v) {
+		if v, ok := meta["labels"]; ok && dicts.Falsy(v) {
 			delete(meta, "labels")
 		}
 	}
-	if v, ok := essence["metadata"]; ok && isFalsy(v) {
+	if v, ok := essence["metadata"]; ok && dicts.Falsy(v) {
 		delete(essence, "metadata")
 	}
-	if v, ok := essence["status"]; ok && isFalsy(v) {
+	if v, ok := essence["status"]; ok && dicts.Falsy(v) {
 		delete(essence, "status")
 	}
 }
@@ -167,24 +167,4 @@ func removeField(m map[string]any, path []string) {
 	if len(child) == 0 {
 		delete(m, path[0])
 	}
-}
-
-// isFalsy is Python's "not value" for JSON values.
-func isFalsy(v any) bool {
-	switch t := v.(type) {
-	case nil:
-		return true
-	case map[string]any:
-		return len(t) == 0
-	case []any:
-		return len(t) == 0
-	case string:
-		return t == ""
-	case bool:
-		return !t
-	}
-	if n, ok := toNumber(v); ok {
-		return n.float() == 0
-	}
-	return false
 }

@@ -120,7 +120,7 @@ func removeEmptyStanzas(essence map[string]any) map[string]any {
 	if meta, ok := essence["metadata"].(map[string]any); ok {
 		copied := false
 		for _, key := range [...]string{"annotations", "labels"} {
-			if v, ok := meta[key]; ok && falsy(v) {
+			if v, ok := meta[key]; ok && dicts.Falsy(v) {
 				if !copied {
 					meta, copied = maps.Clone(meta), true
 				}
@@ -133,32 +133,10 @@ func removeEmptyStanzas(essence map[string]any) map[string]any {
 		}
 	}
 	for _, key := range [...]string{"metadata", "status"} {
-		if v, ok := essence[key]; ok && falsy(v) {
+		if v, ok := essence[key]; ok && dicts.Falsy(v) {
 			essence = maps.Clone(essence)
 			delete(essence, key)
 		}
 	}
 	return essence
-}
-
-func falsy(v any) bool {
-	switch t := v.(type) {
-	case nil:
-		return true
-	case map[string]any:
-		return len(t) == 0
-	case []any:
-		return len(t) == 0
-	case string:
-		return t == ""
-	case bool:
-		return !t
-	case int:
-		return t == 0
-	case int64:
-		return t == 0
-	case float64:
-		return t == 0
-	}
-	return false
 }

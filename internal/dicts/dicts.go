@@ -109,3 +109,47 @@ func DeepCopyMap(m map[string]any) map[string]any {
 	}
 	return out
 }
+
+// Falsy is Python's "not value" for JSON-like values, which Kopf uses to
+// drop empty stanzas (metadata, labels, annotations, status) from an
+// object's essence and from its storages' fields: nil, empty maps, lists
+// and strings, false, and zero numbers of any Go numeric type.
+func Falsy(v any) bool {
+	switch t := v.(type) {
+	case nil:
+		return true
+	case map[string]any:
+		return len(t) == 0
+	case []any:
+		return len(t) == 0
+	case string:
+		return t == ""
+	case bool:
+		return !t
+	case int:
+		return t == 0
+	case int8:
+		return t == 0
+	case int16:
+		return t == 0
+	case int32:
+		return t == 0
+	case int64:
+		return t == 0
+	case uint:
+		return t == 0
+	case uint8:
+		return t == 0
+	case uint16:
+		return t == 0
+	case uint32:
+		return t == 0
+	case uint64:
+		return t == 0
+	case float32:
+		return t == 0
+	case float64:
+		return t == 0
+	}
+	return false
+}

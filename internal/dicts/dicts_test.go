@@ -64,3 +64,16 @@ func TestDeepCopy(t *testing.T) {
 		t.Errorf("nil copies to non-nil")
 	}
 }
+
+func TestFalsy(t *testing.T) {
+	for _, v := range []any{nil, map[string]any{}, []any{}, "", false, 0, int64(0), 0.0, uint8(0)} {
+		if !Falsy(v) {
+			t.Errorf("Falsy(%#v) = false", v)
+		}
+	}
+	for _, v := range []any{map[string]any{"a": nil}, []any{nil}, "x", true, 1, int64(-1), 0.5, struct{}{}} {
+		if Falsy(v) {
+			t.Errorf("Falsy(%#v) = true", v)
+		}
+	}
+}
