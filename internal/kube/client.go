@@ -43,6 +43,9 @@ type Client struct {
 	Watching  dynamic.Interface
 	Discovery discovery.DiscoveryInterface
 	Retry     Retry
+	// raw, when set, sends the patches without decoding the responses; nil
+	// (fake clients in tests) patches through Dynamic.
+	raw *rawPatcher
 }
 
 // NewClient builds clients for cfg. Client-side rate limiting is disabled,
@@ -72,7 +75,11 @@ func NewClient(cfg *rest.Config, opts ClientOptions) (*Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cannot create the watching client: %w", err)
 	}
-	return &Client{Dynamic: dyn, Watching: watching, Discovery: disc}, nil
+	raw, err := newRawPatcher(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &Client{Dynamic: dyn, Watching: watching, Discovery: disc, raw: raw}, nil
 }
 
 // Watcher returns the client for lists and watches.
@@ -142,34 +149,34 @@ var ErrGone = errors.New("object is gone")
 // ignores status in main patches there). The status goes first: the main
 // patch carries the progress and the diff-base, which say a handler is done,
 // so if the operator dies between the two, the handler runs again rather
-// than its result being lost. It returns the object as the last patch left
-// it. A vanished object is ErrGone, not a failure.
-func (c *Client) Apply(ctx context.Context, res resources.Resource, namespace, name string, p *patch.Patch) (*unstructured.Unstructured, error) {
+// than its result being lost. It returns the resourceVersion the last patch
+// left; "" when nothing was sent. A vanished object is ErrGone, not a
+// failure.
+func (c *Client) Apply(ctx context.Context, res resources.Resource, namespace, name string, p *patch.Patch) (string, error) {
 	if p.IsEmpty() {
-		return nil, nil
+		return "", nil
 	}
-	ri := c.resource(res, namespace)
 	var main, status map[string]any
 	if res.HasStatus() {
 		main, status = p.Split()
 	} else {
 		main = p.Map()
 	}
-	var last *unstructured.Unstructured
+	last := ""
 	for _, part := range []struct {
 		body map[string]any
-		sub  []string
-	}{{status, []string{"status"}}, {main, nil}} {
+		sub  string
+	}{{status, "status"}, {main, ""}} {
 		if len(part.body) == 0 {
 			continue
 		}
 		data, err := json.Marshal(part.body)
 		if err != nil {
-			return nil, fmt.Errorf("cannot encode the patch: %w", err)
+			return "", fmt.Errorf("cannot encode the patch: %w", err)
 		}
-		var obj *unstructured.Unstructured
+		var rv string
 		err = c.Retry.do(ctx, func() (err error) {
-			obj, err = ri.Patch(ctx, name, types.MergePatchType, data, metav1.PatchOptions{}, part.sub...)
+			rv, err = c.patch(ctx, res, namespace, name, data, part.sub)
 			return err
 		})
 		if apierrors.IsNotFound(err) {
@@ -177,14 +184,29 @@ func (c *Client) Apply(ctx context.Context, res resources.Resource, namespace, n
 		}
 		if err != nil {
 			verb := "patch"
-			if len(part.sub) > 0 {
+			if part.sub != "" {
 				verb = "patch the status of"
 			}
 			return last, explain(err, verb, res, namespace, name)
 		}
-		last = obj
+		last = rv
 	}
 	return last, nil
+}
+
+func (c *Client) patch(ctx context.Context, res resources.Resource, namespace, name string, data []byte, sub string) (string, error) {
+	if c.raw != nil {
+		return c.raw.patch(ctx, res, namespace, name, data, sub)
+	}
+	var subs []string
+	if sub != "" {
+		subs = []string{sub}
+	}
+	obj, err := c.resource(res, namespace).Patch(ctx, name, types.MergePatchType, data, metav1.PatchOptions{}, subs...)
+	if err != nil {
+		return "", err
+	}
+	return obj.GetResourceVersion(), nil
 }
 
 // Get reads an object afresh from the API (not from a watch cache).

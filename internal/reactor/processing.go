@@ -298,8 +298,8 @@ func (p *processor) apply(ctx context.Context, u *unstructured.Unstructured, mem
 		return d, false
 	}
 	mem.errors = 0
-	if res != nil && st.ConsistencyTimeout > 0 {
-		mem.expect(res.GetResourceVersion(), p.cfg.Clock.Now())
+	if res != "" && st.ConsistencyTimeout > 0 {
+		mem.expect(res, p.cfg.Clock.Now())
 	}
 	return next, false
 }
@@ -328,9 +328,9 @@ func (p *processor) touch(ctx context.Context, s *slot) {
 		}
 		return
 	}
-	if res != nil && p.cfg.Settings.Persistence.ConsistencyTimeout > 0 {
+	if res != "" && p.cfg.Settings.Persistence.ConsistencyTimeout > 0 {
 		mem.mu.Lock()
-		mem.expect(res.GetResourceVersion(), p.cfg.Clock.Now())
+		mem.expect(res, p.cfg.Clock.Now())
 		mem.mu.Unlock()
 	}
 }
