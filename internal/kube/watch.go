@@ -43,6 +43,9 @@ func (c *Client) ListWatch(res resources.Resource, namespace string, o WatchOpti
 	}
 	return &cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+			ctx, cancel := context.WithCancel(ctx)
+			defer cancel()
+			defer o.answerWithin(cancel)()
 			return get().List(ctx, opts)
 		},
 		WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
@@ -51,13 +54,43 @@ func (c *Client) ListWatch(res resources.Resource, namespace string, o WatchOpti
 				secs := int64(o.ServerTimeout / time.Second)
 				opts.TimeoutSeconds = &secs
 			}
+			ctx, cancel := context.WithCancel(ctx)
+			answered := o.answerWithin(cancel)
 			w, err := get().Watch(ctx, opts)
-			if err != nil || (o.InactivityTimeout <= 0 && o.ClientTimeout <= 0) {
-				return w, err
+			answered()
+			if err != nil {
+				cancel()
+				return nil, err
 			}
-			return newWatchdog(w, o), nil
+			return newWatchdog(w, o, cancel), nil
 		},
 	}
+}
+
+// answerWithin abandons a list or watch request (via cancel) whose response
+// has not begun within the inactivity timeout: a pooled connection that a
+// load balancer dropped silently would otherwise take the request and never
+// answer, with no error to react to. The returned func marks the answer.
+func (o WatchOptions) answerWithin(cancel context.CancelFunc) (answered func()) {
+	if o.InactivityTimeout <= 0 {
+		return func() {}
+	}
+	clk := o.Clock
+	if clk == nil {
+		clk = clock.RealClock{}
+	}
+	t := clk.NewTimer(o.InactivityTimeout)
+	done := make(chan struct{})
+	go func() {
+		defer t.Stop()
+		select {
+		case <-t.C():
+			cancel()
+		case <-done:
+		}
+	}()
+	var once sync.Once
+	return func() { once.Do(func() { close(done) }) }
 }
 
 type resourceLister interface {
@@ -75,7 +108,9 @@ type watchdog struct {
 	once  sync.Once
 }
 
-func newWatchdog(inner watch.Interface, o WatchOptions) *watchdog {
+// newWatchdog wraps a stream; release (the stream's request context) is
+// called when the stream ends, however it ends.
+func newWatchdog(inner watch.Interface, o WatchOptions, release context.CancelFunc) *watchdog {
 	w := &watchdog{inner: inner, out: make(chan watch.Event), stop: make(chan struct{})}
 	clk := o.Clock
 	if clk == nil {
@@ -83,6 +118,9 @@ func newWatchdog(inner watch.Interface, o WatchOptions) *watchdog {
 	}
 	go func() {
 		defer close(w.out)
+		if release != nil {
+			defer release()
+		}
 		defer inner.Stop()
 		idle := o.InactivityTimeout
 		if idle <= 0 {

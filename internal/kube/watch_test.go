@@ -31,7 +31,7 @@ func TestWatchdogEndsSilentStreams(t *testing.T) {
 	clk := testingclock.NewFakeClock(time.Now())
 	inner := watch.NewFake()
 	var inactive atomic.Int32
-	w := newWatchdog(inner, WatchOptions{InactivityTimeout: 10 * time.Second, Clock: clk, OnInactive: func() { inactive.Add(1) }})
+	w := newWatchdog(inner, WatchOptions{InactivityTimeout: 10 * time.Second, Clock: clk, OnInactive: func() { inactive.Add(1) }}, nil)
 	// Events keep it alive.
 	for range 3 {
 		for !clk.HasWaiters() {
@@ -59,7 +59,7 @@ func TestWatchdogEndsSilentStreams(t *testing.T) {
 func TestWatchdogClientTimeout(t *testing.T) {
 	clk := testingclock.NewFakeClock(time.Now())
 	inner := watch.NewFake()
-	w := newWatchdog(inner, WatchOptions{ClientTimeout: 30 * time.Second, Clock: clk})
+	w := newWatchdog(inner, WatchOptions{ClientTimeout: 30 * time.Second, Clock: clk}, nil)
 	for !clk.HasWaiters() {
 		time.Sleep(time.Millisecond)
 	}
@@ -72,7 +72,7 @@ func TestWatchdogClientTimeout(t *testing.T) {
 
 func TestWatchdogStop(t *testing.T) {
 	inner := watch.NewFake()
-	w := newWatchdog(inner, WatchOptions{InactivityTimeout: time.Hour, Clock: testingclock.NewFakeClock(time.Now())})
+	w := newWatchdog(inner, WatchOptions{InactivityTimeout: time.Hour, Clock: testingclock.NewFakeClock(time.Now())}, nil)
 	w.Stop()
 	w.Stop()
 	waitClosed(t, w.ResultChan())
