@@ -112,9 +112,14 @@ func TestExample11FilteringHandlers(t *testing.T) {
 		assertCount(t, op, line, 0)
 	}
 
+	// The field daemon runs while spec.field is "value" and stops when it
+	// changes away.
+	waitLog(t, op, "["+ns+"/"+name+"] Field daemon is satisfied.", 1)
+
 	// A change to another value than the filter's: nothing runs.
 	patchKex(t, ns, name, `{"spec":{"field":"other"}}`)
 	waitHandledWith(t, ns, name, `"field":"other"`)
+	waitLog(t, op, "Field daemon is stopped (stopped: the object no longer matches the handler's filters).", 1)
 	patchKex(t, ns, name, `{"spec":{"field":"value"}}`)
 	waitHandledWith(t, ns, name, `"field":"value"`)
 	assertCount(t, op, "Field change is satisfied.", 0)

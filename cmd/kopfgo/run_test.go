@@ -19,13 +19,20 @@ import (
 )
 
 type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
+	mu    sync.Mutex
+	buf   bytes.Buffer
+	wrote chan struct{} // if set, signalled (without blocking) on every write
 }
 
 func (b *syncBuffer) Write(p []byte) (int, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	if b.wrote != nil {
+		select {
+		case b.wrote <- struct{}{}:
+		default:
+		}
+	}
 	return b.buf.Write(p)
 }
 
@@ -313,21 +320,19 @@ func TestRunForwardsSignals(t *testing.T) {
 	dir := t.TempDir()
 	writeFiles(t, dir, stubModule)
 	t.Setenv("WAIT", "1")
-	var stdout, stderr syncBuffer
+	stdout, stderr := syncBuffer{wrote: make(chan struct{}, 1)}, syncBuffer{}
 	r := &runner{stdout: &stdout, stderr: &stderr, workDir: dir}
 	result := make(chan error, 1)
 	go func() { result <- r.run([]string{"./op"}, []string{"--verbose=true"}) }()
-	deadline := time.Now().Add(2 * time.Minute)
+	deadline := time.After(2 * time.Minute)
 	for !strings.Contains(stdout.String(), "ready\n") {
 		select {
+		case <-stdout.wrote:
 		case err := <-result:
 			t.Fatalf("kopfgo run returned %v: stdout %q, stderr %q", err, stdout.String(), stderr.String())
-		default:
-		}
-		if time.Now().After(deadline) {
+		case <-deadline:
 			t.Fatalf("the operator did not start: stdout %q, stderr %q", stdout.String(), stderr.String())
 		}
-		time.Sleep(20 * time.Millisecond)
 	}
 	// The test process is kopfgo here: it has the signal handlers.
 	self, _ := os.FindProcess(os.Getpid())

@@ -8,6 +8,8 @@ package filtering
 
 import (
 	"context"
+	"fmt"
+	"time"
 
 	"github.com/kopfgo/kopfgo"
 )
@@ -51,9 +53,21 @@ func init() {
 
 	kopfgo.On.Update(kex, logs("Field change is satisfied."), kopfgo.ID("update_with_field_change_satisfied"),
 		kopfgo.Field("spec.field"), kopfgo.OldValue("value"), kopfgo.NewValue("changed"))
-	// TODO(daemons): Kopf's example also has a daemon filtered by
-	// field="spec.field", value="value", logging "Field daemon is
-	// satisfied." while the field has that value.
+
+	// A daemon runs only while its filters match: it stops (with
+	// ErrFiltersMismatch) when spec.field changes away from "value".
+	kopfgo.Daemon(kex, fieldDaemon, kopfgo.ID("daemon_with_field"),
+		kopfgo.Field("spec.field"), kopfgo.Value("value"))
+}
+
+func fieldDaemon(ctx context.Context, s *kopfgo.Spawn) (any, error) {
+	for {
+		s.Logger.Info("Field daemon is satisfied.")
+		if !s.Sleep(ctx, 5*time.Second) {
+			s.Logger.Info(fmt.Sprintf("Field daemon is stopped (%v).", context.Cause(ctx)))
+			return nil, nil
+		}
+	}
 }
 
 func sayYes(v any) bool { return v == "somevalue" }

@@ -55,6 +55,9 @@ type Server struct {
 	Probe  func(ctx context.Context) (map[string]any, error)
 	Clock  clock.PassiveClock
 	Logger *slog.Logger
+	// Listener, when set, is served instead of listening on Endpoint.Addr
+	// (tests open it first, so that they never wait for the port).
+	Listener net.Listener
 
 	mu      sync.Mutex // serialises probe runs: at most one in flight
 	cached  []byte
@@ -65,9 +68,12 @@ type Server struct {
 // Run serves until ctx ends. The listener is opened before Run returns an
 // error for it, so a port conflict is reported at once.
 func (s *Server) Run(ctx context.Context) error {
-	ln, err := net.Listen("tcp", s.Endpoint.Addr)
-	if err != nil {
-		return fmt.Errorf("cannot serve the liveness endpoint on %s: %w", s.Endpoint.Addr, err)
+	ln := s.Listener
+	if ln == nil {
+		var err error
+		if ln, err = net.Listen("tcp", s.Endpoint.Addr); err != nil {
+			return fmt.Errorf("cannot serve the liveness endpoint on %s: %w", s.Endpoint.Addr, err)
+		}
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc(s.Endpoint.Path, s.serve)
@@ -81,7 +87,7 @@ func (s *Server) Run(ctx context.Context) error {
 		_ = srv.Shutdown(shutdown)
 	}()
 	s.Logger.Debug(fmt.Sprintf("Serving liveness probes at http://%s%s", ln.Addr(), s.Endpoint.Path))
-	err = srv.Serve(ln)
+	err := srv.Serve(ln)
 	<-done
 	if errors.Is(err, http.ErrServerClosed) {
 		return nil

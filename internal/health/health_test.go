@@ -40,10 +40,14 @@ func TestServesCachedProbeResultsAndFailures(t *testing.T) {
 	clk := testingclock.NewFakeClock(time.Now())
 	runs := 0
 	fail := false
-	port := freePort(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	url := "http://" + ln.Addr().String() + "/healthz"
 	s := &Server{
-		Endpoint: Endpoint{Addr: "127.0.0.1:" + port, Path: "/healthz"},
-		Clock:    clk, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Endpoint: Endpoint{Addr: ln.Addr().String(), Path: "/healthz"}, Listener: ln,
+		Clock: clk, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 		Probe: func(ctx context.Context) (map[string]any, error) {
 			runs++
 			if fail {
@@ -63,15 +67,7 @@ func TestServesCachedProbeResultsAndFailures(t *testing.T) {
 	}()
 	get := func() (int, string) {
 		t.Helper()
-		var resp *http.Response
-		var err error
-		for i := 0; i < 100; i++ {
-			resp, err = http.Get("http://127.0.0.1:" + port + "/healthz")
-			if err == nil {
-				break
-			}
-			time.Sleep(10 * time.Millisecond) // the listener is opening
-		}
+		resp, err := http.Get(url) // the listener is open: no waiting
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -90,14 +86,4 @@ func TestServesCachedProbeResultsAndFailures(t *testing.T) {
 	if code, body := get(); code != 500 || body != `{"error":"stuck","results":{}}` {
 		t.Errorf("failing GET = %d %s", code, body)
 	}
-}
-
-func freePort(t *testing.T) string {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	_, port, _ := net.SplitHostPort(l.Addr().String())
-	return port
 }

@@ -1,6 +1,7 @@
 package kube
 
 import (
+	"runtime"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -35,7 +36,7 @@ func TestWatchdogEndsSilentStreams(t *testing.T) {
 	// Events keep it alive.
 	for range 3 {
 		for !clk.HasWaiters() {
-			time.Sleep(time.Millisecond)
+			runtime.Gosched() // the watchdog is about to set its timer
 		}
 		clk.Step(6 * time.Second)
 		go inner.Add(&unstructured.Unstructured{})
@@ -47,7 +48,7 @@ func TestWatchdogEndsSilentStreams(t *testing.T) {
 		t.Fatal("ended although events kept coming")
 	}
 	for !clk.HasWaiters() {
-		time.Sleep(time.Millisecond)
+		runtime.Gosched() // the watchdog is about to set its timer
 	}
 	clk.Step(10 * time.Second)
 	waitClosed(t, w.ResultChan())
@@ -61,7 +62,7 @@ func TestWatchdogClientTimeout(t *testing.T) {
 	inner := watch.NewFake()
 	w := newWatchdog(inner, WatchOptions{ClientTimeout: 30 * time.Second, Clock: clk}, nil)
 	for !clk.HasWaiters() {
-		time.Sleep(time.Millisecond)
+		runtime.Gosched() // the watchdog is about to set its timer
 	}
 	clk.Step(30 * time.Second)
 	waitClosed(t, w.ResultChan())
