@@ -18,6 +18,7 @@ import (
 	"os"
 	"os/signal"
 	rpprof "runtime/pprof"
+	"strings"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -67,7 +68,9 @@ type counting struct {
 func (c *counting) RoundTrip(req *http.Request) (*http.Response, error) {
 	switch req.Method {
 	case http.MethodGet:
-		if w := req.URL.Query().Get("watch"); w == "true" || w == "1" {
+		// Only the watched resource counts: kopfgo also watches CRDs, from
+		// before its listing of the objects has even begun.
+		if w := req.URL.Query().Get("watch"); (w == "true" || w == "1") && strings.HasSuffix(req.URL.Path, "/"+GVR.Resource) {
 			c.p.watchStarted.CompareAndSwap(0, time.Now().UnixNano())
 		}
 	case http.MethodHead, http.MethodOptions:
