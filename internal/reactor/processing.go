@@ -46,6 +46,8 @@ type processor struct {
 	spawning   []*handlers.Spawning
 	idleTimers bool
 
+	runners *runners // run the passes (runners.go)
+
 	mu    sync.Mutex
 	slots map[string]*slot
 	mems  map[string]*memory
@@ -56,6 +58,7 @@ func newProcessor(cfg Config, client *kube.Client, res resources.Resource, hs []
 	p := &processor{
 		cfg: cfg, client: client, res: res, handlers: hs, store: store,
 		extraFields: handlers.ExtraFields(hs),
+		runners:     newRunners(),
 		slots:       map[string]*slot{},
 		mems:        map[string]*memory{},
 	}
@@ -275,7 +278,7 @@ func (p *processor) apply(ctx context.Context, u *unstructured.Unstructured, mem
 	}
 	st := p.cfg.Settings.Persistence
 	st.ProgressStorage.Touch(u.Object, pt, nil) // a real patch makes the touch-dummy unnecessary
-	log.Debug(fmt.Sprintf("Patching with: %s", mustJSON(pt)))
+	logPatch(ctx, log, pt)
 	// The outcome of a handler that has run must reach the object even when
 	// the operator is stopping, or the handler would run again after restart.
 	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), applyTimeout)
@@ -369,6 +372,14 @@ func (p *processor) applyGuarded(ctx context.Context, u *unstructured.Unstructur
 			return p.cfg.Settings.Queueing.ErrorDelays[0], false
 		}
 		cur = fresh
+	}
+}
+
+// logPatch logs a patch at debug level, encoding it only when that level is
+// on: it happens for every write.
+func logPatch(ctx context.Context, log *slog.Logger, pt *patch.Patch) {
+	if log.Enabled(ctx, slog.LevelDebug) {
+		log.Debug("Patching with: " + mustJSON(pt))
 	}
 }
 

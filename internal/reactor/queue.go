@@ -180,19 +180,16 @@ func (p *processor) work(ctx context.Context, s *slot) {
 	}
 }
 
-// pass runs one pass on a goroutine of its own, which ends with it. A pass
-// grows a deep stack (JSON, diffs, the API client), and the runtime does not
-// give a grown stack back while its goroutine lives: a worker that passed
-// and then idled for IdleTimeout kept it, and 10 000 objects listed at
-// start-up held over 100 MB of stacks that way.
+// pass runs one pass on a runner (runners.go) rather than on the worker: a
+// pass grows a deep stack, and the runtime does not give a grown stack back
+// while its goroutine lives: a worker that passed and then idled for
+// IdleTimeout kept it, and 10 000 objects listed at start-up held over 100 MB
+// of stacks that way.
 func (p *processor) pass(ctx context.Context, s *slot) (wait time.Duration, touch bool) {
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
+	p.runners.run(func() {
 		p.dispatch(ctx, s) // the object's watch events, in order, first
 		wait, touch = p.process(ctx, s)
-	}()
-	<-done
+	})
 	return wait, touch
 }
 
@@ -214,4 +211,5 @@ func (p *processor) wait() {
 	p.mu.Lock()
 	p.mu.Unlock() // empty on purpose: a barrier
 	p.wg.Wait()
+	p.runners.stop()
 }

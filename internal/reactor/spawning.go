@@ -3,7 +3,6 @@ package reactor
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"time"
 
@@ -115,7 +114,7 @@ func (p *processor) spawnMemoryOf(ctx context.Context, key string, u *unstructur
 			return cur.Object, string(cur.GetUID()) == uid
 		},
 		Apply: func(ctx context.Context, pt *patch.Patch) error {
-			log.Debug(fmt.Sprintf("Patching with: %s", mustJSON(pt)))
+			logPatch(ctx, log, pt)
 			_, err := p.client.Apply(ctx, p.res, ns, name, pt)
 			if errors.Is(err, kube.ErrGone) {
 				return nil
