@@ -115,10 +115,16 @@ func (p *parser) errorAt(pos int, msg string) error {
 	return &SyntaxError{Offset: int64(pos), msg: msg}
 }
 
+// errorEnd reports input that ends inside a value. The Decoder relies on
+// its offset (the input's length) to tell it from other errors.
+func (p *parser) errorEnd() error {
+	return p.errorAt(len(p.data), "unexpected end of JSON input")
+}
+
 // errorHere reports the byte at p.pos, or the end of the input.
 func (p *parser) errorHere(context string) error {
 	if p.pos >= len(p.data) {
-		return p.errorAt(len(p.data), "unexpected end of JSON input")
+		return p.errorEnd()
 	}
 	return p.errorAt(p.pos, "invalid character "+quoteChar(p.data[p.pos])+" "+context)
 }
@@ -138,7 +144,7 @@ func quoteChar(c byte) string {
 func (p *parser) value() (any, error) {
 	p.skipSpace()
 	if p.pos >= len(p.data) {
-		return nil, p.errorHere("")
+		return nil, p.errorEnd()
 	}
 	switch c := p.data[p.pos]; {
 	case c == '{':
@@ -291,8 +297,7 @@ func (p *parser) string() ([]byte, error) {
 			i++
 		}
 		if i >= len(p.data) {
-			p.pos = i
-			return nil, p.errorHere("")
+			return nil, p.errorEnd()
 		}
 		switch c := p.data[i]; {
 		case c == '"':
@@ -323,8 +328,7 @@ func (p *parser) string() ([]byte, error) {
 // returns its length.
 func (p *parser) escapeLen(i int) (int, error) {
 	if i+1 >= len(p.data) {
-		p.pos = len(p.data)
-		return 0, p.errorHere("")
+		return 0, p.errorEnd()
 	}
 	switch p.data[i+1] {
 	case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
@@ -332,8 +336,7 @@ func (p *parser) escapeLen(i int) (int, error) {
 	case 'u':
 		for j := i + 2; j < i+6; j++ {
 			if j >= len(p.data) {
-				p.pos = j
-				return 0, p.errorHere("")
+				return 0, p.errorEnd()
 			}
 			if hexValue(p.data[j]) < 0 {
 				p.pos = j
@@ -440,8 +443,7 @@ func (p *parser) number() (any, error) {
 	digits := 0
 	switch {
 	case i >= len(d):
-		p.pos = i
-		return nil, p.errorHere("")
+		return nil, p.errorEnd()
 	case d[i] == '0':
 		i++
 		digits = 1

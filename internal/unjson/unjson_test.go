@@ -203,6 +203,10 @@ func FuzzUnmarshal(f *testing.F) {
 		if !reflect.DeepEqual(got, want) {
 			t.Fatalf("Unmarshal(%q) = %#v, the reference gives %#v", data, got, want)
 		}
+		var se *SyntaxError
+		if err != nil && (!errors.As(err, &se) || se.Offset < 0 || se.Offset > int64(len(data))) {
+			t.Fatalf("Unmarshal(%q): %v does not say where in the input", data, err)
+		}
 	})
 }
 
