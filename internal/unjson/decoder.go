@@ -15,7 +15,7 @@ import (
 // It finds where each value ends with a cheap scan over its buffer (only
 // quotes, backslashes and brackets matter), reading more as needed, then
 // decodes that frame in place. Object keys are interned for the Decoder's
-// lifetime, so the objects of one stream share them.
+// lifetime (in a bounded table), so the objects of one stream share them.
 type Decoder struct {
 	r   io.Reader
 	buf []byte
