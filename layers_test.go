@@ -19,7 +19,7 @@ func TestLayers(t *testing.T) {
 		"internal/resources":   nil,
 		"internal/logging":     nil,
 		"internal/cli":         {"internal/logging"},
-		"diffbase":             leaves,
+		"diffbase":             append([]string{"internal/unjson"}, leaves...),
 		"persistence":          leaves,
 		"causes":               append([]string{"diffbase"}, leaves...),
 		"internal/config":      append([]string{"diffbase", "persistence"}, leaves...),

@@ -3,10 +3,10 @@ package diffbase
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
-	"io"
 	"math"
 	"reflect"
+
+	"github.com/kopfgo/kopfgo/internal/unjson"
 )
 
 // Equal reports whether two JSON-like values are the same, deeply. Numbers
@@ -136,38 +136,7 @@ func fromFloat(f float64) number {
 // integers, float64 for other numbers, so that stored and live essences carry
 // the same Go types into handlers.
 func decodeValue(data []byte) (any, error) {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.UseNumber()
-	var v any
-	if err := dec.Decode(&v); err != nil {
-		return nil, err
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		return nil, errors.New("unexpected data after the JSON value")
-	}
-	return normalizeNumbers(v), nil
-}
-
-func normalizeNumbers(v any) any {
-	switch t := v.(type) {
-	case map[string]any:
-		for k, x := range t {
-			t[k] = normalizeNumbers(x)
-		}
-	case []any:
-		for i, x := range t {
-			t[i] = normalizeNumbers(x)
-		}
-	case json.Number:
-		if i, err := t.Int64(); err == nil {
-			return i
-		}
-		if f, err := t.Float64(); err == nil {
-			return f
-		}
-		return t.String() // unreachable for what the decoder accepts
-	}
-	return v
+	return unjson.Unmarshal(data)
 }
 
 // encodeValue writes compact JSON without HTML escaping, as Python's
