@@ -79,6 +79,11 @@ type Watching struct {
 	// ClientTimeout ends every watch request after this long on the client
 	// side; 0: none.
 	ClientTimeout time.Duration
+	// KeepManagedFields keeps metadata.managedFields in the objects the
+	// operator watches. By default they are dropped as objects arrive: they
+	// are a large share of each cached object and nothing in the operator
+	// reads them (the essence ignores them). Kopf keeps them in its bodies.
+	KeepManagedFields bool
 }
 
 // WithDefaults returns a copy with every unset field given Kopf's default.

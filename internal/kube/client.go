@@ -35,17 +35,18 @@ type ClientOptions struct {
 
 // Client wraps the dynamic and discovery clients the operator needs.
 type Client struct {
-	Dynamic dynamic.Interface
-	// Watching lists and watches; it may be Dynamic itself. NewClient makes
-	// it use HTTP/1.1, one connection per watch, so that one stalled stream
-	// cannot stall the others (HTTP/2 multiplexes all of them, and the
-	// operator's patches, over one connection).
-	Watching  dynamic.Interface
+	Dynamic   dynamic.Interface
 	Discovery discovery.DiscoveryInterface
 	Retry     Retry
 	// raw, when set, sends the patches without decoding the responses; nil
 	// (fake clients in tests) patches through Dynamic.
 	raw *rawPatcher
+	// watching, when set, lists and watches, decoding each response once;
+	// nil (fake clients in tests) lists and watches through Dynamic.
+	// NewClient makes it use HTTP/1.1, one connection per watch, so that one
+	// stalled stream cannot stall the others (HTTP/2 multiplexes all of
+	// them, and the operator's patches, over one connection).
+	watching *rawWatcher
 }
 
 // NewClient builds clients for cfg. Client-side rate limiting is disabled,
@@ -71,23 +72,15 @@ func NewClient(cfg *rest.Config, opts ClientOptions) (*Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cannot create the discovery client: %w", err)
 	}
-	watching, err := dynamic.NewForConfig(wcfg)
+	watching, err := newRawWatcher(wcfg)
 	if err != nil {
-		return nil, fmt.Errorf("cannot create the watching client: %w", err)
+		return nil, err
 	}
 	raw, err := newRawPatcher(cfg)
 	if err != nil {
 		return nil, err
 	}
-	return &Client{Dynamic: dyn, Watching: watching, Discovery: disc, raw: raw}, nil
-}
-
-// Watcher returns the client for lists and watches.
-func (c *Client) Watcher() dynamic.Interface {
-	if c.Watching != nil {
-		return c.Watching
-	}
-	return c.Dynamic
+	return &Client{Dynamic: dyn, Discovery: disc, raw: raw, watching: watching}, nil
 }
 
 // Discover lists every served resource of every version, marking the

@@ -29,24 +29,31 @@ type WatchOptions struct {
 	Clock         clock.WithTicker
 	// OnInactive is told when a stream is ended for inactivity.
 	OnInactive func()
+	// KeepManagedFields passes metadata.managedFields on; by default they
+	// are dropped from every listed and watched object, as nothing reads
+	// them and they are a large share of each cached object.
+	KeepManagedFields bool
 }
 
 // ListWatch lists and watches a resource in a namespace ("" for all), with
 // bookmarks requested so that quiet streams still show signs of life.
 func (c *Client) ListWatch(res resources.Resource, namespace string, o WatchOptions) *cache.ListWatch {
-	ri := c.Watcher().Resource(res.GVR())
-	get := func() resourceLister {
-		if res.Namespaced && namespace != "" {
-			return ri.Namespace(namespace)
-		}
-		return ri
-	}
+	src := c.collection(res, namespace)
 	return &cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
 			ctx, cancel := context.WithCancel(ctx)
 			defer cancel()
 			defer o.answerWithin(cancel)()
-			return get().List(ctx, opts)
+			list, err := src.List(ctx, opts)
+			if err != nil {
+				return nil, err
+			}
+			if !o.KeepManagedFields {
+				for i := range list.Items {
+					dropManagedFields(&list.Items[i])
+				}
+			}
+			return list, nil
 		},
 		WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
 			opts.AllowWatchBookmarks = true
@@ -56,7 +63,7 @@ func (c *Client) ListWatch(res resources.Resource, namespace string, o WatchOpti
 			}
 			ctx, cancel := context.WithCancel(ctx)
 			answered := o.answerWithin(cancel)
-			w, err := get().Watch(ctx, opts)
+			w, err := src.Watch(ctx, opts)
 			answered()
 			if err != nil {
 				cancel()
@@ -93,14 +100,36 @@ func (o WatchOptions) answerWithin(cancel context.CancelFunc) (answered func()) 
 	return func() { once.Do(func() { close(done) }) }
 }
 
+// collection is the resource's objects in a namespace ("" for all).
+func (c *Client) collection(res resources.Resource, namespace string) resourceLister {
+	if c.watching != nil {
+		return c.watching.collection(res, namespace)
+	}
+	ri := c.Dynamic.Resource(res.GVR())
+	if res.Namespaced && namespace != "" {
+		return ri.Namespace(namespace)
+	}
+	return ri
+}
+
+// dropManagedFields removes metadata.managedFields from an object.
+func dropManagedFields(obj runtime.Object) {
+	if u, ok := obj.(*unstructured.Unstructured); ok {
+		if meta, ok := u.Object["metadata"].(map[string]any); ok {
+			delete(meta, "managedFields")
+		}
+	}
+}
+
 type resourceLister interface {
 	List(ctx context.Context, opts metav1.ListOptions) (*unstructured.UnstructuredList, error)
 	Watch(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error)
 }
 
-// watchdog passes a stream's events on and stops the stream when it has been
-// silent for too long: a connection dropped silently (by a load balancer,
-// say) would otherwise hang the watch forever, with no error to react to.
+// watchdog passes a stream's events on (without managedFields, unless kept)
+// and stops the stream when it has been silent for too long: a connection
+// dropped silently (by a load balancer, say) would otherwise hang the watch
+// forever, with no error to react to.
 type watchdog struct {
 	inner watch.Interface
 	out   chan watch.Event
@@ -147,6 +176,9 @@ func newWatchdog(inner watch.Interface, o WatchOptions, release context.CancelFu
 					}
 				}
 				timer.Reset(idle)
+				if !o.KeepManagedFields {
+					dropManagedFields(ev.Object)
+				}
 				select {
 				case w.out <- ev:
 				case <-w.stop:

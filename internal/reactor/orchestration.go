@@ -116,6 +116,7 @@ func (o *orchestrator) watchCRDs(ctx context.Context) {
 	}
 	lw := o.client.ListWatch(crds, "", kube.WatchOptions{
 		ServerTimeout: o.cfg.Settings.Watching.ServerTimeout, InactivityTimeout: o.cfg.Settings.Watching.InactivityTimeout, Clock: o.cfg.Clock,
+		KeepManagedFields: o.cfg.Settings.Watching.KeepManagedFields,
 	})
 	informer := cache.NewSharedIndexInformer(lw, &unstructured.Unstructured{}, 0, cache.Indexers{})
 	warned := false

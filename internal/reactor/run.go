@@ -227,7 +227,7 @@ func (w *watcher) run(ctx context.Context) {
 	}
 	lw := w.client.ListWatch(w.res, w.namespace, kube.WatchOptions{
 		ServerTimeout: watching.ServerTimeout, InactivityTimeout: watching.InactivityTimeout,
-		ClientTimeout: watching.ClientTimeout, Clock: w.cfg.Clock,
+		ClientTimeout: watching.ClientTimeout, KeepManagedFields: watching.KeepManagedFields, Clock: w.cfg.Clock,
 		OnInactive: func() {
 			w.cfg.Logger.Warn(fmt.Sprintf("The watch of %s %s has been silent for %s; restarting it.", w.res, where, watching.InactivityTimeout))
 		},

@@ -341,3 +341,47 @@ func TestFinalizerLeftByAnEarlierOperatorIsReleased(t *testing.T) {
 		return len(fins) == 1 && fins[0] == "other/keep"
 	})
 }
+
+func TestHandlersSeeManagedFieldsOnlyWhenKept(t *testing.T) {
+	for _, keep := range []bool{false, true} {
+		t.Run(fmt.Sprintf("KeepManagedFields=%v", keep), func(t *testing.T) {
+			s := newScenario(t)
+			s.settings.Watching.KeepManagedFields = keep
+			seen := make(chan string, 2)
+			s.on(causes.Create, "create_fn", func(ctx context.Context, c *handlers.Change) (any, error) {
+				_, has := c.Meta["managedFields"]
+				seen <- fmt.Sprintf("%s:%v", c.Name, has)
+				return nil, nil
+			})
+			create := func(name string) {
+				u := &unstructured.Unstructured{Object: map[string]any{
+					"apiVersion": "kopf.dev/v1", "kind": "KopfExample",
+					"metadata": map[string]any{"name": name, "namespace": "default", "uid": "uid-" + name,
+						"managedFields": []any{map[string]any{"manager": "kubectl", "operation": "Update"}}},
+					"spec": map[string]any{"field": "value"},
+				}}
+				if _, err := s.dyn.Resource(kexGVR).Namespace("default").Create(context.Background(), u, metav1.CreateOptions{}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			create("listed")
+			s.start()
+			s.waitWatching()
+			create("watched")
+			got := map[string]bool{}
+			for range 2 {
+				select {
+				case v := <-seen:
+					got[v] = true
+				case <-time.After(10 * time.Second):
+					t.Fatalf("the handler saw only %v", got)
+				}
+			}
+			for _, name := range []string{"listed", "watched"} {
+				if want := fmt.Sprintf("%s:%v", name, keep); !got[want] {
+					t.Errorf("the handler saw %v, want %s", got, want)
+				}
+			}
+		})
+	}
+}

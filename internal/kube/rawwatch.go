@@ -1,0 +1,222 @@
+package kube
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	utilnet "k8s.io/apimachinery/pkg/util/net"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/rest"
+
+	"github.com/kopfgo/kopfgo/internal/resources"
+	"github.com/kopfgo/kopfgo/internal/unjson"
+)
+
+// rawWatcher lists and watches, decoding each response once with unjson.
+// The dynamic client scans every watch event four times (to frame it, to
+// decode the envelope, to sniff the object's kind, to decode the object)
+// and every list twice, which made decoding the operator's largest CPU cost.
+type rawWatcher struct {
+	rest rest.Interface
+}
+
+func newRawWatcher(cfg *rest.Config) (*rawWatcher, error) {
+	rc, err := newRawREST(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("cannot create the watching client: %w", err)
+	}
+	return &rawWatcher{rest: rc}, nil
+}
+
+// collection is the resource's objects in a namespace ("" for all).
+func (r *rawWatcher) collection(res resources.Resource, namespace string) resourceLister {
+	return rawCollection{rest: r.rest, res: res, path: resourcePath(res, namespace, "", "")}
+}
+
+type rawCollection struct {
+	rest rest.Interface
+	res  resources.Resource
+	path string
+}
+
+func (c rawCollection) request(opts *metav1.ListOptions) *rest.Request {
+	return c.rest.Get().AbsPath(c.path).SpecificallyVersionedParams(opts, metav1.ParameterCodec, metav1.SchemeGroupVersion)
+}
+
+func (c rawCollection) List(ctx context.Context, opts metav1.ListOptions) (*unstructured.UnstructuredList, error) {
+	result := c.request(&opts).Do(ctx)
+	if err := result.Error(); err != nil {
+		return nil, err // Error, unlike Raw, reads the API server's Status
+	}
+	body, err := result.Raw()
+	if err != nil {
+		return nil, err
+	}
+	v, err := unjson.Unmarshal(body)
+	if err != nil {
+		return nil, fmt.Errorf("cannot decode the list of %s: %w", c.res, err)
+	}
+	list, err := toList(v)
+	if err != nil {
+		return nil, fmt.Errorf("cannot read the list of %s: %w", c.res, err)
+	}
+	return list, nil
+}
+
+// toList turns a decoded list response into an unstructured list: the items
+// apart, everything else (apiVersion, kind, metadata.continue) in Object.
+func toList(v any) (*unstructured.UnstructuredList, error) {
+	m, ok := v.(map[string]any)
+	if !ok {
+		return nil, fmt.Errorf("the response is %T, not an object", v)
+	}
+	items, ok := m["items"].([]any)
+	if !ok && m["items"] != nil {
+		return nil, fmt.Errorf("its items are %T, not a list", m["items"])
+	}
+	delete(m, "items")
+	// The API server leaves kind and apiVersion out of the items of built-in
+	// resources' lists; handlers see them in watch events, so they are
+	// filled in from the list's own.
+	apiVersion, _ := m["apiVersion"].(string)
+	kind, _ := m["kind"].(string)
+	kind = strings.TrimSuffix(kind, "List")
+	list := &unstructured.UnstructuredList{Object: m, Items: make([]unstructured.Unstructured, len(items))}
+	for i, it := range items {
+		obj, ok := it.(map[string]any)
+		if !ok {
+			return nil, fmt.Errorf("item %d is %T, not an object", i, it)
+		}
+		if obj["kind"] == nil && obj["apiVersion"] == nil && kind != "" {
+			obj["kind"], obj["apiVersion"] = kind, apiVersion
+		}
+		list.Items[i].Object = obj
+	}
+	return list, nil
+}
+
+// Watch starts a stream; a refusal by the API server is its StatusError.
+func (c rawCollection) Watch(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+	opts.Watch = true
+	body, err := c.request(&opts).Stream(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return newRawStream(ctx, body), nil
+}
+
+// rawStream relays a watch response's events as they are decoded. ctx is the
+// request's: its end ends the stream quietly.
+type rawStream struct {
+	body io.ReadCloser
+	out  chan watch.Event
+	stop chan struct{}
+	once sync.Once
+}
+
+func newRawStream(ctx context.Context, body io.ReadCloser) *rawStream {
+	s := &rawStream{body: body, out: make(chan watch.Event), stop: make(chan struct{})}
+	go s.run(ctx)
+	return s
+}
+
+// Stop ends the stream; closing the body unblocks a pending read.
+func (s *rawStream) Stop() {
+	s.once.Do(func() {
+		close(s.stop)
+		_ = s.body.Close()
+	})
+}
+
+func (s *rawStream) ResultChan() <-chan watch.Event { return s.out }
+
+func (s *rawStream) run(ctx context.Context) {
+	defer close(s.out)
+	defer s.Stop()
+	dec := unjson.NewDecoder(s.body)
+	for {
+		v, err := dec.Decode()
+		if err != nil {
+			if !s.stopped() && ctx.Err() == nil && !endOfStream(err) {
+				s.send(errorEvent(fmt.Errorf("cannot decode an event of the watch stream: %w", err)))
+			}
+			return
+		}
+		ev, err := toEvent(v)
+		if err != nil {
+			s.send(errorEvent(fmt.Errorf("cannot read an event of the watch stream: %w", err)))
+			return
+		}
+		if !s.send(ev) {
+			return
+		}
+	}
+}
+
+func (s *rawStream) send(ev watch.Event) bool {
+	select {
+	case s.out <- ev:
+		return true
+	case <-s.stop:
+		return false
+	}
+}
+
+func (s *rawStream) stopped() bool {
+	select {
+	case <-s.stop:
+		return true
+	default:
+		return false
+	}
+}
+
+// endOfStream tells a stream that ended, cleanly or cut off (by the server,
+// a proxy or the network), from one that carried something unreadable: the
+// informer simply watches again after the former.
+func endOfStream(err error) bool {
+	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		utilnet.IsProbableEOF(err) || utilnet.IsTimeout(err)
+}
+
+// toEvent reads one decoded event, {"type": ..., "object": {...}}. An ERROR
+// event's object is a Status, which the informer turns into an error (410
+// Gone: list again).
+func toEvent(v any) (watch.Event, error) {
+	m, ok := v.(map[string]any)
+	if !ok {
+		return watch.Event{}, fmt.Errorf("the event is %T, not an object", v)
+	}
+	typ, _ := m["type"].(string)
+	obj, ok := m["object"].(map[string]any)
+	if !ok {
+		return watch.Event{}, fmt.Errorf("the %q event's object is %T, not an object", typ, m["object"])
+	}
+	switch t := watch.EventType(typ); t {
+	case watch.Added, watch.Modified, watch.Deleted, watch.Bookmark:
+		return watch.Event{Type: t, Object: &unstructured.Unstructured{Object: obj}}, nil
+	case watch.Error:
+		status := &metav1.Status{}
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj, status); err != nil {
+			return watch.Event{}, fmt.Errorf("the error event's object is not a Status: %w", err)
+		}
+		return watch.Event{Type: t, Object: status}, nil
+	default:
+		return watch.Event{}, fmt.Errorf("unknown event type %q", typ)
+	}
+}
+
+// errorEvent reports a broken stream as the API server reports its own
+// failures, as an internal error.
+func errorEvent(err error) watch.Event {
+	status := apierrors.NewInternalError(err).ErrStatus
+	return watch.Event{Type: watch.Error, Object: &status}
+}
