@@ -49,10 +49,18 @@ func TestProbeCountsWritesAndWatch(t *testing.T) {
 		t.Fatal(err)
 	}
 	client := &http.Client{Transport: rt}
+	const kex = "/apis/kopf.dev/v1/namespaces/ns/kopfexamples"
+	const crds = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
 	for _, r := range []struct{ method, query string }{
-		{"GET", ""}, {"GET", "?watch=false"}, {"PATCH", ""}, {"POST", ""}, {"PUT", ""}, {"DELETE", ""}, {"GET", "?watch=true"},
+		{"GET", ""}, {"GET", "?watch=false"}, {"PATCH", ""}, {"POST", ""}, {"PUT", ""}, {"DELETE", ""},
+		{"GET", "?watch=true&crds"}, // another resource's watch does not count
+		{"GET", "?watch=true"},
 	} {
-		req, _ := http.NewRequest(r.method, srv.URL+"/apis/x"+r.query, strings.NewReader(""))
+		path := kex
+		if strings.HasSuffix(r.query, "&crds") {
+			path = crds
+		}
+		req, _ := http.NewRequest(r.method, srv.URL+path+r.query, strings.NewReader(""))
 		resp, err := client.Do(req)
 		if err != nil {
 			t.Fatal(err)
