@@ -136,8 +136,21 @@ func (p *processor) process(ctx context.Context, s *slot) (time.Duration, bool) 
 			mem.mu.Unlock()
 			return left, false
 		}
-		log.Debug(fmt.Sprintf("The operator's own patch (resourceVersion %s) has not come back within the consistency timeout; proceeding.", mem.expected))
+		// The cached state predates the operator's own patch: acting on it
+		// could run the handlers it already ran. The API has the truth.
+		log.Debug(fmt.Sprintf("The operator's own patch (resourceVersion %s) has not come back within the consistency timeout; re-reading the object.", mem.expected))
 		mem.expected = ""
+		mem.mu.Unlock()
+		fresh, ok := p.reread(ctx, u, log)
+		if !ok {
+			return -1, false
+		}
+		mem.mu.Lock()
+		if fresh.GetResourceVersion() != u.GetResourceVersion() {
+			// Sit out the older versions the watch is still to deliver.
+			mem.expect(fresh.GetResourceVersion(), now)
+		}
+		u, body = fresh, fresh.Object
 	}
 	initial := mem.initial && !mem.handledOnce
 	if mem.memo == nil {
@@ -267,6 +280,27 @@ func (p *processor) process(ctx context.Context, s *slot) (time.Duration, bool) 
 		return wait, false // throttled by an error
 	}
 	return next, touch
+}
+
+// reread gets the object from the API when the watch lags behind the
+// operator's own patches. It returns the cached object if the API cannot
+// answer (the pass then goes on as Kopf's would), and false if the object is
+// gone or has been replaced by another of the same name.
+func (p *processor) reread(ctx context.Context, u *unstructured.Unstructured, log *slog.Logger) (*unstructured.Unstructured, bool) {
+	fresh, err := p.client.Get(ctx, p.res, u.GetNamespace(), u.GetName())
+	switch {
+	case errors.Is(err, kube.ErrGone):
+		return nil, false
+	case err != nil:
+		log.Warn(fmt.Sprintf("Cannot re-read the object; going on with its cached state: %v", err))
+		return u, true
+	case fresh.GetUID() != u.GetUID():
+		return nil, false // its watch events are on the way
+	}
+	if !p.cfg.Settings.Watching.KeepManagedFields {
+		unstructured.RemoveNestedField(fresh.Object, "metadata", "managedFields")
+	}
+	return fresh, true
 }
 
 // apply sends the patch and remembers the resulting version, so that the next

@@ -54,6 +54,9 @@ type scenario struct {
 	// indexers and memo go to the reactor's Config (watching_test.go).
 	indexers []indexing.Runner
 	memo     *handlers.Memo
+	// statusSubresource makes the status of KopfExamples a subresource, so
+	// that the operator writes it with a patch of its own.
+	statusSubresource bool
 }
 
 type syncBuffer struct {
@@ -125,12 +128,17 @@ func (s *scenario) on(reason causes.Reason, id string, fn handlers.ChangeFunc, o
 }
 
 func (s *scenario) start() {
+	kexes := []metav1.APIResource{
+		{Name: "kopfexamples", SingularName: "kopfexample", Kind: "KopfExample", Namespaced: true, ShortNames: []string{"kex"},
+			Verbs: metav1.Verbs{"get", "list", "watch", "patch"}},
+	}
+	if s.statusSubresource {
+		kexes = append(kexes, metav1.APIResource{Name: "kopfexamples/status", Kind: "KopfExample", Namespaced: true,
+			Verbs: metav1.Verbs{"get", "patch"}})
+	}
 	disc := &fakediscovery.FakeDiscovery{Fake: &clienttesting.Fake{Resources: []*metav1.APIResourceList{{
 		GroupVersion: "kopf.dev/v1",
-		APIResources: []metav1.APIResource{
-			{Name: "kopfexamples", SingularName: "kopfexample", Kind: "KopfExample", Namespaced: true, ShortNames: []string{"kex"},
-				Verbs: metav1.Verbs{"get", "list", "watch", "patch"}},
-		},
+		APIResources: kexes,
 	}, {
 		GroupVersion: "v1",
 		APIResources: []metav1.APIResource{

@@ -1,0 +1,60 @@
+package reactor
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/watch"
+	clienttesting "k8s.io/client-go/testing"
+
+	"github.com/kopfgo/kopfgo/causes"
+	"github.com/kopfgo/kopfgo/handlers"
+)
+
+// When the watch lags behind the operator's own patches for longer than the
+// consistency timeout (an overloaded API server), the cached object still
+// lacks the diff-base the operator wrote. Acting on it would run the
+// creation handler a second time; the operator re-reads the object instead.
+func TestLaggingWatchDoesNotRunHandlersTwice(t *testing.T) {
+	s := newScenario(t)
+	s.statusSubresource = true // the status patch comes first, and through
+	// The watch never delivers the versions carrying the diff-base.
+	s.dyn.PrependWatchReactor("kopfexamples", func(action clienttesting.Action) (bool, watch.Interface, error) {
+		w, err := s.dyn.Tracker().Watch(kexGVR, action.GetNamespace())
+		if err != nil {
+			return true, nil, err
+		}
+		return true, watch.Filter(w, func(ev watch.Event) (watch.Event, bool) {
+			u, ok := ev.Object.(*unstructured.Unstructured)
+			if !ok {
+				return ev, true
+			}
+			_, withheld := annotation(u, "kopf.zalando.org/last-handled-configuration")
+			return ev, !withheld
+		}), nil
+	})
+	var calls counter
+	s.on(causes.Create, "create_fn", func(ctx context.Context, c *handlers.Change) (any, error) {
+		calls.inc(c.Name)
+		return map[string]any{"message": "hello"}, nil
+	})
+	s.create("kex1", map[string]any{"field": "value"})
+	s.start()
+	s.until("handled in the API", func() bool {
+		_, ok := annotation(s.get("kex1"), "kopf.zalando.org/last-handled-configuration")
+		return ok
+	})
+	s.until("the object re-read after the consistency timeout", func() bool {
+		s.clock.Step(time.Second)
+		return strings.Contains(s.log.String(), "re-reading the object")
+	})
+	s.until("the re-read object found handled", func() bool {
+		return strings.Contains(s.log.String(), "we are not interested")
+	})
+	if n := calls.get("kex1"); n != 1 {
+		t.Errorf("handler called %d times, want 1\nlog:\n%s", n, s.log)
+	}
+}
