@@ -43,10 +43,11 @@ cluster:
 bench:
 	$(GO) run ./e2e/bench $(BENCH_FLAGS)
 
-# The go test benchmarks of the per-event pure paths (essence, diffs,
-# progress records, key naming, handler selection, one handling cycle).
+# The go test benchmarks of the per-event paths (decoding lists and watch
+# events, essence, diffs, progress records, key naming, handler selection,
+# filters, indices, one handling cycle).
 microbench:
-	$(GO) test -run '^$$' -bench . -benchmem ./causes ./diffbase ./persistence ./handlers ./internal/conventions ./internal/logging
+	$(GO) test -run '^$$' -bench . -benchmem ./internal/unjson ./internal/kube ./causes ./diffbase ./persistence ./handlers ./indexing ./internal/conventions ./internal/logging
 
 # Build the harness, start it, run examples/01-minimal, create obj.yaml,
 # show the log and the resulting status, and clean up.
