@@ -37,7 +37,7 @@ func newRawWatcher(cfg *rest.Config) (*rawWatcher, error) {
 }
 
 // collection is the resource's objects in a namespace ("" for all).
-func (r *rawWatcher) collection(res resources.Resource, namespace string) resourceLister {
+func (r *rawWatcher) collection(res resources.Resource, namespace string) rawCollection {
 	return rawCollection{rest: r.rest, res: res, path: resourcePath(res, namespace, "", "")}
 }
 
@@ -45,62 +45,70 @@ type rawCollection struct {
 	rest rest.Interface
 	res  resources.Resource
 	path string
+	// dropManagedFields removes them from each listed object as soon as it
+	// is decoded, so that they never take memory for the whole list.
+	dropManagedFields bool
 }
 
 func (c rawCollection) request(opts *metav1.ListOptions) *rest.Request {
 	return c.rest.Get().AbsPath(c.path).SpecificallyVersionedParams(opts, metav1.ParameterCodec, metav1.SchemeGroupVersion)
 }
 
+// List reads the response as it arrives, item by item: a list of thousands
+// of objects is tens of megabytes of JSON, which reading it whole first
+// would hold (several times over, as the buffer grows) on top of the
+// decoded objects.
 func (c rawCollection) List(ctx context.Context, opts metav1.ListOptions) (*unstructured.UnstructuredList, error) {
-	result := c.request(&opts).Do(ctx)
-	if err := result.Error(); err != nil {
-		return nil, err // Error, unlike Raw, reads the API server's Status
-	}
-	body, err := result.Raw()
+	body, err := c.request(&opts).Stream(ctx)
 	if err != nil {
-		return nil, err
+		return nil, err // a refusal by the API server is its StatusError
 	}
-	v, err := unjson.Unmarshal(body)
-	if err != nil {
-		return nil, fmt.Errorf("cannot decode the list of %s: %w", c.res, err)
+	defer func() { _ = body.Close() }()
+	// Never nil, even when empty, as the dynamic client's.
+	list := &unstructured.UnstructuredList{Items: []unstructured.Unstructured{}}
+	dec := unjson.NewDecoder(body)
+	rest, err := dec.DecodeStreaming("items", func(v any) error {
+		obj, ok := v.(map[string]any)
+		if !ok {
+			return fmt.Errorf("item %d is %T, not an object", len(list.Items), v)
+		}
+		item := unstructured.Unstructured{Object: obj}
+		if c.dropManagedFields {
+			dropManagedFields(&item)
+		}
+		list.Items = append(list.Items, item)
+		return nil
+	})
+	if err == nil {
+		if _, err = dec.Decode(); err == io.EOF {
+			err = nil
+		} else if err == nil {
+			err = errors.New("another value follows it")
+		}
 	}
-	list, err := toList(v)
 	if err != nil {
 		return nil, fmt.Errorf("cannot read the list of %s: %w", c.res, err)
 	}
+	list.Object = rest
+	fillItemKinds(list)
 	return list, nil
 }
 
-// toList turns a decoded list response into an unstructured list: the items
-// apart, everything else (apiVersion, kind, metadata.continue) in Object.
-func toList(v any) (*unstructured.UnstructuredList, error) {
-	m, ok := v.(map[string]any)
-	if !ok {
-		return nil, fmt.Errorf("the response is %T, not an object", v)
-	}
-	items, ok := m["items"].([]any)
-	if !ok && m["items"] != nil {
-		return nil, fmt.Errorf("its items are %T, not a list", m["items"])
-	}
-	delete(m, "items")
-	// The API server leaves kind and apiVersion out of the items of built-in
-	// resources' lists; handlers see them in watch events, so they are
-	// filled in from the list's own.
-	apiVersion, _ := m["apiVersion"].(string)
-	kind, _ := m["kind"].(string)
+// fillItemKinds gives the items of a list of a built-in resource their kind
+// and apiVersion, which the API server leaves out; handlers see them in
+// watch events, so they are filled in from the list's own.
+func fillItemKinds(list *unstructured.UnstructuredList) {
+	apiVersion, _ := list.Object["apiVersion"].(string)
+	kind, _ := list.Object["kind"].(string)
 	kind = strings.TrimSuffix(kind, "List")
-	list := &unstructured.UnstructuredList{Object: m, Items: make([]unstructured.Unstructured, len(items))}
-	for i, it := range items {
-		obj, ok := it.(map[string]any)
-		if !ok {
-			return nil, fmt.Errorf("item %d is %T, not an object", i, it)
-		}
-		if obj["kind"] == nil && obj["apiVersion"] == nil && kind != "" {
-			obj["kind"], obj["apiVersion"] = kind, apiVersion
-		}
-		list.Items[i].Object = obj
+	if kind == "" {
+		return
 	}
-	return list, nil
+	for _, it := range list.Items {
+		if it.Object["kind"] == nil && it.Object["apiVersion"] == nil {
+			it.Object["kind"], it.Object["apiVersion"] = kind, apiVersion
+		}
+	}
 }
 
 // Watch starts a stream; a refusal by the API server is its StatusError.

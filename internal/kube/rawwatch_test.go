@@ -126,6 +126,7 @@ func TestListIsTheDynamicClientsList(t *testing.T) {
 		{"custom", kex, `{"apiVersion":"kopf.dev/v1","kind":"KopfExampleList","metadata":{"resourceVersion":"3"},"items":[{"apiVersion":"kopf.dev/v1","kind":"KopfExample","metadata":{"name":"a"},"spec":{"n":9007199254740993,"f":1e3,"s":"\u00e9\n"}}]}`},
 		{"empty", kex, `{"apiVersion":"kopf.dev/v1","kind":"KopfExampleList","metadata":{"resourceVersion":"3"},"items":[]}`},
 		{"null items", kex, `{"apiVersion":"kopf.dev/v1","kind":"KopfExampleList","metadata":{"resourceVersion":"3"},"items":null}`},
+		{"built-in, items before the kind", pods, `{"items":[{"metadata":{"name":"p1"}},{"kind":"Pod","metadata":{"name":"p2"}}],"kind":"PodList","apiVersion":"v1","metadata":{"resourceVersion":"10"}}`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -146,6 +147,28 @@ func TestListIsTheDynamicClientsList(t *testing.T) {
 			}
 			if !reflect.DeepEqual(got, want) {
 				t.Errorf("list = %#v\nwant   %#v", got, want)
+			}
+		})
+	}
+}
+
+func TestListRefusesUnreadableResponses(t *testing.T) {
+	tests := []struct {
+		name, body string
+	}{
+		{"cut off", podList[:len(podList)/2]},
+		{"not JSON", `{"kind":"PodList","items":[{]}`},
+		{"not an object", `[{"metadata":{}}]`},
+		{"items not a list", `{"kind":"PodList","items":{"metadata":{}}}`},
+		{"an item not an object", `{"kind":"PodList","items":[{},"p2"]}`},
+		{"something after the list", podList + ` {}`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg, _ := apiServer(t, response{code: 200, body: tt.body})
+			list, err := newTestClient(t, cfg).watching.collection(pods, "ns1").List(context.Background(), metav1.ListOptions{})
+			if err == nil || !strings.Contains(err.Error(), "cannot read the list of") {
+				t.Errorf("list = %v, error = %v; want an error saying the list cannot be read", list, err)
 			}
 		})
 	}

@@ -38,7 +38,7 @@ type WatchOptions struct {
 // ListWatch lists and watches a resource in a namespace ("" for all), with
 // bookmarks requested so that quiet streams still show signs of life.
 func (c *Client) ListWatch(res resources.Resource, namespace string, o WatchOptions) *cache.ListWatch {
-	src := c.collection(res, namespace)
+	src := c.collection(res, namespace, o.KeepManagedFields)
 	return &cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
 			ctx, cancel := context.WithCancel(ctx)
@@ -48,7 +48,7 @@ func (c *Client) ListWatch(res resources.Resource, namespace string, o WatchOpti
 			if err != nil {
 				return nil, err
 			}
-			if !o.KeepManagedFields {
+			if !o.KeepManagedFields { // the raw client has dropped them already
 				for i := range list.Items {
 					dropManagedFields(&list.Items[i])
 				}
@@ -101,9 +101,11 @@ func (o WatchOptions) answerWithin(cancel context.CancelFunc) (answered func()) 
 }
 
 // collection is the resource's objects in a namespace ("" for all).
-func (c *Client) collection(res resources.Resource, namespace string) resourceLister {
+func (c *Client) collection(res resources.Resource, namespace string, keepManagedFields bool) resourceLister {
 	if c.watching != nil {
-		return c.watching.collection(res, namespace)
+		rc := c.watching.collection(res, namespace)
+		rc.dropManagedFields = !keepManagedFields
+		return rc
 	}
 	ri := c.Dynamic.Resource(res.GVR())
 	if res.Namespaced && namespace != "" {

@@ -57,39 +57,230 @@ func (d *Decoder) Decode() (any, error) {
 }
 
 func (d *Decoder) decode() (any, error) {
-	// Skip the whitespace before the value.
+	if err := d.skipSpace(); err != nil {
+		return nil, err
+	}
+	d.p.keys.reset()
+	return d.value(0)
+}
+
+// skipSpace moves to the next byte that is not whitespace, reading as
+// needed; io.EOF if the stream ends first.
+func (d *Decoder) skipSpace() error {
 	for {
 		for d.start < d.end && isSpace[d.buf[d.start]] {
 			d.start++
 			d.off++
 		}
 		if d.start < d.end {
-			break
+			return nil
 		}
 		if err := d.fill(); err != nil {
-			return nil, err
+			return err
 		}
 	}
+}
 
-	n, complete, err := d.frame()
+// value decodes the value at d.buf[d.start] (not whitespace), which is
+// depth levels deep inside the value being decoded.
+func (d *Decoder) value(depth int) (any, error) {
+	n, complete, err := d.frame(depth)
 	if err != nil {
 		return nil, err
 	}
-	v, err := d.p.parse(d.buf[d.start : d.start+n])
+	v, err := d.p.parseNested(d.buf[d.start:d.start+n], depth)
+	if err := d.consume(n, complete, err); err != nil {
+		return nil, err
+	}
+	return v, nil
+}
+
+// consume moves past a frame of n bytes once it is parsed, or turns the
+// parser's error into the stream's.
+func (d *Decoder) consume(n int, complete bool, err error) error {
 	if err != nil {
 		if se, ok := err.(*SyntaxError); ok {
 			// Only running out of input is reported at the frame's end.
 			if !complete && se.Offset == int64(n) {
-				return nil, d.truncated()
+				return d.truncated()
 			}
 			se.Offset += d.off
 		}
-		return nil, err
+		return err
 	}
 	d.start += n
 	d.off += int64(n)
 	d.shrink(n)
-	return v, nil
+	return nil
+}
+
+// DecodeStreaming decodes the next value, which must be an object, without
+// ever holding the array under key whole: each of its elements is passed
+// to each as soon as it is decoded, and then forgotten by the Decoder, so
+// that a list's items take no more buffer than the largest of them. The
+// elements and the returned members (all but key) are what Decode would
+// give, sharing keys in the same way; the members may come in any order.
+//
+// An absent or null key is an empty array. A key holding anything else is
+// an error, and so is a key that appears twice (where Decode keeps the last
+// one), as the elements handed out cannot be taken back. Elements are
+// handed out before the rest of the object is read: when an error is
+// returned, the object was broken and what each received is not to be
+// used. each's error stops decoding and is returned as it is. Otherwise
+// the errors, and the io.EOF at a clean end, are Decode's, and after any
+// error every call returns it again.
+func (d *Decoder) DecodeStreaming(key string, each func(elem any) error) (rest map[string]any, err error) {
+	if d.err != nil {
+		return nil, d.err
+	}
+	rest, err = d.decodeStreaming(key, each)
+	if err != nil {
+		d.err = err
+		return nil, err
+	}
+	return rest, nil
+}
+
+func (d *Decoder) decodeStreaming(key string, each func(elem any) error) (map[string]any, error) {
+	if err := d.skipSpace(); err != nil {
+		return nil, err
+	}
+	if d.buf[d.start] != '{' {
+		return nil, fmt.Errorf("unjson: the value at byte offset %d is not an object", d.off)
+	}
+	d.p.keys.reset()
+	d.advance(1)
+	rest := map[string]any{}
+	seen := false
+	for first := true; ; first = false {
+		if err := d.skipSpaceInside(); err != nil {
+			return nil, err
+		}
+		if first && d.buf[d.start] == '}' {
+			d.advance(1)
+			return rest, nil
+		}
+		if d.buf[d.start] != '"' {
+			return nil, d.unexpected("looking for beginning of object key string")
+		}
+		k, err := d.key()
+		if err != nil {
+			return nil, err
+		}
+		if err := d.skipSpaceInside(); err != nil {
+			return nil, err
+		}
+		if d.buf[d.start] != ':' {
+			return nil, d.unexpected("after object key")
+		}
+		d.advance(1)
+		if err := d.skipSpaceInside(); err != nil {
+			return nil, err
+		}
+		if k == key {
+			if seen {
+				return nil, fmt.Errorf("unjson: the object has a second %q at byte offset %d", key, d.off)
+			}
+			seen = true
+			if err := d.elements(key, each); err != nil {
+				return nil, err
+			}
+		} else {
+			v, err := d.value(1)
+			if err != nil {
+				return nil, err
+			}
+			rest[k] = v // a repeated key: the last one wins
+		}
+		if err := d.skipSpaceInside(); err != nil {
+			return nil, err
+		}
+		switch d.buf[d.start] {
+		case ',':
+			d.advance(1)
+		case '}':
+			d.advance(1)
+			return rest, nil
+		default:
+			return nil, d.unexpected("after object key:value pair")
+		}
+	}
+}
+
+// elements passes on the elements of the array at d.buf[d.start], one
+// level inside the object being decoded, or nothing for a null.
+func (d *Decoder) elements(key string, each func(elem any) error) error {
+	switch d.buf[d.start] {
+	case 'n': // null, or junk for the parser to report
+		_, err := d.value(1)
+		return err
+	case '[':
+	default:
+		return fmt.Errorf("unjson: the %q of the object at byte offset %d is not an array", key, d.off)
+	}
+	d.advance(1)
+	for first := true; ; first = false {
+		if err := d.skipSpaceInside(); err != nil {
+			return err
+		}
+		if first && d.buf[d.start] == ']' {
+			d.advance(1)
+			return nil
+		}
+		v, err := d.value(2)
+		if err != nil {
+			return err
+		}
+		if err := each(v); err != nil {
+			return err
+		}
+		if err := d.skipSpaceInside(); err != nil {
+			return err
+		}
+		switch d.buf[d.start] {
+		case ',':
+			d.advance(1)
+		case ']':
+			d.advance(1)
+			return nil
+		default:
+			return d.unexpected("after array element")
+		}
+	}
+}
+
+// key decodes the object key at d.buf[d.start], a quote.
+func (d *Decoder) key() (string, error) {
+	n, complete, err := d.frameString()
+	if err != nil {
+		return "", err
+	}
+	k, err := d.p.key(d.buf[d.start : d.start+n])
+	if err := d.consume(n, complete, err); err != nil {
+		return "", err
+	}
+	return k, nil
+}
+
+// skipSpaceInside is skipSpace inside a value, where the stream must not
+// end.
+func (d *Decoder) skipSpaceInside() error {
+	err := d.skipSpace()
+	if err == io.EOF {
+		return d.truncated()
+	}
+	return err
+}
+
+// advance moves past n bytes of punctuation.
+func (d *Decoder) advance(n int) {
+	d.start += n
+	d.off += int64(n)
+}
+
+// unexpected reports the byte at d.buf[d.start] as the parser would.
+func (d *Decoder) unexpected(context string) error {
+	return &SyntaxError{Offset: d.off, msg: "invalid character " + quoteChar(d.buf[d.start]) + " " + context}
 }
 
 func (d *Decoder) truncated() error {
@@ -97,13 +288,13 @@ func (d *Decoder) truncated() error {
 }
 
 // frame returns the length of the value at d.buf[d.start], which is not
-// whitespace, reading until the value ends or the stream does (then the
-// frame is not complete). Only brackets and strings are followed: the
-// parser checks the rest.
-func (d *Decoder) frame() (n int, complete bool, err error) {
+// whitespace and is depth levels deep, reading until the value ends or the
+// stream does (then the frame is not complete). Only brackets and strings
+// are followed: the parser checks the rest.
+func (d *Decoder) frame(depth int) (n int, complete bool, err error) {
 	switch d.buf[d.start] {
 	case '{', '[':
-		return d.frameContainer()
+		return d.frameContainer(depth)
 	case '"':
 		return d.frameString()
 	case '}', ']', ',', ':':
@@ -114,8 +305,8 @@ func (d *Decoder) frame() (n int, complete bool, err error) {
 
 // frameContainer finds the bracket closing the one at d.buf[d.start],
 // skipping strings.
-func (d *Decoder) frameContainer() (int, bool, error) {
-	i, depth, inString := 0, 0, false
+func (d *Decoder) frameContainer(outer int) (int, bool, error) {
+	i, depth, inString := 0, outer, false
 	for {
 		b := d.buf[d.start:d.end]
 		for i < len(b) {
@@ -141,7 +332,7 @@ func (d *Decoder) frameContainer() (int, bool, error) {
 				}
 			case '}', ']':
 				depth--
-				if depth == 0 {
+				if depth == outer {
 					return i, true, nil
 				}
 			}

@@ -14,5 +14,7 @@
 // This package frames a stream's values with a cheap scan and decodes each
 // in one pass without reflection; it shares one copy of each key (and of
 // short repeated string values) among the objects of a list or a stream,
-// and makes each map and slice at its final size.
+// and makes each map and slice at its final size. It can also hand out a
+// list's items one by one as they arrive, so that a list response of tens
+// of megabytes is never held whole.
 package unjson

@@ -83,8 +83,14 @@ func (p *parser) release() {
 }
 
 func (p *parser) parse(data []byte) (any, error) {
-	p.data, p.pos, p.depth = data, 0, 0
 	p.keys.reset()
+	return p.parseNested(data, 0)
+}
+
+// parseNested decodes a value found depth levels deep inside a larger one,
+// sharing its keys: the key table is not reset.
+func (p *parser) parseNested(data []byte, depth int) (any, error) {
+	p.data, p.pos, p.depth = data, 0, depth
 	v, err := p.value()
 	if err == nil {
 		p.skipSpace()
@@ -100,6 +106,16 @@ func (p *parser) parse(data []byte) (any, error) {
 		return nil, err
 	}
 	return v, nil
+}
+
+// key decodes an object key, a string literal that is all of data.
+func (p *parser) key(data []byte) (string, error) {
+	p.data, p.pos = data, 0
+	b, err := p.string()
+	if err != nil {
+		return "", err
+	}
+	return p.keys.intern(b), nil
 }
 
 // isSpace is JSON's whitespace: nothing else may surround or separate
