@@ -64,18 +64,7 @@ func BenchmarkWatch(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
 			d := NewDecoder(bytes.NewReader(stream))
-			n := 0
-			for {
-				if _, err := d.Decode(); err == io.EOF {
-					break
-				} else if err != nil {
-					b.Fatal(err)
-				}
-				n++
-			}
-			if n != events {
-				b.Fatalf("%d events, want %d", n, events)
-			}
+			drain(b, events, func() error { _, err := d.Decode(); return err })
 		}
 	})
 	b.Run("sigs", func(b *testing.B) {
@@ -83,19 +72,7 @@ func BenchmarkWatch(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
 			d := kjson.NewDecoderCaseSensitivePreserveInts(bytes.NewReader(stream))
-			n := 0
-			for {
-				var v any
-				if err := d.Decode(&v); err == io.EOF {
-					break
-				} else if err != nil {
-					b.Fatal(err)
-				}
-				n++
-			}
-			if n != events {
-				b.Fatalf("%d events, want %d", n, events)
-			}
+			drain(b, events, func() error { var v any; return d.Decode(&v) })
 		}
 	})
 	b.Run("client-go", func(b *testing.B) {
@@ -112,20 +89,25 @@ func BenchmarkWatch(b *testing.B) {
 		for b.Loop() {
 			frames := framer.NewFrameReader(io.NopCloser(bytes.NewReader(stream)))
 			d := restwatch.NewDecoder(streaming.NewDecoder(frames, streamDecoder), objectDecoder)
-			n := 0
-			for {
-				if _, _, err := d.Decode(); err == io.EOF {
-					break
-				} else if err != nil {
-					b.Fatal(err)
-				}
-				n++
-			}
-			if n != events {
-				b.Fatalf("%d events, want %d", n, events)
-			}
+			drain(b, events, func() error { _, _, err := d.Decode(); return err })
 		}
 	})
+}
+
+// drain decodes values with next until io.EOF and checks how many there were.
+func drain(b *testing.B, want int, next func() error) {
+	n := 0
+	for {
+		if err := next(); err == io.EOF {
+			break
+		} else if err != nil {
+			b.Fatal(err)
+		}
+		n++
+	}
+	if n != want {
+		b.Fatalf("%d values, want %d", n, want)
+	}
 }
 
 // BenchmarkRetained measures the heap that 10 000 decoded objects keep,
