@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/net/http/httpproxy"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/clock"
 )
@@ -134,9 +135,17 @@ func (c *ConnectionInfo) proxy() func(*http.Request) (*url.URL, error) {
 		return http.ProxyURL(u)
 	}
 	if c.TrustEnv {
-		return http.ProxyFromEnvironment
+		return environmentProxy()
 	}
 	return nil
+}
+
+// environmentProxy honours HTTPS_PROXY, HTTP_PROXY and NO_PROXY as they are
+// now. net/http's ProxyFromEnvironment reads them once per process, which
+// would tie every operator embedded in a process to the first one's.
+func environmentProxy() func(*http.Request) (*url.URL, error) {
+	proxy := httpproxy.FromEnvironment().ProxyFunc()
+	return func(r *http.Request) (*url.URL, error) { return proxy(r.URL) }
 }
 
 // AuthHeader is the Authorization header value, or "" for none.
