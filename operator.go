@@ -215,19 +215,26 @@ func (op *Operator) credentials(ctx context.Context, logger *slog.Logger, clk cl
 		authLog.Info(round + " has been initiated.")
 		results, err := login(ctx)
 		var items []*kube.ConnectionInfo
+		var unusable []error
 		for id, v := range results {
 			info, _ := v.(*kube.ConnectionInfo)
 			if info == nil {
 				continue
 			}
 			if verr := info.Validate(); verr != nil {
-				authLog.Error(fmt.Sprintf("Login handler %q returned unusable credentials: %v", id, verr))
+				verr = fmt.Errorf("login handler %q returned unusable credentials: %w", id, verr)
+				authLog.Error(verr.Error())
+				unusable = append(unusable, verr)
 				continue
 			}
 			items = append(items, info)
 		}
 		if len(items) == 0 {
 			authLog.Warn(round + " has failed: no credentials were retrieved from the login handlers.")
+			if err == nil {
+				// Run's error then says what to fix, not only that nothing came.
+				err = errors.Join(unusable...)
+			}
 		} else {
 			authLog.Info(round + " has finished.")
 		}

@@ -6,11 +6,15 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/http"
+	"net/url"
 	"os"
+	"reflect"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
+	"golang.org/x/net/http/httpproxy"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/clock"
 )
@@ -18,6 +22,11 @@ import (
 // ConnectionInfo is what a login handler returns: where the API is and how
 // to authenticate there (Kopf's ConnectionInfo). Set either a path or the
 // data of each TLS item, not both.
+//
+// The operator's connections are set up once, from the first credentials
+// of the first login: Server, the TLS settings, ProxyURL and TrustEnv of
+// later credentials are not applied (only their Authorization, or their
+// Transport, is, request by request).
 type ConnectionInfo struct {
 	Server           string // https://host:port
 	CAPath           string
@@ -38,6 +47,22 @@ type ConnectionInfo struct {
 	// Expiration, if set, drops the credentials when it passes; the login
 	// handlers then run again before the next request.
 	Expiration time.Time
+
+	// ProxyURL is an http:// or https:// proxy for the API requests (not
+	// SOCKS). It overrides the environment's proxy settings.
+	ProxyURL string
+	// TrustEnv honours HTTPS_PROXY, HTTP_PROXY and NO_PROXY for these
+	// credentials, as Settings.Networking.TrustEnv does for all of them;
+	// without either, the environment is ignored (as in Kopf).
+	TrustEnv bool
+
+	// Transport, if set, sends the requests made with these credentials
+	// (Kopf's AiohttpSession): it does TLS, authentication and proxying
+	// itself, so the fields for those must stay empty, and kopfgo only sets
+	// the User-Agent. A 401 through it drops these credentials and runs the login handlers again, as for any others. The
+	// same transport (pointer) handed back after a 401 is ignored. kopfgo
+	// does not close its connections.
+	Transport http.RoundTripper
 }
 
 // Validate reports contradictory settings.
@@ -52,7 +77,75 @@ func (c *ConnectionInfo) Validate() error {
 	case c.PrivateKeyPath != "" && len(c.PrivateKeyData) > 0:
 		return errors.New("the connection info has both PrivateKeyPath and PrivateKeyData: set one")
 	}
+	if c.Transport != nil {
+		if set := c.ownedByTransport(); len(set) > 0 {
+			return fmt.Errorf("the connection info has a Transport and also %s: the transport does its own TLS, authentication and proxying, so drop them (or drop the Transport)", strings.Join(set, ", "))
+		}
+	}
+	if c.ProxyURL != "" {
+		u, err := url.Parse(c.ProxyURL)
+		if err != nil {
+			return fmt.Errorf("the connection info's ProxyURL is not a URL: %w", err)
+		}
+		if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return fmt.Errorf("the connection info's ProxyURL %q is not supported: use http://host:port or https://host:port (SOCKS proxies need a Transport of your own)", c.ProxyURL)
+		}
+	}
 	return nil
+}
+
+// ownedByTransport names the fields set that a custom Transport would
+// silently ignore.
+func (c *ConnectionInfo) ownedByTransport() []string {
+	var set []string
+	for _, f := range []struct {
+		name string
+		set  bool
+	}{
+		{"CAPath", c.CAPath != ""},
+		{"CAData", len(c.CAData) > 0},
+		{"Insecure", c.Insecure},
+		{"Username", c.Username != ""},
+		{"Password", c.Password != ""},
+		{"Scheme", c.Scheme != ""},
+		{"Token", c.Token != ""},
+		{"CertificatePath", c.CertificatePath != ""},
+		{"CertificateData", len(c.CertificateData) > 0},
+		{"PrivateKeyPath", c.PrivateKeyPath != ""},
+		{"PrivateKeyData", len(c.PrivateKeyData) > 0},
+		{"ProxyURL", c.ProxyURL != ""},
+		{"TrustEnv", c.TrustEnv},
+	} {
+		if f.set {
+			set = append(set, f.name)
+		}
+	}
+	return set
+}
+
+// proxy is the proxy function for these credentials: the explicit
+// ProxyURL, the environment's with TrustEnv, else nil (the caller decides).
+// Validate has checked the URL.
+func (c *ConnectionInfo) proxy() func(*http.Request) (*url.URL, error) {
+	if c.ProxyURL != "" {
+		u, err := url.Parse(c.ProxyURL)
+		if err != nil {
+			return func(*http.Request) (*url.URL, error) { return nil, err }
+		}
+		return http.ProxyURL(u)
+	}
+	if c.TrustEnv {
+		return environmentProxy()
+	}
+	return nil
+}
+
+// environmentProxy honours HTTPS_PROXY, HTTP_PROXY and NO_PROXY as they are
+// now. net/http's ProxyFromEnvironment reads them once per process, which
+// would tie every operator embedded in a process to the first one's.
+func environmentProxy() func(*http.Request) (*url.URL, error) {
+	proxy := httpproxy.FromEnvironment().ProxyFunc()
+	return func(r *http.Request) (*url.URL, error) { return proxy(r.URL) }
 }
 
 // AuthHeader is the Authorization header value, or "" for none.
@@ -68,10 +161,12 @@ func (c *ConnectionInfo) AuthHeader() string {
 	return ""
 }
 
-// RESTConfig converts the connection info for client-go.
+// RESTConfig converts the connection info for client-go. A Transport is not
+// carried over: the vault's transport uses it per request.
 func (c *ConnectionInfo) RESTConfig() *rest.Config {
 	return &rest.Config{
 		Host:        c.Server,
+		Proxy:       c.proxy(),
 		Username:    c.Username,
 		Password:    c.Password,
 		BearerToken: c.Token,
@@ -84,7 +179,8 @@ func (c *ConnectionInfo) RESTConfig() *rest.Config {
 	}
 }
 
-// FromRESTConfig is the reverse of RESTConfig, for the built-in logins.
+// FromRESTConfig is the reverse of RESTConfig, for the built-in logins. A
+// kubeconfig's proxy-url becomes ProxyURL.
 func FromRESTConfig(cfg *rest.Config) *ConnectionInfo {
 	token := cfg.BearerToken
 	if token == "" && cfg.BearerTokenFile != "" {
@@ -92,12 +188,19 @@ func FromRESTConfig(cfg *rest.Config) *ConnectionInfo {
 			token = string(b)
 		}
 	}
-	return &ConnectionInfo{
+	info := &ConnectionInfo{
 		Server: cfg.Host, Username: cfg.Username, Password: cfg.Password, Token: token,
 		Insecure: cfg.Insecure, CAPath: cfg.CAFile, CAData: cfg.CAData,
 		CertificatePath: cfg.CertFile, CertificateData: cfg.CertData,
 		PrivateKeyPath: cfg.KeyFile, PrivateKeyData: cfg.KeyData,
 	}
+	// rest.Config keeps the proxy as a function only: ask it for the server.
+	if u, err := url.Parse(cfg.Host); cfg.Proxy != nil && err == nil {
+		if p, err := cfg.Proxy(&http.Request{URL: u}); err == nil && p != nil {
+			info.ProxyURL = p.String()
+		}
+	}
+	return info
 }
 
 // LoginWithKubeconfig reads credentials from a kubeconfig (KUBECONFIG or
@@ -145,7 +248,7 @@ type Vault struct {
 
 	mu      sync.Mutex
 	items   []*ConnectionInfo
-	invalid map[string]bool
+	invalid map[identity]bool
 	logins  int
 	relogin *sync.WaitGroup // non-nil while a login runs
 	lastErr error
@@ -153,11 +256,26 @@ type Vault struct {
 
 // NewVault creates a vault that obtains credentials with login.
 func NewVault(login func(ctx context.Context) ([]*ConnectionInfo, error), clk clock.PassiveClock) *Vault {
-	return &Vault{login: login, clock: clk, invalid: map[string]bool{}}
+	return &Vault{login: login, clock: clk, invalid: map[identity]bool{}}
 }
 
-func key(c *ConnectionInfo) string {
-	return c.Server + "\x00" + c.AuthHeader() + "\x00" + c.Username + "\x00" + string(c.CertificateData) + c.CertificatePath
+// identity tells whether credentials handed back are ones found invalid:
+// equal fields, or the same transport. A transport that cannot be compared
+// (a func, say) is new every time it is handed back.
+type identity struct {
+	text      string
+	transport any
+}
+
+func key(c *ConnectionInfo) identity {
+	id := identity{text: c.Server + "\x00" + c.AuthHeader() + "\x00" + c.Username + "\x00" + string(c.CertificateData) + c.CertificatePath}
+	if c.Transport != nil {
+		id.transport = c.Transport
+		if !reflect.ValueOf(c.Transport).Comparable() {
+			id.transport = c
+		}
+	}
+	return id
 }
 
 // Logins is how many login rounds have run.
@@ -243,6 +361,8 @@ func (v *Vault) Invalidate(c *ConnectionInfo) {
 // request and, on a 401, invalidates it and retries once with the next
 // credentials (logging in again if none are left). Requests with bodies are
 // retried only when the body can be replayed (GetBody), as client-go's are.
+// Credentials with a Transport of their own send the request through it as
+// it is, with no Authorization added and next not used.
 func (v *Vault) Transport(next http.RoundTripper) http.RoundTripper {
 	return roundTripper(func(req *http.Request) (*http.Response, error) {
 		for attempt := 0; ; attempt++ {
@@ -251,7 +371,10 @@ func (v *Vault) Transport(next http.RoundTripper) http.RoundTripper {
 				return nil, err
 			}
 			r := req.Clone(req.Context())
-			if h := c.AuthHeader(); h != "" {
+			rt := next
+			if c.Transport != nil {
+				rt = c.Transport
+			} else if h := c.AuthHeader(); h != "" {
 				r.Header.Set("Authorization", h)
 			} else if c.Username != "" {
 				r.SetBasicAuth(c.Username, c.Password)
@@ -261,7 +384,7 @@ func (v *Vault) Transport(next http.RoundTripper) http.RoundTripper {
 					return nil, err
 				}
 			}
-			resp, err := next.RoundTrip(r)
+			resp, err := rt.RoundTrip(r)
 			if err != nil || resp.StatusCode != http.StatusUnauthorized || attempt >= 3 || (req.Body != nil && req.GetBody == nil) {
 				return resp, err
 			}

@@ -29,7 +29,8 @@ type ClientOptions struct {
 	// RequestTimeout bounds each request except watches; 0: none.
 	RequestTimeout time.Duration
 	// TrustEnv honours HTTP(S)_PROXY and NO_PROXY, which client-go would
-	// otherwise honour silently.
+	// otherwise honour silently. Credentials' own ProxyURL or TrustEnv
+	// (a Proxy in the config) take precedence.
 	TrustEnv bool
 }
 
@@ -58,8 +59,11 @@ func NewClient(cfg *rest.Config, opts ClientOptions) (*Client, error) {
 		cfg.QPS = -1
 	}
 	cfg.UserAgent = "kopfgo"
-	if !opts.TrustEnv && cfg.Proxy == nil {
+	if cfg.Proxy == nil {
 		cfg.Proxy = func(*http.Request) (*url.URL, error) { return nil, nil }
+		if opts.TrustEnv {
+			cfg.Proxy = environmentProxy()
+		}
 	}
 	wcfg := rest.CopyConfig(cfg) // no request timeout: watches are long
 	wcfg.NextProtos = []string{"http/1.1"}
