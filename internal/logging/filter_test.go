@@ -3,6 +3,7 @@ package logging
 import (
 	"bytes"
 	"context"
+	"io"
 	"log/slog"
 	"strings"
 	"sync"
@@ -168,6 +169,16 @@ func TestBeneath(t *testing.T) {
 	}
 	if got := buf.String(); got != "[default/kopf-example-1] public k=1\nunfiltered secret\n" {
 		t.Errorf("written %q", got)
+	}
+
+	// The same beneath the filter of a logger not made by New.
+	teed = nil
+	foreign := slog.New(slog.NewTextHandler(io.Discard, nil))
+	l = Beneath(WithObject(WithFilter(foreign, &v), nsRef), tee)
+	l.Info("a secret")
+	l.Info("public")
+	if got := strings.Join(teed, "|"); got != "public" {
+		t.Errorf("teed %q beneath a foreign logger's filter, want %q", got, "public")
 	}
 }
 
