@@ -54,11 +54,12 @@ func newRunCommand(op *Operator, use string) *cobra.Command {
 
 // runOperator applies the flags to op and runs it until a signal.
 func runOperator(op *Operator, flags *cli.RunFlags, stderr io.Writer) error {
-	logger := op.opts.Logger
-	if logger == nil {
-		logger = logging.New(flags.Logging(stderr))
-		op.opts.Logger = logger
+	if op.opts.Logger == nil {
+		op.opts.Logger = logging.New(flags.Logging(stderr))
 	}
+	// Run sets the filter again, and once more after the startup handlers.
+	op.logFilter.Set(op.opts.Settings.Logging.Filter)
+	logger := op.logger()
 	logging.InstallKlog(logger, flags.Debug)
 	switch {
 	case flags.AllNamespaces:

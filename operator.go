@@ -70,6 +70,10 @@ type Operator struct {
 	mu       sync.Mutex
 	indexers []indexing.Runner
 	memo     *Memo
+
+	// logFilter is Settings.Logging.Filter for the loggers of a run,
+	// replaced when the startup handlers have changed it.
+	logFilter logging.FilterVar
 }
 
 // New creates an operator. It starts nothing.
@@ -119,15 +123,13 @@ func (op *Operator) Run(ctx context.Context) error {
 		}
 		liveness = &ep
 	}
-	logger := op.opts.Logger
-	if logger == nil {
-		logger = logging.New(logging.Config{})
-	}
+	settings := op.opts.Settings
+	op.logFilter.Set(settings.Logging.Filter)
+	logger := op.logger()
 	clk := op.opts.Clock
 	if clk == nil {
 		clk = clock.RealClock{}
 	}
-	settings := op.opts.Settings
 	env := handlers.ActivityEnv{Clock: clk, Memo: op.memo, Settings: &settings}
 	activity := func(ctx context.Context, kind handlers.ActivityKind) (map[string]any, error) {
 		env.Logger = logging.Named(logger, "kopf.activities."+string(kind))
@@ -141,6 +143,8 @@ func (op *Operator) Run(ctx context.Context) error {
 		}
 		return fmt.Errorf("the operator cannot start: %w", err)
 	}
+	// The startup handlers have returned: nothing writes settings now.
+	op.logFilter.Set(settings.Logging.Filter)
 	settings = settings.WithDefaults()
 	defer func() {
 		if _, err := activity(context.WithoutCancel(ctx), handlers.Cleanup); err != nil {
@@ -194,6 +198,16 @@ func (op *Operator) Run(ctx context.Context) error {
 		}
 	}
 	return err
+}
+
+// logger is Options.Logger (or Kopf's default) under the operator's log
+// filter.
+func (op *Operator) logger() *slog.Logger {
+	l := op.opts.Logger
+	if l == nil {
+		l = logging.New(logging.Config{})
+	}
+	return logging.WithFilter(l, &op.logFilter)
 }
 
 // credentials returns the cluster connection: the login handlers' if there

@@ -22,6 +22,7 @@ type Settings struct {
 	Process     Process
 	Posting     Posting
 	Background  Background
+	Logging     Logging
 }
 
 // Persistence says where and how the operator keeps its state on objects.

@@ -68,3 +68,28 @@ func BenchmarkWithAttrsInstead(b *testing.B) {
 			"name", nsRef.Name, "uid", nsRef.UID, "namespace", nsRef.Namespace))
 	}
 }
+
+// The operator's loggers are all under a filter (WithFilter), set or not.
+func BenchmarkFiltered(b *testing.B) {
+	for _, tc := range []struct {
+		name   string
+		filter Filter
+	}{{"unset", nil}, {"silence", Silence("kopf.activities")}} {
+		var v FilterVar
+		v.Set(tc.filter)
+		root := WithFilter(New(Config{Writer: io.Discard}), &v)
+		b.Run("WithObject/"+tc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				_ = WithObject(root, nsRef)
+			}
+		})
+		b.Run("Log/"+tc.name, func(b *testing.B) {
+			l := WithObject(root, nsRef)
+			b.ReportAllocs()
+			for b.Loop() {
+				l.Info("Handler 'create_fn' succeeded.")
+			}
+		})
+	}
+}

@@ -15,4 +15,10 @@
 // which Kopf's formats have no place for, are written after the message as
 // " key=value" pairs in the text formats (composite values as compact JSON)
 // and as extra top-level fields in JSON.
+//
+// Loggers carry Kopf's names ("kopf", "kopf.objects",
+// "kopf.activities.<activity>"), and a Filter under WithFilter drops records
+// by name and content (K2-016, K2-053). Event posting tees object loggers
+// Beneath the filter, so that one filter governs both the log and the
+// events.
 package logging

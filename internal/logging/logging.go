@@ -126,30 +126,46 @@ func NewHandler(cfg Config) slog.Handler {
 // A logger not made by New gets the reference as an "object" group of
 // attributes instead.
 func WithObject(l *slog.Logger, ref ObjectRef) *slog.Logger {
-	h, ok := l.Handler().(*handler)
-	if !ok {
-		return l.With(slog.Group(DefaultRefKey,
-			"apiVersion", ref.APIVersion, "kind", ref.Kind, "name", ref.Name,
-			"uid", ref.UID, "namespace", ref.Namespace))
+	return slog.New(withObject(l.Handler(), ref))
+}
+
+func withObject(h slog.Handler, ref ObjectRef) slog.Handler {
+	switch h := h.(type) {
+	case *handler:
+		c := *h
+		c.ref, c.hasRef = ref, true
+		c.name = ObjectsName
+		return &c
+	case *filtered:
+		c := *h
+		c.inner = withObject(h.inner, ref)
+		c.name = ObjectsName
+		return &c
 	}
-	c := *h
-	c.ref, c.hasRef = ref, true
-	c.name = ObjectsName
-	return slog.New(&c)
+	return h.WithAttrs([]slog.Attr{slog.Group(DefaultRefKey,
+		"apiVersion", ref.APIVersion, "kind", ref.Kind, "name", ref.Name,
+		"uid", ref.UID, "namespace", ref.Namespace)})
 }
 
 // Named returns a logger with this name in the full format's 20-character
 // name column (e.g. "kopf.reactor.queueing"). The name replaces the
 // previous one; it is not appended to it. A logger not made by New gets a
 // "logger" attribute instead.
-func Named(l *slog.Logger, name string) *slog.Logger {
-	h, ok := l.Handler().(*handler)
-	if !ok {
-		return l.With(slog.String("logger", name))
+func Named(l *slog.Logger, name string) *slog.Logger { return slog.New(named(l.Handler(), name)) }
+
+func named(h slog.Handler, name string) slog.Handler {
+	switch h := h.(type) {
+	case *handler:
+		c := *h
+		c.name = name
+		return &c
+	case *filtered:
+		c := *h
+		c.inner = named(h.inner, name)
+		c.name = name
+		return &c
 	}
-	c := *h
-	c.name = name
-	return slog.New(&c)
+	return h.WithAttrs([]slog.Attr{slog.String("logger", name)})
 }
 
 // prefix returns "[namespace/name] " or "[name] ".

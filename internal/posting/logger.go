@@ -3,6 +3,8 @@ package posting
 import (
 	"context"
 	"log/slog"
+
+	"github.com/kopfgo/kopfgo/internal/logging"
 )
 
 // LoggingReason is the reason of events made from log messages.
@@ -10,12 +12,16 @@ const LoggingReason = "Logging"
 
 // Logger returns l, also posting its messages at or above Settings.Level as
 // events about ref when Settings.Loggers is on (K2-023). Otherwise it
-// returns l itself, so the default costs nothing.
+// returns l itself, so the default costs nothing. The events are posted
+// beneath l's filter (logging.WithFilter): a message the filter drops is
+// neither written nor posted (K2-053).
 func (p *Poster) Logger(l *slog.Logger, ref Ref) *slog.Logger {
 	if p == nil || !p.cfg.Settings.Loggers || p.cfg.Settings.Disabled || ref.isEvent() {
 		return l
 	}
-	return slog.New(&teeHandler{inner: l.Handler(), p: p, ref: ref})
+	return logging.Beneath(l, func(inner slog.Handler) slog.Handler {
+		return &teeHandler{inner: inner, p: p, ref: ref}
+	})
 }
 
 // LevelType is the event type Kopf gives a log message of this level.

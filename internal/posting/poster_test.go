@@ -15,6 +15,7 @@ import (
 	testingclock "k8s.io/utils/clock/testing"
 
 	"github.com/kopfgo/kopfgo/internal/config"
+	"github.com/kopfgo/kopfgo/internal/logging"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -425,6 +426,33 @@ func TestLoggerPosting(t *testing.T) {
 	}
 	if s := written.String(); strings.Contains(s, "info message") || !strings.Contains(s, "warn message") || !strings.Contains(s, "k=v") {
 		t.Errorf("written %q, want the log's own level and attributes kept", s)
+	}
+}
+
+// K2-053: a message that the logger's filter drops is neither written nor
+// posted; the others are both.
+func TestLoggerPostingIsFiltered(t *testing.T) {
+	c := &fakeClient{}
+	written := &logBuf{}
+	p := newPoster(config.Posting{Loggers: true}, c, nil)
+	var filter logging.FilterVar
+	filter.Set(func(logger string, r slog.Record) bool {
+		return logger != logging.ObjectsName || !strings.Contains(r.Message, "secret")
+	})
+	base := logging.WithFilter(logging.New(logging.Config{Format: logging.FormatPlain, Writer: written}), &filter)
+	l := p.Logger(logging.WithObject(base, logging.ObjectRef(kex)), kex)
+	l.Info("the secret is 42")
+	l.Info("public message")
+	drain(p)
+	var got []string
+	for _, e := range c.all() {
+		got = append(got, fmt.Sprint(e.body["message"]))
+	}
+	if want := []string{"public message"}; fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("posted %q, want %q", got, want)
+	}
+	if s, want := written.String(), "[ns1/kopf-example-1] public message\n"; s != want {
+		t.Errorf("written %q, want %q", s, want)
 	}
 }
 
