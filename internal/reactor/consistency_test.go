@@ -21,6 +21,9 @@ import (
 func TestLaggingWatchDoesNotRunHandlersTwice(t *testing.T) {
 	s := newScenario(t)
 	s.statusSubresource = true // the status patch comes first, and through
+	// The clock is stepped until the re-read: a watch restarted for
+	// inactivity meanwhile would relist the handled state and hide the lag.
+	s.settings.Watching.InactivityTimeout = 24 * time.Hour
 	// The watch never delivers the versions carrying the diff-base.
 	s.dyn.PrependWatchReactor("kopfexamples", func(action clienttesting.Action) (bool, watch.Interface, error) {
 		w, err := s.dyn.Tracker().Watch(kexGVR, action.GetNamespace())

@@ -238,7 +238,8 @@ func (s *scenario) update(name string, mutate func(u *unstructured.Unstructured)
 // even with a fake clock: watch events travel through goroutines.
 func (s *scenario) until(what string, cond func() bool) {
 	s.t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	// Only a failure detector: generous, for machines under load (-race).
+	deadline := time.Now().Add(30 * time.Second)
 	for !cond() {
 		if time.Now().After(deadline) {
 			s.t.Fatalf("never reached: %s\nlog:\n%s", what, s.log)
