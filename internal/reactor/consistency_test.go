@@ -8,7 +8,6 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/watch"
-	clienttesting "k8s.io/client-go/testing"
 
 	"github.com/kopfgo/kopfgo/causes"
 	"github.com/kopfgo/kopfgo/handlers"
@@ -25,20 +24,14 @@ func TestLaggingWatchDoesNotRunHandlersTwice(t *testing.T) {
 	// inactivity meanwhile would relist the handled state and hide the lag.
 	s.settings.Watching.InactivityTimeout = 24 * time.Hour
 	// The watch never delivers the versions carrying the diff-base.
-	s.dyn.PrependWatchReactor("kopfexamples", func(action clienttesting.Action) (bool, watch.Interface, error) {
-		w, err := s.dyn.Tracker().Watch(kexGVR, action.GetNamespace())
-		if err != nil {
-			return true, nil, err
+	s.watchFilter = func(ev watch.Event) (watch.Event, bool) {
+		u, ok := ev.Object.(*unstructured.Unstructured)
+		if !ok {
+			return ev, true
 		}
-		return true, watch.Filter(w, func(ev watch.Event) (watch.Event, bool) {
-			u, ok := ev.Object.(*unstructured.Unstructured)
-			if !ok {
-				return ev, true
-			}
-			_, withheld := annotation(u, "kopf.zalando.org/last-handled-configuration")
-			return ev, !withheld
-		}), nil
-	})
+		_, withheld := annotation(u, "kopf.zalando.org/last-handled-configuration")
+		return ev, !withheld
+	}
 	var calls counter
 	s.on(causes.Create, "create_fn", func(ctx context.Context, c *handlers.Change) (any, error) {
 		calls.inc(c.Name)

@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/watch"
 	fakediscovery "k8s.io/client-go/discovery/fake"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 	clienttesting "k8s.io/client-go/testing"
@@ -57,6 +58,11 @@ type scenario struct {
 	// statusSubresource makes the status of KopfExamples a subresource, so
 	// that the operator writes it with a patch of its own.
 	statusSubresource bool
+	// watching is closed once the operator's watch of KopfExamples is
+	// registered with the fake API; watchFilter, if set, decides which
+	// events that watch delivers.
+	watching    chan struct{}
+	watchFilter watch.FilterFunc
 }
 
 type syncBuffer struct {
@@ -84,10 +90,24 @@ func newScenario(t *testing.T) *scenario {
 		{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}: "CustomResourceDefinitionList",
 	})
 	versioned(dyn)
-	return &scenario{
+	s := &scenario{
 		t: t, dyn: dyn, reg: &handlers.Registry{}, log: &syncBuffer{},
-		clock: testingclock.NewFakeClock(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)),
+		clock:    testingclock.NewFakeClock(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)),
+		watching: make(chan struct{}),
 	}
+	var once sync.Once
+	dyn.PrependWatchReactor("kopfexamples", func(action clienttesting.Action) (bool, watch.Interface, error) {
+		w, err := dyn.Tracker().Watch(kexGVR, action.GetNamespace())
+		if err != nil {
+			return true, nil, err
+		}
+		once.Do(func() { close(s.watching) })
+		if s.watchFilter != nil {
+			w = watch.Filter(w, s.watchFilter)
+		}
+		return true, w, nil
+	})
+	return s
 }
 
 // versioned makes the fake API number its writes with resourceVersions, as
@@ -118,8 +138,18 @@ func versioned(dyn *dynamicfake.FakeDynamicClient) {
 	})
 }
 
+// on registers a handler of KopfExamples. It runs only once the watch is
+// registered: a real API server replays to a watch what happened since its
+// listing, but the fake loses it, and with it the operator's own patches.
 func (s *scenario) on(reason causes.Reason, id string, fn handlers.ChangeFunc, opts ...func(*handlers.Handler)) {
-	s.reg.AddChanging(handlers.Registration{Resource: "kopfexamples", Reason: reason, Fn: fn, Configure: func(h *handlers.Handler) {
+	afterWatch := func(ctx context.Context, c *handlers.Change) (any, error) {
+		select {
+		case <-s.watching:
+		case <-ctx.Done():
+		}
+		return fn(ctx, c)
+	}
+	s.reg.AddChanging(handlers.Registration{Resource: "kopfexamples", Reason: reason, Fn: afterWatch, Configure: func(h *handlers.Handler) {
 		h.ID = id
 		for _, o := range opts {
 			o(h)
@@ -170,22 +200,13 @@ func (s *scenario) start() {
 // has returned): the fake API loses what happens between a watcher's
 // listing and its watch, where a real API server replays it.
 func (s *scenario) waitWatching() {
-	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) {
-		for _, a := range s.dyn.Actions() {
-			if w, ok := a.(clienttesting.WatchAction); ok && w.GetResource() == kexGVR {
-				return
-			}
-		}
-		select {
-		case err := <-s.done:
-			s.done <- err // Run has returned; leave its error to stop
-			return
-		default:
-		}
-		time.Sleep(time.Millisecond)
+	select {
+	case <-s.watching:
+	case err := <-s.done:
+		s.done <- err // Run has returned; leave its error to stop
+	case <-time.After(30 * time.Second): // a failure detector
+		s.t.Fatalf("the reactor never watched the KopfExamples")
 	}
-	s.t.Fatalf("the reactor never watched the KopfExamples")
 }
 
 func (s *scenario) stop() {
