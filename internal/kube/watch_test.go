@@ -22,7 +22,7 @@ func waitClosed(t *testing.T, ch <-chan watch.Event) {
 			if !ok {
 				return
 			}
-		case <-time.After(5 * time.Second):
+		case <-time.After(30 * time.Second): // a failure detector
 			t.Fatal("the stream was not ended")
 		}
 	}
@@ -61,8 +61,8 @@ func TestWatchdogClientTimeout(t *testing.T) {
 	clk := testingclock.NewFakeClock(time.Now())
 	inner := watch.NewFake()
 	w := newWatchdog(inner, WatchOptions{ClientTimeout: 30 * time.Second, Clock: clk}, nil)
-	for !clk.HasWaiters() {
-		runtime.Gosched() // the watchdog is about to set its timer
+	for clk.Waiters() < 2 {
+		runtime.Gosched() // the watchdog is about to set its timers: inactivity, then the deadline
 	}
 	clk.Step(30 * time.Second)
 	waitClosed(t, w.ResultChan())
