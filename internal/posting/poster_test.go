@@ -27,6 +27,8 @@ type fakeClient struct {
 	posted []posted
 	calls  int
 	fail   func(n int) error
+	// each, if set, is told of every successful post.
+	each chan struct{}
 }
 
 type posted struct {
@@ -45,6 +47,9 @@ func (c *fakeClient) PostEvent(_ context.Context, ns string, body map[string]any
 		}
 	}
 	c.posted = append(c.posted, posted{ns, body})
+	if c.each != nil {
+		c.each <- struct{}{}
+	}
 	return nil
 }
 
@@ -341,7 +346,7 @@ func TestFailedPostIsLoggedAndSkipped(t *testing.T) {
 // Events queued while the poster runs are posted without stopping it; after
 // it stops, posting is refused with ErrStopped.
 func TestRunPostsUntilStopped(t *testing.T) {
-	c := &fakeClient{}
+	c := &fakeClient{each: make(chan struct{}, 3)}
 	p := newPoster(config.Posting{}, c, nil)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
@@ -351,9 +356,12 @@ func TestRunPostsUntilStopped(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for len(c.all()) < 3 && time.Now().Before(deadline) {
-		time.Sleep(time.Millisecond)
+	for range 3 {
+		select {
+		case <-c.each:
+		case <-time.After(30 * time.Second): // a failure detector
+			t.Fatalf("%d events posted while running, want 3", len(c.all()))
+		}
 	}
 	if n := len(c.all()); n != 3 {
 		t.Fatalf("%d events posted while running, want 3", n)

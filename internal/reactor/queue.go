@@ -149,10 +149,10 @@ func (p *processor) work(ctx context.Context, s *slot) {
 		}
 		t := p.cfg.Clock.NewTimer(d)
 		if touch && p.cfg.onSleep != nil {
-			s.mem.mu.Lock()
-			consistent := s.mem.expected == ""
-			s.mem.mu.Unlock()
-			p.cfg.onSleep(s.key, consistent)
+			p.cfg.onSleep(s.key, p.settled(s))
+		}
+		if p.cfg.onWait != nil {
+			p.cfg.onWait()
 		}
 		select {
 		case <-ctx.Done():
@@ -191,6 +191,17 @@ func (p *processor) pass(ctx context.Context, s *slot) (wait time.Duration, touc
 		wait, touch = p.process(ctx, s)
 	})
 	return wait, touch
+}
+
+// settled reports whether the object's worker has nothing pending: its own
+// last patch has come back and no news waits. Taking p.mu as notify does
+// means a version already seen has also woken the worker.
+func (p *processor) settled(s *slot) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	s.mem.mu.Lock()
+	defer s.mem.mu.Unlock()
+	return s.mem.expected == "" && len(s.wake) == 0
 }
 
 // retire removes an idle worker unless news arrived meanwhile.

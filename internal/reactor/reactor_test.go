@@ -17,8 +17,10 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	fakediscovery "k8s.io/client-go/discovery/fake"
+	"k8s.io/client-go/dynamic"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 	clienttesting "k8s.io/client-go/testing"
 	testingclock "k8s.io/utils/clock/testing"
@@ -48,7 +50,7 @@ type scenario struct {
 	clock    *testingclock.FakeClock
 	reg      *handlers.Registry
 	settings config.Settings
-	sleeps   atomic.Int32 // consistent touch-sleeps entered
+	sleeps   atomic.Int32 // settled touch-sleeps entered
 	log      *syncBuffer
 	cancel   context.CancelFunc
 	done     chan error
@@ -63,17 +65,33 @@ type scenario struct {
 	// events that watch delivers.
 	watching    chan struct{}
 	watchFilter watch.FilterFunc
+	// news is poked whenever something a script waits for may have
+	// changed: a log line, a write to the fake API, a worker's wait.
+	news  chan struct{}
+	waits atomic.Int32 // the workers' waits begun (Config.onWait)
+}
+
+func (s *scenario) poke() {
+	select {
+	case s.news <- struct{}{}:
+	default:
+	}
 }
 
 type syncBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
+	mu      sync.Mutex
+	b       strings.Builder
+	onWrite func()
 }
 
 func (s *syncBuffer) Write(p []byte) (int, error) {
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
+	n, err := s.b.Write(p)
+	s.mu.Unlock()
+	if s.onWrite != nil {
+		s.onWrite()
+	}
+	return n, err
 }
 
 func (s *syncBuffer) String() string {
@@ -89,12 +107,14 @@ func newScenario(t *testing.T) *scenario {
 		podGVR: "PodList",
 		{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}: "CustomResourceDefinitionList",
 	})
-	versioned(dyn)
 	s := &scenario{
-		t: t, dyn: dyn, reg: &handlers.Registry{}, log: &syncBuffer{},
+		t: t, dyn: dyn, reg: &handlers.Registry{},
 		clock:    testingclock.NewFakeClock(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)),
 		watching: make(chan struct{}),
+		news:     make(chan struct{}, 1),
 	}
+	s.log = &syncBuffer{onWrite: s.poke}
+	versioned(dyn, s.poke)
 	var once sync.Once
 	dyn.PrependWatchReactor("kopfexamples", func(action clienttesting.Action) (bool, watch.Interface, error) {
 		w, err := dyn.Tracker().Watch(kexGVR, action.GetNamespace())
@@ -110,12 +130,62 @@ func newScenario(t *testing.T) *scenario {
 	return s
 }
 
+// gated holds the operator's patches until it watches the KopfExamples: a
+// real API server replays to a watch what happened since its listing, but
+// the fake would lose the operator's own patches made before the watch.
+type gated struct {
+	dynamic.Interface
+	watching <-chan struct{}
+}
+
+func (g gated) Resource(r schema.GroupVersionResource) dynamic.NamespaceableResourceInterface {
+	return gatedResource{g.Interface.Resource(r), g.watching}
+}
+
+type gatedResource struct {
+	dynamic.NamespaceableResourceInterface
+	watching <-chan struct{}
+}
+
+func (r gatedResource) Namespace(ns string) dynamic.ResourceInterface {
+	return gatedNamespace{r.NamespaceableResourceInterface.Namespace(ns), r.watching}
+}
+
+func (r gatedResource) Patch(ctx context.Context, name string, pt types.PatchType, data []byte, opts metav1.PatchOptions, sub ...string) (*unstructured.Unstructured, error) {
+	if err := wait(ctx, r.watching); err != nil {
+		return nil, err
+	}
+	return r.NamespaceableResourceInterface.Patch(ctx, name, pt, data, opts, sub...)
+}
+
+type gatedNamespace struct {
+	dynamic.ResourceInterface
+	watching <-chan struct{}
+}
+
+func (r gatedNamespace) Patch(ctx context.Context, name string, pt types.PatchType, data []byte, opts metav1.PatchOptions, sub ...string) (*unstructured.Unstructured, error) {
+	if err := wait(ctx, r.watching); err != nil {
+		return nil, err
+	}
+	return r.ResourceInterface.Patch(ctx, name, pt, data, opts, sub...)
+}
+
+func wait(ctx context.Context, ch <-chan struct{}) error {
+	select {
+	case <-ch:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
 // versioned makes the fake API number its writes with resourceVersions, as
 // a real API server does: the reactor's consistency tracking relies on them.
 // Each write is stored as the fake stores it, then re-stored with the new
 // version, so a watch sees two events; the first carries the old version and
 // is the kind of stale event the tracking must sit out.
-func versioned(dyn *dynamicfake.FakeDynamicClient) {
+// Each write pokes (after it is stored).
+func versioned(dyn *dynamicfake.FakeDynamicClient, poke func()) {
 	var rv atomic.Int64
 	tracker := dyn.Tracker()
 	dyn.PrependReactor("*", "*", func(action clienttesting.Action) (bool, runtime.Object, error) {
@@ -134,22 +204,19 @@ func versioned(dyn *dynamicfake.FakeDynamicClient) {
 		if err := tracker.Update(action.GetResource(), u, action.GetNamespace()); err != nil {
 			return true, nil, err
 		}
+		poke()
 		return true, u, nil
 	})
 }
 
-// on registers a handler of KopfExamples. It runs only once the watch is
-// registered: a real API server replays to a watch what happened since its
-// listing, but the fake loses it, and with it the operator's own patches.
+// on registers a handler of KopfExamples. What the handler changes is news
+// once it returns (a handler that blocks pokes itself).
 func (s *scenario) on(reason causes.Reason, id string, fn handlers.ChangeFunc, opts ...func(*handlers.Handler)) {
-	afterWatch := func(ctx context.Context, c *handlers.Change) (any, error) {
-		select {
-		case <-s.watching:
-		case <-ctx.Done():
-		}
+	poking := func(ctx context.Context, c *handlers.Change) (any, error) {
+		defer s.poke()
 		return fn(ctx, c)
 	}
-	s.reg.AddChanging(handlers.Registration{Resource: "kopfexamples", Reason: reason, Fn: afterWatch, Configure: func(h *handlers.Handler) {
+	s.reg.AddChanging(handlers.Registration{Resource: "kopfexamples", Reason: reason, Fn: poking, Configure: func(h *handlers.Handler) {
 		h.ID = id
 		for _, o := range opts {
 			o(h)
@@ -183,11 +250,16 @@ func (s *scenario) start() {
 		Namespaces: []string{"default"},
 		Logger:     logging.New(logging.Config{Format: logging.FormatPlain, Level: slog.LevelDebug, Writer: s.log}),
 		Clock:      s.clock,
-		Client:     &kube.Client{Dynamic: s.dyn, Discovery: disc},
-		onSleep: func(key string, consistent bool) {
-			if consistent {
+		Client:     &kube.Client{Dynamic: gated{s.dyn, s.watching}, Discovery: disc},
+		onSleep: func(key string, settled bool) {
+			if settled {
 				s.sleeps.Add(1)
 			}
+			s.poke()
+		},
+		onWait: func() {
+			s.waits.Add(1)
+			s.poke()
 		},
 		Indexers: s.indexers,
 		Memo:     s.memo,
@@ -256,16 +328,18 @@ func (s *scenario) update(name string, mutate func(u *unstructured.Unstructured)
 }
 
 // until waits for the reactor to reach a state. Processing is asynchronous
-// even with a fake clock: watch events travel through goroutines.
+// even with a fake clock: watch events travel through goroutines. The
+// condition is checked again on every piece of news (see scenario.news).
 func (s *scenario) until(what string, cond func() bool) {
 	s.t.Helper()
-	// Only a failure detector: generous, for machines under load (-race).
-	deadline := time.Now().Add(30 * time.Second)
+	deadline := time.NewTimer(30 * time.Second) // only a failure detector
+	defer deadline.Stop()
 	for !cond() {
-		if time.Now().After(deadline) {
+		select {
+		case <-s.news:
+		case <-deadline.C:
 			s.t.Fatalf("never reached: %s\nlog:\n%s", what, s.log)
 		}
-		time.Sleep(5 * time.Millisecond)
 	}
 }
 
@@ -317,6 +391,7 @@ func TestCreationIsHandledOnceAndRecorded(t *testing.T) {
 		t.Errorf("diff-base = %q", raw)
 	}
 	// The operator's own writes are no change: nothing runs again.
+	s.until("its own patch seen as no change", func() bool { return strings.Count(s.log.String(), "we are not interested") >= 1 })
 	s.update("kex1", func(u *unstructured.Unstructured) { u.Object["status"] = map[string]any{"x": "y"} })
 	s.until("noop logged", func() bool { return strings.Count(s.log.String(), "we are not interested") >= 2 })
 	if n := calls.get("kex1"); n != 1 {
@@ -409,6 +484,7 @@ func TestObjectsAreProcessedInParallelAndEachInOrder(t *testing.T) {
 		}
 		maxObj, maxAll = max(maxObj, running[c.Name]), max(maxAll, cur)
 		mu.Unlock()
+		s.poke()
 		<-release
 		mu.Lock()
 		running[c.Name]--

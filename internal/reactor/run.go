@@ -37,8 +37,13 @@ type Config struct {
 	Client     *kube.Client
 	handlerCtx context.Context
 	// onSleep, for tests, is told when a worker starts sleeping until its
-	// delayed handlers are due, and whether its own last patch has come back.
-	onSleep func(key string, consistent bool)
+	// delayed handlers are due, and whether it is settled: its own last patch
+	// has come back and no news is waiting to interrupt the sleep.
+	onSleep func(key string, settled bool)
+	// onWait, for tests, is told when a worker waits for news or its timer,
+	// the timer set: scripted scenarios wait on it rather than poll, and may
+	// step the clock past that timer.
+	onWait func()
 
 	// Limiter caps concurrent handler invocations (Execution.MaxWorkers);
 	// nil means no cap.
