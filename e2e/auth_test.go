@@ -15,18 +15,10 @@ import (
 // them and the login handlers run again.
 func TestLoginHandlersAndReauthenticationOn401(t *testing.T) {
 	ns := namespace(t)
-	shared := cluster.Shared(t)
-	ca := shared.RESTConfig().CAData
 	var logins atomic.Int32
 	var creates countingCreate
 	log := embedded(t, ns, func(op *kopfgo.Operator) {
-		op.On.Login(func(ctx context.Context, a *kopfgo.Activity) (*kopfgo.ConnectionInfo, error) {
-			info := &kopfgo.ConnectionInfo{Server: shared.APIServerURL, CAData: ca, Token: shared.Token}
-			if logins.Add(1) == 1 {
-				info.Token = "not-a-valid-token" // the API answers 401
-			}
-			return info, nil
-		}, kopfgo.ID("login"))
+		op.On.Login(loginRejectedOnce(t, &logins), kopfgo.ID("login"))
 		op.On.Create("kopfexamples", creates.fn, kopfgo.ID("create"))
 	})
 	obj := createKex(t, ns, objYAML(t))
@@ -55,4 +47,20 @@ func TestLoginWithoutCredentialsFailsRun(t *testing.T) {
 		t.Fatalf("Run = %v, want an authentication error before the timeout", err)
 	}
 	t.Logf("Run: %v", err)
+}
+
+// loginRejectedOnce is a login handler whose first credentials the API
+// answers with 401, so that a re-authentication follows; it counts its
+// calls in logins and logs each ("login handler called n=N").
+func loginRejectedOnce(t *testing.T, logins *atomic.Int32) kopfgo.LoginFunc {
+	shared := cluster.Shared(t)
+	return func(ctx context.Context, a *kopfgo.Activity) (*kopfgo.ConnectionInfo, error) {
+		n := logins.Add(1)
+		a.Logger.Info("login handler called", "n", n)
+		info := &kopfgo.ConnectionInfo{Server: shared.APIServerURL, CAData: shared.RESTConfig().CAData, Token: shared.Token}
+		if n == 1 {
+			info.Token = "not-a-valid-token"
+		}
+		return info, nil
+	}
 }

@@ -10,7 +10,6 @@ import (
 	"testing"
 
 	"github.com/kopfgo/kopfgo"
-	"github.com/kopfgo/kopfgo/e2e/cluster"
 )
 
 // K2-016: a startup handler silences kopf.activities.authentication; a
@@ -18,8 +17,6 @@ import (
 // loggers, kopf.activities.login among them, still write.
 func TestStartupHandlerSilencesAuthenticationLogger(t *testing.T) {
 	ns := namespace(t)
-	shared := cluster.Shared(t)
-	ca := shared.RESTConfig().CAData
 	var logins atomic.Int32
 	var creates countingCreate
 	log := embedded(t, ns, func(op *kopfgo.Operator) {
@@ -28,15 +25,7 @@ func TestStartupHandlerSilencesAuthenticationLogger(t *testing.T) {
 				kopfgo.SilenceLoggers("kopf.activities.authentication"))
 			return nil
 		}, kopfgo.ID("silence"))
-		op.On.Login(func(ctx context.Context, a *kopfgo.Activity) (*kopfgo.ConnectionInfo, error) {
-			n := logins.Add(1)
-			a.Logger.Info("login handler called", "n", n)
-			info := &kopfgo.ConnectionInfo{Server: shared.APIServerURL, CAData: ca, Token: shared.Token}
-			if n == 1 {
-				info.Token = "not-a-valid-token" // the API answers 401
-			}
-			return info, nil
-		}, kopfgo.ID("login"))
+		op.On.Login(loginRejectedOnce(t, &logins), kopfgo.ID("login"))
 		op.On.Create("kopfexamples", creates.fn, kopfgo.ID("create"))
 	})
 	obj := createKex(t, ns, objYAML(t))
