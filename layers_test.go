@@ -28,6 +28,7 @@ func TestLayers(t *testing.T) {
 		"internal/posting":     {"internal/config", "internal/logging"},
 		"internal/hierarchies": nil,
 		"internal/unjson":      nil,
+		"internal/testlog":     nil,
 		"handlers":             append([]string{"causes", "diffbase", "persistence", "internal/resources", "internal/config"}, leaves...),
 		"indexing":             append([]string{"handlers", "causes", "diffbase", "persistence", "internal/resources", "internal/config"}, leaves...),
 		"timers":               nil,

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -17,6 +16,7 @@ import (
 	"github.com/kopfgo/kopfgo/handlers"
 	"github.com/kopfgo/kopfgo/internal/config"
 	"github.com/kopfgo/kopfgo/internal/patch"
+	"github.com/kopfgo/kopfgo/internal/testlog"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -31,7 +31,7 @@ type rig struct {
 	clock *testingclock.FakeClock
 	m     *Manager
 	set   *Set
-	logs  *syncBuffer
+	logs  *testlog.Buffer
 
 	mu      sync.Mutex
 	body    map[string]any
@@ -39,30 +39,11 @@ type rig struct {
 	wakes   int
 }
 
-type syncBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
-func (s *syncBuffer) count(substr string) int { return strings.Count(s.String(), substr) }
-
 func newRig(t *testing.T, bg config.Background) *rig {
 	r := &rig{
 		t:     t,
 		clock: testingclock.NewFakeClock(t0),
-		logs:  &syncBuffer{},
+		logs:  &testlog.Buffer{},
 		body: map[string]any{
 			"metadata": map[string]any{"name": "kex", "namespace": "default", "uid": "u1"},
 			"spec":     map[string]any{"field": "value"},
@@ -227,13 +208,13 @@ func TestDaemonRestartsAfterTemporaryErrorsAndStopsOnRequest(t *testing.T) {
 	}
 	r.until("the daemon's exit", func() bool { return !r.set.Holding() })
 	r.until("the wake-up", func() bool { return r.wakeCount() == 1 })
-	if n := r.logs.count("Daemon 'monitor' failed temporarily: simulated"); n != 3 {
+	if n := r.logs.Count("Daemon 'monitor' failed temporarily: simulated"); n != 3 {
 		t.Errorf("%d temporary failures logged, want 3", n)
 	}
-	if n := r.logs.count("Daemon 'monitor' has exited on request"); n != 1 {
+	if n := r.logs.Count("Daemon 'monitor' has exited on request"); n != 1 {
 		t.Errorf("exit on request logged %d times, want 1:\n%s", n, r.logs)
 	}
-	if n := r.logs.count("failed with an exception"); n != 0 {
+	if n := r.logs.Count("failed with an exception"); n != 0 {
 		t.Errorf("the stop was reported as a failure:\n%s", r.logs)
 	}
 	if c.n() != 4 {
@@ -265,7 +246,7 @@ func TestDaemonThatReturnsIsNotRestarted(t *testing.T) {
 	if r.set.Requires([]*handlers.Spawning{h}) {
 		t.Error("a daemon done for good still requires the finalizer")
 	}
-	if n := r.logs.count("Daemon 'once' has exited on its own"); n != 1 {
+	if n := r.logs.Count("Daemon 'once' has exited on its own"); n != 1 {
 		t.Errorf("exit on its own logged %d times, want 1", n)
 	}
 }
@@ -319,7 +300,7 @@ func TestDaemonErrorsModes(t *testing.T) {
 			if c.n() != tc.attempts {
 				t.Errorf("%d attempts, want %d", c.n(), tc.attempts)
 			}
-			if n := r.logs.count(tc.logged); n < 1 {
+			if n := r.logs.Count(tc.logged); n < 1 {
 				t.Errorf("no log line %q:\n%s", tc.logged, r.logs)
 			}
 		})
@@ -364,7 +345,7 @@ func TestUncooperativeDaemonIsAbandonedAfterItsTimeout(t *testing.T) {
 	}
 	r.step(1, 2*time.Second)
 	r.until("the abandonment", func() bool { return !r.set.Holding() })
-	if n := r.logs.count("Daemon 'stubborn' did not exit in time. Leaving it orphaned."); n != 1 {
+	if n := r.logs.Count("Daemon 'stubborn' did not exit in time. Leaving it orphaned."); n != 1 {
 		t.Errorf("abandonment logged %d times, want 1:\n%s", n, r.logs)
 	}
 	r.until("the abandonment's wake-up", func() bool { return r.wakeCount() == 1 })
@@ -394,7 +375,7 @@ func TestDaemonWithoutTimeoutIsPolled(t *testing.T) {
 		r.step(1, 10*time.Second)
 	}
 	r.until("3 polls", func() bool {
-		return r.logs.count("Daemon 'slow' is still exiting. The next check is in 10 seconds.") == 3
+		return r.logs.Count("Daemon 'slow' is still exiting. The next check is in 10 seconds.") == 3
 	})
 	if !r.set.Holding() {
 		t.Error("a daemon without a timeout stopped holding its object")
@@ -698,7 +679,7 @@ func TestShutdownStopsCooperativeDaemonsAtOnce(t *testing.T) {
 			t.Errorf("context.Cause = %v, want ErrOperatorExiting", got)
 		}
 	}
-	if r.m.Running() != 0 || r.logs.count("did not exit in time") != 0 {
+	if r.m.Running() != 0 || r.logs.Count("did not exit in time") != 0 {
 		t.Errorf("running=%d after Shutdown:\n%s", r.m.Running(), r.logs)
 	}
 }
@@ -724,7 +705,7 @@ func TestShutdownIsBoundedByTheTimeouts(t *testing.T) {
 	done := make(chan struct{})
 	go func() { r.m.Shutdown(); close(done) }()
 	abandoned := func(id string) bool {
-		return r.logs.count(fmt.Sprintf("Daemon '%s' did not exit in time. Leaving it orphaned.", id)) == 1
+		return r.logs.Count(fmt.Sprintf("Daemon '%s' did not exit in time. Leaving it orphaned.", id)) == 1
 	}
 	r.step(2, 2*time.Second) // the bounded one's timeout, and 2s of the exit timeout
 	r.until("the bounded one's abandonment", func() bool { return abandoned("bounded") })

@@ -3,7 +3,6 @@
 package e2e
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
 	"strings"
@@ -14,26 +13,15 @@ import (
 	"github.com/kopfgo/kopfgo"
 	"github.com/kopfgo/kopfgo/e2e/cluster"
 	"github.com/kopfgo/kopfgo/internal/logging"
+	"github.com/kopfgo/kopfgo/internal/testlog"
 )
 
 // logSink collects an in-process operator's log lines.
 type logSink struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
+	testlog.Buffer
 }
 
-func (s *logSink) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.buf.Write(p)
-}
-
-func (s *logSink) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.buf.String()
-}
-
+// Count is how many lines contain substr.
 func (s *logSink) Count(substr string) int {
 	n := 0
 	for _, l := range strings.Split(s.String(), "\n") {

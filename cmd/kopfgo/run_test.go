@@ -11,42 +11,18 @@ import (
 	"runtime"
 	"runtime/debug"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/kopfgo/kopfgo/internal/cli"
+	"github.com/kopfgo/kopfgo/internal/testlog"
 )
-
-type syncBuffer struct {
-	mu    sync.Mutex
-	buf   bytes.Buffer
-	wrote chan struct{} // if set, signalled (without blocking) on every write
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.wrote != nil {
-		select {
-		case b.wrote <- struct{}{}:
-		default:
-		}
-	}
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
 
 // execute runs the kopfgo command line in dir and returns its exit code and
 // output.
 func execute(t *testing.T, dir string, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
-	var out, errOut syncBuffer
+	var out, errOut testlog.Buffer
 	root := newRootCommand()
 	root.SetOut(&out)
 	root.SetErr(&errOut)
@@ -320,14 +296,21 @@ func TestRunForwardsSignals(t *testing.T) {
 	dir := t.TempDir()
 	writeFiles(t, dir, stubModule)
 	t.Setenv("WAIT", "1")
-	stdout, stderr := syncBuffer{wrote: make(chan struct{}, 1)}, syncBuffer{}
+	wrote := make(chan struct{}, 1)
+	stdout := testlog.Buffer{OnWrite: func() {
+		select {
+		case wrote <- struct{}{}:
+		default:
+		}
+	}}
+	var stderr testlog.Buffer
 	r := &runner{stdout: &stdout, stderr: &stderr, workDir: dir}
 	result := make(chan error, 1)
 	go func() { result <- r.run([]string{"./op"}, []string{"--verbose=true"}) }()
 	deadline := time.After(2 * time.Minute)
 	for !strings.Contains(stdout.String(), "ready\n") {
 		select {
-		case <-stdout.wrote:
+		case <-wrote:
 		case err := <-result:
 			t.Fatalf("kopfgo run returned %v: stdout %q, stderr %q", err, stdout.String(), stderr.String())
 		case <-deadline:

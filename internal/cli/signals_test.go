@@ -1,35 +1,17 @@
 package cli
 
 import (
-	"bytes"
 	"log/slog"
 	"os"
 	"runtime"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/kopfgo/kopfgo/internal/logging"
+	"github.com/kopfgo/kopfgo/internal/testlog"
 )
-
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
 
 // The first SIGINT/SIGTERM stops gracefully; a second one exits at once.
 func TestSignalContext(t *testing.T) {
@@ -40,7 +22,7 @@ func TestSignalContext(t *testing.T) {
 	exit = func(code int) { exited <- code }
 	t.Cleanup(func() { exit = os.Exit })
 
-	var out syncBuffer
+	var out testlog.Buffer
 	logger := logging.New(logging.Config{Format: logging.FormatPlain, Writer: &out, Level: slog.LevelDebug})
 	ctx, stop := SignalContext(t.Context(), logger, 0)
 	defer stop()
@@ -73,7 +55,7 @@ func TestSignalContext(t *testing.T) {
 
 // stop releases the signals: nothing is logged, the context ends.
 func TestSignalContextStop(t *testing.T) {
-	var out syncBuffer
+	var out testlog.Buffer
 	ctx, stop := SignalContext(t.Context(), logging.New(logging.Config{Writer: &out}), 0)
 	stop()
 	<-ctx.Done()

@@ -32,6 +32,7 @@ import (
 	"github.com/kopfgo/kopfgo/internal/dicts"
 	"github.com/kopfgo/kopfgo/internal/kube"
 	"github.com/kopfgo/kopfgo/internal/logging"
+	"github.com/kopfgo/kopfgo/internal/testlog"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -51,7 +52,7 @@ type scenario struct {
 	reg      *handlers.Registry
 	settings config.Settings
 	sleeps   atomic.Int32 // settled touch-sleeps entered
-	log      *syncBuffer
+	log      *testlog.Buffer
 	cancel   context.CancelFunc
 	done     chan error
 	// indexers and memo go to the reactor's Config (watching_test.go).
@@ -78,28 +79,6 @@ func (s *scenario) poke() {
 	}
 }
 
-type syncBuffer struct {
-	mu      sync.Mutex
-	b       strings.Builder
-	onWrite func()
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	n, err := s.b.Write(p)
-	s.mu.Unlock()
-	if s.onWrite != nil {
-		s.onWrite()
-	}
-	return n, err
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 func newScenario(t *testing.T) *scenario {
 	scheme := runtime.NewScheme()
 	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(scheme, map[schema.GroupVersionResource]string{
@@ -113,7 +92,7 @@ func newScenario(t *testing.T) *scenario {
 		watching: make(chan struct{}),
 		news:     make(chan struct{}, 1),
 	}
-	s.log = &syncBuffer{onWrite: s.poke}
+	s.log = &testlog.Buffer{OnWrite: s.poke}
 	versioned(dyn, s.poke)
 	var once sync.Once
 	dyn.PrependWatchReactor("kopfexamples", func(action clienttesting.Action) (bool, watch.Interface, error) {
