@@ -74,7 +74,7 @@ func (c rawCollection) List(ctx context.Context, opts metav1.ListOptions) (*unst
 		}
 		item := unstructured.Unstructured{Object: obj}
 		if c.dropManagedFields {
-			dropManagedFields(&item)
+			DropManagedFields(&item)
 		}
 		list.Items = append(list.Items, item)
 		return nil

@@ -50,7 +50,7 @@ func (c *Client) ListWatch(res resources.Resource, namespace string, o WatchOpti
 			}
 			if !o.KeepManagedFields { // the raw client has dropped them already
 				for i := range list.Items {
-					dropManagedFields(&list.Items[i])
+					DropManagedFields(&list.Items[i])
 				}
 			}
 			return list, nil
@@ -114,8 +114,9 @@ func (c *Client) collection(res resources.Resource, namespace string, keepManage
 	return ri
 }
 
-// dropManagedFields removes metadata.managedFields from an object.
-func dropManagedFields(obj runtime.Object) {
+// DropManagedFields removes metadata.managedFields from an object: kopfgo
+// never reads them (see WatchOptions.KeepManagedFields).
+func DropManagedFields(obj runtime.Object) {
 	if u, ok := obj.(*unstructured.Unstructured); ok {
 		if meta, ok := u.Object["metadata"].(map[string]any); ok {
 			delete(meta, "managedFields")
@@ -179,7 +180,7 @@ func newWatchdog(inner watch.Interface, o WatchOptions, release context.CancelFu
 				}
 				timer.Reset(idle)
 				if !o.KeepManagedFields {
-					dropManagedFields(ev.Object)
+					DropManagedFields(ev.Object)
 				}
 				select {
 				case w.out <- ev:

@@ -298,7 +298,7 @@ func (p *processor) reread(ctx context.Context, u *unstructured.Unstructured, lo
 		return nil, false // its watch events are on the way
 	}
 	if !p.cfg.Settings.Watching.KeepManagedFields {
-		unstructured.RemoveNestedField(fresh.Object, "metadata", "managedFields")
+		kube.DropManagedFields(fresh) // as the watched objects are
 	}
 	return fresh, true
 }

@@ -197,14 +197,6 @@ func resolve(ctx context.Context, client *kube.Client, reg *handlers.Registry, i
 	return out, errors.Join(errs...)
 }
 
-func describe(rs []resources.Resource) string {
-	var names []string
-	for _, r := range rs {
-		names = append(names, r.String())
-	}
-	return strings.Join(names, ", ")
-}
-
 // watcher serves one resource in one namespace (or all).
 type watcher struct {
 	cfg       Config
