@@ -92,38 +92,28 @@ func (v *FilterVar) keeps(logger string, r slog.Record) bool {
 // here, next to its handler, whether that handler shows it in a column (New)
 // or as a "logger" attribute (any other).
 func WithFilter(l *slog.Logger, v *FilterVar) *slog.Logger {
+	name := DefaultName
 	if h, ok := l.Handler().(*handler); ok {
-		c := *h
-		c.filter = v
-		return slog.New(&c)
+		name = h.name
 	}
-	return slog.New(&filtered{inner: l.Handler(), name: DefaultName, v: v})
+	return slog.New(&filtered{inner: l.Handler(), name: name, v: v})
 }
 
 // Beneath returns l with its handler wrapped by wrap, beneath l's filter if
 // it has one (WithFilter), so that the wrapping handler sees only the
 // records that the filter keeps. Event posting tees object loggers this way.
 func Beneath(l *slog.Logger, wrap func(slog.Handler) slog.Handler) *slog.Logger {
-	switch h := l.Handler().(type) {
-	case *filtered:
+	if h, ok := l.Handler().(*filtered); ok {
 		c := *h
 		c.inner = wrap(h.inner)
 		return slog.New(&c)
-	case *handler:
-		if h.filter != nil {
-			// The filter moves out of the handler, above wrap.
-			c := *h
-			c.filter = nil
-			return slog.New(&filtered{inner: wrap(&c), name: h.name, v: h.filter})
-		}
 	}
 	return slog.New(wrap(l.Handler()))
 }
 
-// filtered is the handler of WithFilter for loggers not made by New (whose
-// handler filters by itself): it asks the filter about each record before
-// its inner handler sees it. It knows its logger's name for the filter, as
-// a foreign inner handler cannot tell it.
+// filtered is the handler of WithFilter: it asks the filter about each
+// record before its inner handler sees it. It knows its logger's name for
+// the filter, as a foreign inner handler cannot tell it.
 type filtered struct {
 	inner slog.Handler
 	name  string

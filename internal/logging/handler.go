@@ -21,7 +21,6 @@ type handler struct {
 	groups []string // groups opened by WithGroup but not yet by any attribute
 	ref    ObjectRef
 	hasRef bool
-	filter *FilterVar // of WithFilter, kept here to spare WithObject a wrapper
 }
 
 func (h *handler) Enabled(_ context.Context, l slog.Level) bool { return l >= h.level }
@@ -29,9 +28,6 @@ func (h *handler) Enabled(_ context.Context, l slog.Level) bool { return l >= h.
 var fieldPool = sync.Pool{New: func() any { s := make([]zapcore.Field, 0, 8); return &s }}
 
 func (h *handler) Handle(_ context.Context, r slog.Record) error {
-	if h.filter != nil && !h.filter.keeps(h.name, r) {
-		return nil
-	}
 	p := fieldPool.Get().(*[]zapcore.Field)
 	fields := (*p)[:0]
 	if h.hasRef {
