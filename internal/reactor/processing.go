@@ -322,8 +322,8 @@ func (p *processor) apply(ctx context.Context, u *unstructured.Unstructured, mem
 		log.Debug("The object is gone while patching; nothing to do.")
 		return -1, false
 	}
-	if apierrors.IsConflict(err) {
-		return -1, true
+	if apierrors.IsConflict(err) && pt.Has("metadata", "resourceVersion") {
+		return -1, true // a guarded patch: the caller re-reads and retries
 	}
 	mem.mu.Lock()
 	defer mem.mu.Unlock()
