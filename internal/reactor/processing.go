@@ -383,6 +383,10 @@ func (p *processor) applyGuarded(ctx context.Context, u *unstructured.Unstructur
 	cur := u
 	for attempt := 0; ; attempt++ {
 		pt.Meta()["resourceVersion"] = cur.GetResourceVersion()
+		// The list goes whole: after a conflict it is recomputed from the
+		// fresh object, not from the list of the failed attempt, which
+		// would restore others' finalizers removed meanwhile.
+		delete(pt.Meta(), "finalizers")
 		if add {
 			causes.AddFinalizer(cur.Object, pt, fin)
 		} else {
