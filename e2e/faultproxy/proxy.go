@@ -53,9 +53,12 @@ type Rule struct {
 	PathContains string
 	// Match, when set, must also hold.
 	Match func(*http.Request) bool
-	// Action, and Status for Answer (with Retry-After: 1 on 429 and 503).
+	// Action, and Status for Answer and WatchError.
 	Action Action
 	Status int
+	// RetryAfter, for Answer, sends Retry-After: 1 (as the API server does
+	// on 429): client-go then retries by itself, unseen by the operator.
+	RetryAfter bool
 	Delay  time.Duration
 	// Times limits how many requests the rule takes (0: no limit).
 	Times int
@@ -224,7 +227,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	p.injected.Add(1)
 	switch r.Action {
 	case Answer:
-		if r.Status == http.StatusTooManyRequests || r.Status == http.StatusServiceUnavailable {
+		if r.RetryAfter {
 			w.Header().Set("Retry-After", "1")
 		}
 		writeStatus(w, r.Status, fmt.Sprintf("faultproxy: injected %d for %s %s", r.Status, req.Method, req.URL.Path))
