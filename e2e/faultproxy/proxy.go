@@ -59,7 +59,7 @@ type Rule struct {
 	// RetryAfter, for Answer, sends Retry-After: 1 (as the API server does
 	// on 429): client-go then retries by itself, unseen by the operator.
 	RetryAfter bool
-	Delay  time.Duration
+	Delay      time.Duration
 	// Times limits how many requests the rule takes (0: no limit).
 	Times int
 
