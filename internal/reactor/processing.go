@@ -16,6 +16,7 @@ import (
 	"github.com/kopfgo/kopfgo/diffbase"
 	"github.com/kopfgo/kopfgo/handlers"
 	"github.com/kopfgo/kopfgo/indexing"
+	"github.com/kopfgo/kopfgo/internal/dicts"
 	"github.com/kopfgo/kopfgo/internal/kube"
 	"github.com/kopfgo/kopfgo/internal/logging"
 	"github.com/kopfgo/kopfgo/internal/patch"
@@ -126,6 +127,10 @@ func (p *processor) process(ctx context.Context, s *slot) (time.Duration, bool) 
 	now := p.cfg.Clock.Now()
 
 	mem.mu.Lock()
+	if mem.released {
+		mem.mu.Unlock()
+		return -1, false // deleted for good; the DELETED event drops the memory
+	}
 	if mem.behind(u.GetResourceVersion()) {
 		mem.mu.Unlock()
 		return -1, false // the newer version's notification wakes the worker again
@@ -394,6 +399,12 @@ func (p *processor) applyGuarded(ctx context.Context, u *unstructured.Unstructur
 		}
 		wait, conflict := p.apply(ctx, cur, mem, log, pt, next)
 		if !conflict {
+			left, written := dicts.Get(pt.Map(), []string{"metadata", "finalizers"})
+			if list, _ := left.([]any); !add && written && len(list) == 0 && wait == next && causes.IsDeleting(cur.Object) {
+				mem.mu.Lock()
+				mem.released = true
+				mem.mu.Unlock()
+			}
 			return wait, false
 		}
 		if attempt >= 5 {

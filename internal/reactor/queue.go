@@ -41,8 +41,13 @@ type memory struct {
 	seen    [8]string
 	seenPos int
 	errors  int // consecutive unexpected errors, for throttling
-	memo    *handlers.Memo
-	spawn   *spawnMemory // daemons and timers (spawning.go)
+	// released: the operator removed the last finalizer of the object
+	// while it was being deleted, so the object is gone, whatever the cache
+	// still holds until the DELETED event (the API server answers that
+	// patch with the version already seen, so expected cannot tell).
+	released bool
+	memo     *handlers.Memo
+	spawn    *spawnMemory // daemons and timers (spawning.go)
 }
 
 // saw records a version delivered by the watch. Callers hold mu.
