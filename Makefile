@@ -5,7 +5,7 @@
 GO      ?= go
 E2E_TIMEOUT ?= 60m
 
-.PHONY: all build vet unit e2e test test-fresh cluster demo bench microbench fmt fuzz
+.PHONY: all build vet unit e2e test test-fresh cluster demo bench microbench fmt fuzz chaos
 
 all: build
 
@@ -82,3 +82,13 @@ fuzz:
 		pkg=$${t%%:*}; fn=$${t##*:}; echo "== $$pkg $$fn ($(FUZZTIME))"; \
 		$(GO) test -run '^$$' -fuzz "^$$fn\$$" -fuzztime $(FUZZTIME) -parallel 1 $$pkg; \
 	done
+
+# The chaos run (not part of make test, whose e2e suite runs a 200-object
+# version, TestChaos): N objects created, updated and deleted while the
+# operator is SIGKILLed and SIGTERMed, kube-apiserver and etcd restart, and a
+# proxy stalls, resets and drops connections and answers 429/5xx. Prints the
+# table, writes chaos.json, fails if an invariant breaks. About 10 minutes.
+# Quick run: make chaos CHAOS_FLAGS="-n 300 -every 2s".
+CHAOS_FLAGS ?= -n 2000
+chaos:
+	$(GO) run ./e2e/cmd/chaos $(CHAOS_FLAGS)

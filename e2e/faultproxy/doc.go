@@ -6,8 +6,10 @@
 // tests use it to see what the user observes on each kind of failure, the
 // chaos run to keep the operator under fire.
 //
-// The proxy listens on plain HTTP on the loopback interface and forwards to
-// the API server over TLS, trusting the cluster's CA. It passes the client's
+// The proxy listens on HTTPS on the loopback interface, with a certificate
+// of its own (Proxy.CA; Proxy.Config sets it), and forwards to the API server
+// over TLS, trusting the cluster's CA. (Plain HTTP would not do: client-go
+// sends a kubeconfig's credentials over TLS only.) It passes the client's
 // Authorization header on unchanged, so RBAC sees the operator's own
 // identity: point a rest.Config at URL() with the same bearer token.
 package faultproxy

@@ -2,8 +2,16 @@ package faultproxy
 
 import (
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
 	"encoding/json"
+	"encoding/pem"
 	"fmt"
+	"math/big"
 	"net"
 	"net/http"
 	"net/http/httputil"
@@ -108,6 +116,7 @@ type Proxy struct {
 
 	forwarded atomic.Int64
 	injected  atomic.Int64
+	caPEM     []byte
 }
 
 // Start proxies to the API server of cfg (its Host and TLS settings; its
@@ -125,7 +134,13 @@ func Start(cfg *rest.Config) (*Proxy, error) {
 	if err != nil {
 		return nil, fmt.Errorf("faultproxy: listen: %w", err)
 	}
-	p := &Proxy{ln: ln, closed: make(chan struct{})}
+	cert, caPEM, err := selfSigned()
+	if err != nil {
+		ln.Close()
+		return nil, err
+	}
+	ln = tls.NewListener(ln, &tls.Config{Certificates: []tls.Certificate{cert}, NextProtos: []string{"http/1.1"}})
+	p := &Proxy{ln: ln, closed: make(chan struct{}), caPEM: caPEM}
 	p.rp = &httputil.ReverseProxy{
 		Rewrite: func(r *httputil.ProxyRequest) {
 			r.SetURL(target)
@@ -149,15 +164,40 @@ func Start(cfg *rest.Config) (*Proxy, error) {
 	return p, nil
 }
 
-// URL is where clients connect: plain HTTP on the loopback interface.
-func (p *Proxy) URL() string { return "http://" + p.ln.Addr().String() }
+// URL is where clients connect: HTTPS on the loopback interface, with a
+// certificate of the proxy's own (see CA).
+func (p *Proxy) URL() string { return "https://" + p.ln.Addr().String() }
+
+// CA is the PEM certificate that clients must trust for URL. (TLS, not
+// plain HTTP: client-go sends a kubeconfig's credentials over TLS only.)
+func (p *Proxy) CA() []byte { return p.caPEM }
 
 // Config is cfg pointed at the proxy, keeping its credentials.
 func (p *Proxy) Config(cfg *rest.Config) *rest.Config {
 	c := rest.CopyConfig(cfg)
 	c.Host = p.URL()
-	c.TLSClientConfig = rest.TLSClientConfig{}
+	c.TLSClientConfig = rest.TLSClientConfig{CAData: p.caPEM}
 	return c
+}
+
+// selfSigned makes the proxy's certificate for 127.0.0.1, valid for a day.
+func selfSigned() (tls.Certificate, []byte, error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return tls.Certificate{}, nil, err
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "faultproxy"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
+		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)}, DNSNames: []string{"localhost"},
+		KeyUsage: x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign, IsCA: true, BasicConstraintsValid: true,
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		return tls.Certificate{}, nil, fmt.Errorf("faultproxy: certificate: %w", err)
+	}
+	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), nil
 }
 
 // Add installs a rule (checked in the order added) and returns it.
