@@ -10,7 +10,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/tools/cache"
 
-	"github.com/kopfgo/kopfgo/handlers"
 	"github.com/kopfgo/kopfgo/internal/kube"
 	"github.com/kopfgo/kopfgo/internal/resources"
 )
@@ -19,32 +18,31 @@ import (
 // and follows the cluster: CRDs that appear, change versions or go away
 // start and stop watchers without a restart (K2-046).
 type orchestrator struct {
-	ctx    context.Context
-	cfg    Config
-	client *kube.Client
-	wg     *sync.WaitGroup
-	scope  resources.Namespaces
-	nss    []string
+	*run
+	ctx   context.Context
+	wg    *sync.WaitGroup
+	scope resources.Namespaces
+	nss   []string
 
 	mu      sync.Mutex
 	running map[string]context.CancelFunc
 	// gating: the watchers being started hold the handlers until their
-	// indexers have seen the initial listings (watching.go); indexed
+	// indexers have seen the initial listings (watcher.go); indexed
 	// counts those that have not yet.
 	gating  bool
 	indexed sync.WaitGroup
 }
 
-func newOrchestrator(ctx context.Context, cfg Config, client *kube.Client, wg *sync.WaitGroup) *orchestrator {
+func newOrchestrator(ctx context.Context, r *run, wg *sync.WaitGroup) *orchestrator {
 	// Plain names are watched one by one; patterns are served by a
-	// cluster-wide watch filtered in the processor, so that namespaces
+	// cluster-wide watch filtered by the watcher, so that namespaces
 	// created later are served too.
-	scope := resources.NewNamespaces(cfg.Namespaces)
+	scope := resources.NewNamespaces(r.Namespaces)
 	nss, exact := scope.Exact()
 	if !exact {
 		nss = []string{metav1.NamespaceAll}
 	}
-	return &orchestrator{ctx: ctx, cfg: cfg, client: client, wg: wg, scope: scope, nss: nss, running: map[string]context.CancelFunc{}, gating: cfg.Ready != nil}
+	return &orchestrator{run: r, ctx: ctx, wg: wg, scope: scope, nss: nss, running: map[string]context.CancelFunc{}, gating: r.ready != nil}
 }
 
 // stopGating ends the gating after the first serve, and returns what counts
@@ -67,9 +65,6 @@ func (o *orchestrator) serve(served []resources.Resource) {
 		if !res.Namespaced {
 			nss = []string{metav1.NamespaceAll}
 		}
-		hs := handlers.ForResource(o.cfg.Registry.Changing(), res)
-		evs := handlers.EventsFor(o.cfg.Registry.Events(), res)
-		ixs := indexersFor(o.cfg.Indexers, res)
 		for _, ns := range nss {
 			key := res.String() + "@" + ns
 			want[key] = true
@@ -78,13 +73,12 @@ func (o *orchestrator) serve(served []resources.Resource) {
 			}
 			ctx, cancel := context.WithCancel(o.ctx)
 			o.running[key] = cancel
-			w := newWatcher(o.cfg, o.client, res, ns, hs, o.scope)
-			w.events, w.indexers = evs, ixs
-			if o.gating && len(ixs) > 0 {
-				o.indexed.Add(1)
-				w.indexed = sync.OnceFunc(o.indexed.Done)
+			var gate *sync.WaitGroup
+			if o.gating {
+				gate = &o.indexed
 			}
-			o.wg.Go(func() { w.run(ctx) })
+			w := newWatcher(o.run, res, ns, o.scope, gate)
+			o.wg.Go(func() { w.watch(ctx) })
 			if ns == "" || len(started) == 0 || started[len(started)-1] != res.String() {
 				started = append(started, res.String())
 			}
@@ -92,13 +86,13 @@ func (o *orchestrator) serve(served []resources.Resource) {
 	}
 	for key, cancel := range o.running {
 		if !want[key] {
-			o.cfg.Logger.Info(fmt.Sprintf("Stopped serving %s: the resource is gone.", key))
+			o.Logger.Info(fmt.Sprintf("Stopped serving %s: the resource is gone.", key))
 			cancel()
 			delete(o.running, key)
 		}
 	}
 	for _, s := range started {
-		o.cfg.Logger.Info(fmt.Sprintf("Serving %s.", s))
+		o.Logger.Info(fmt.Sprintf("Serving %s.", s))
 	}
 }
 
@@ -115,15 +109,15 @@ func (o *orchestrator) watchCRDs(ctx context.Context) {
 		}
 	}
 	lw := o.client.ListWatch(crds, "", kube.WatchOptions{
-		ServerTimeout: o.cfg.Settings.Watching.ServerTimeout, InactivityTimeout: o.cfg.Settings.Watching.InactivityTimeout, Clock: o.cfg.Clock,
-		KeepManagedFields: o.cfg.Settings.Watching.KeepManagedFields,
+		ServerTimeout: o.Settings.Watching.ServerTimeout, InactivityTimeout: o.Settings.Watching.InactivityTimeout, Clock: o.Clock,
+		KeepManagedFields: o.Settings.Watching.KeepManagedFields,
 	})
 	informer := cache.NewSharedIndexInformer(lw, &unstructured.Unstructured{}, 0, cache.Indexers{})
 	warned := false
 	_ = informer.SetWatchErrorHandlerWithContext(func(ctx context.Context, r *cache.Reflector, err error) {
 		if ctx.Err() == nil && !warned {
 			warned = true
-			o.cfg.Logger.Warn(fmt.Sprintf("Cannot watch CRDs, so new resources are not served until a restart (grant list/watch on customresourcedefinitions, or set Settings.Scanning.Disabled): %v", err))
+			o.Logger.Warn(fmt.Sprintf("Cannot watch CRDs, so new resources are not served until a restart (grant list/watch on customresourcedefinitions, or set Settings.Scanning.Disabled): %v", err))
 		}
 	})
 	_, err := informer.AddEventHandler(cache.ResourceEventHandlerDetailedFuncs{
@@ -146,10 +140,10 @@ func (o *orchestrator) watchCRDs(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-trigger:
-			served, err := resolve(ctx, o.client, o.cfg.Registry, o.cfg.Indexers, quiet(o.cfg), false)
+			served, err := resolve(ctx, o.client, o.Registry, o.Indexers, quiet, false)
 			if err != nil {
 				if ctx.Err() == nil {
-					o.cfg.Logger.Warn(fmt.Sprintf("Cannot rescan the cluster's resources: %v", err))
+					o.Logger.Warn(fmt.Sprintf("Cannot rescan the cluster's resources: %v", err))
 				}
 				continue
 			}
@@ -160,7 +154,7 @@ func (o *orchestrator) watchCRDs(ctx context.Context) {
 
 // quiet is the logger for rescans: the warnings about unresolved resources
 // were given at startup and would repeat on every CRD change.
-func quiet(Config) *slog.Logger { return slog.New(discard{}) }
+var quiet = slog.New(discard{})
 
 type discard struct{}
 
