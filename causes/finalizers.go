@@ -36,11 +36,10 @@ func HasFinalizer(body map[string]any, name string) bool {
 // A merge patch replaces lists whole, so p holds the entire new list: the
 // object's finalizers plus this one. A finalizer that another controller
 // adds or removes between the read of body and the patch is silently undone.
-// The executor prevents that by sending the patch with the body's
-// metadata.resourceVersion (the API server then rejects a stale patch with
-// 409 Conflict, and the next watch event retries with fresh finalizers), or
-// by using a JSON patch with a test of the list; this package cannot know
-// which, and only builds the list.
+// The reactor prevents that by sending the patch with the body's
+// metadata.resourceVersion: the API server rejects a stale patch with 409
+// Conflict, and the reactor builds the list again from a fresh read. This
+// package only builds the list.
 func AddFinalizer(body map[string]any, p *patch.Patch, name string) {
 	list := currentFinalizers(body, p)
 	if slices.Contains(list, name) {

@@ -55,7 +55,7 @@ type scenario struct {
 	log      *testlog.Buffer
 	cancel   context.CancelFunc
 	done     chan error
-	// indexers and memo go to the reactor's Config (watching_test.go).
+	// indexers and memo go to the reactor's Config (watcher_test.go).
 	indexers []indexing.Runner
 	memo     *handlers.Memo
 	// statusSubresource makes the status of KopfExamples a subresource, so
@@ -63,7 +63,7 @@ type scenario struct {
 	statusSubresource bool
 	// watching is closed once the operator's watch of KopfExamples is
 	// registered with the fake API; watchFilter, if set, decides which
-	// events that watch delivers.
+	// observations that watch delivers.
 	watching    chan struct{}
 	watchFilter watch.FilterFunc
 	// news is poked whenever something a script waits for may have
@@ -307,7 +307,7 @@ func (s *scenario) update(name string, mutate func(u *unstructured.Unstructured)
 }
 
 // until waits for the reactor to reach a state. Processing is asynchronous
-// even with a fake clock: watch events travel through goroutines. The
+// even with a fake clock: observations travel through goroutines. The
 // condition is checked again on every piece of news (see scenario.news).
 func (s *scenario) until(what string, cond func() bool) {
 	s.t.Helper()
@@ -479,7 +479,7 @@ func TestObjectsAreProcessedInParallelAndEachInOrder(t *testing.T) {
 		defer mu.Unlock()
 		return maxAll == 5
 	})
-	// More events for a busy object must not start a second handler for it.
+	// More observations of a busy object must not start a second handler for it.
 	s.update("kex0", func(u *unstructured.Unstructured) { u.SetLabels(map[string]string{"a": "b"}) })
 	close(release)
 	s.until("all handled", func() bool {
