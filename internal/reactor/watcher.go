@@ -197,14 +197,20 @@ func (w *watcher) observe(ctx context.Context, obj any, typ handlers.EventType, 
 	if len(w.indexers) > 0 {
 		w.index(ctx, u, deleted)
 	}
-	if len(w.changing) == 0 && len(w.watching) == 0 && len(w.spawning) == 0 {
-		return // indexers only: no worker needed
+	if w.indexersOnly() {
+		return // no worker needed
 	}
 	var ob *observation
 	if len(w.watching) > 0 {
 		ob = &observation{typ: typ, obj: u}
 	}
 	w.notify(ctx, u, initial, deleted, ob)
+}
+
+// indexersOnly: the resource has indexers and no handlers that need a
+// worker.
+func (w *watcher) indexersOnly() bool {
+	return len(w.changing) == 0 && len(w.watching) == 0 && len(w.spawning) == 0
 }
 
 // index feeds one observation to the resource's indexers. It runs in the
@@ -218,8 +224,8 @@ func (w *watcher) index(ctx context.Context, u *unstructured.Unstructured, delet
 	uid := string(u.GetUID())
 	w.mu.Lock()
 	st := w.stateLocked(key, uid)
-	if deleted && len(w.changing) == 0 && len(w.watching) == 0 {
-		delete(w.states, key) // nobody else forgets it
+	if deleted && w.indexersOnly() {
+		delete(w.states, key) // no worker's notify forgets it
 	}
 	w.mu.Unlock()
 
