@@ -64,7 +64,7 @@ func (f *RunFlags) Bind(fs *pflag.FlagSet) {
 	fs.BoolVarP(&f.AllNamespaces, "all-namespaces", "A", false, usage("all-namespaces",
 		"serve the whole cluster through the cluster-wide API endpoints (the default without -n)"))
 	fs.BoolVar(&f.Standalone, "standalone", false, usage("standalone",
-		"disable peering: run as the only instance of the operator"))
+		"disable peering with other instances; kopfgo has no peering yet, so this does nothing"))
 	fs.BoolVarP(&f.Verbose, "verbose", "v", false, usage("verbose",
 		"log at DEBUG: what the operator is doing"))
 	fs.BoolVarP(&f.Debug, "debug", "d", false, usage("debug",
