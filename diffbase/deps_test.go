@@ -7,7 +7,7 @@ import (
 	"testing"
 )
 
-// The package must stay pure and low in the layering (README.md, Layout: imports
+// The package must stay pure and low in the layering (DESIGN.md: imports
 // point down only): no kopfgo package above it, no API client, no network,
 // no logging. The rule is checked here rather than trusted.
 func TestDependencies(t *testing.T) {
