@@ -42,9 +42,10 @@ type Handler struct {
 	fnPtr uintptr
 }
 
-// RequiresFinalizer reports whether objects this handler matches must carry
-// the finalizer: a non-optional delete handler cannot run if the object is
-// gone before the operator sees its deletion (K1-039, K1-040).
+// RequiresFinalizer reports whether objects this handler matches must carry the
+// finalizer: a non-optional delete handler cannot run if the object is gone
+// before the operator sees its deletion (compat: handlers-delete,
+// handlers-delete-optional).
 func (h *Handler) RequiresFinalizer() bool {
 	return h.Reason == causes.Delete && !h.Optional
 }
