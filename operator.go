@@ -210,8 +210,9 @@ func (op *Operator) Run(ctx context.Context) error {
 }
 
 // ultimateExitingTimeout is Process.UltimateExitingTimeout as the running
-// operator has it, a startup handler's change included (compat: settings-process);
-// before the startup handlers have finished, the one in Options.
+// operator has it, a startup handler's change included (compat:
+// settings-process); before the startup handlers have finished, the one in
+// Options.
 func (op *Operator) ultimateExitingTimeout() time.Duration {
 	if d := op.ultimate.Load(); d != nil {
 		return *d
@@ -335,13 +336,12 @@ func (r Registrar) Update(resource string, fn ChangeFunc, opts ...ChangeOption) 
 	})
 }
 
-// Field registers a handler for updates that change the field (a dotted path
-// such as "spec.field"), added and removed included; Value, OldValue and
-// NewValue filter the change further (compat: handlers-field,
-// filters-field-change, filters-old-new). Old, New and Diff are relative to the
-// field. [diff] Following Kopf's manual, it does not fire on creation (Kopf's
-// code does when the field is set); for that, register a creation handler with
-// the Field option.
+// Field registers a handler for updates that change the field (a dotted
+// path such as "spec.field"), added and removed included; Value, OldValue
+// and NewValue filter the change further (compat: handlers-field, filters-field-change, filters-old-new). Old, New
+// and Diff are relative to the field. [diff] Following Kopf's manual, it
+// does not fire on creation (Kopf's code does when the field is set); for
+// that, register a creation handler with the Field option.
 func (r Registrar) Field(resource, field string, fn ChangeFunc, opts ...ChangeOption) {
 	r.add(resource, causes.Update, field, true, fn, func(h *handlers.Handler) {
 		for _, o := range opts {

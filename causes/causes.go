@@ -93,9 +93,9 @@ type Input struct {
 //  7. otherwise Update.
 //
 // Initial does not turn a change into Resume: for Update (and Delete) the
-// executor mixes the resume handlers into the same cycle, as Kopf does (compat:
-// handlers-resume). For Create it must treat Initial as false: creation never
-// mixes with resuming.
+// executor mixes the resume handlers into the same cycle, as Kopf does
+// (compat: handlers-resume). For Create it must treat Initial as false: creation never mixes
+// with resuming.
 func Detect(in Input) Reason {
 	switch {
 	case in.Gone:

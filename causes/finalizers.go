@@ -52,10 +52,9 @@ func (a Action) String() string {
 	return "none"
 }
 
-// FinalizerAction is the finalizer policy outside of deletion (compat:
-// persistence-finalizer, persistence-finalizer). required is the caller's
-// verdict: a non-optional delete handler, or a daemon or timer that has not
-// exited for good, matches the object.
+// FinalizerAction is the finalizer policy outside of deletion (compat: persistence-finalizer,
+// persistence-finalizer). required is the caller's verdict: a non-optional delete handler,
+// or a daemon or timer that has not exited for good, matches the object.
 //
 // The finalizer is added when required and absent, and removed when present
 // and not required; nothing changes on an object being deleted. There Kopf

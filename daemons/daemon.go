@@ -286,9 +286,9 @@ func (d *daemon) backoff() time.Duration {
 	return d.h.CancellationBackoff
 }
 
-// watchStop runs Kopf's termination stages for a daemon asked to stop (compat:
-// daemons-stopping): a graceful CancellationBackoff with only the Stopped flag
-// set, then the ctx cancelled, then either CancellationTimeout and abandonment,
+// watchStop runs Kopf's termination stages for a daemon asked to stop
+// (compat: daemons-stopping): a graceful CancellationBackoff with only the Stopped flag set,
+// then the ctx cancelled, then either CancellationTimeout and abandonment,
 // or polling for as long as it takes. At the operator's exit, polling ends
 // after Background.ExitTimeout with abandonment too (compat: daemons-exit).
 func (d *daemon) watchStop(reason error) {

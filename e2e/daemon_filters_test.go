@@ -12,10 +12,9 @@ import (
 	"github.com/kopfgo/kopfgo"
 )
 
-// (compat: daemons-filters, timers-filters) with the filters of issue 4: a
-// daemon runs only while its object matches; a mismatch stops it with
-// ErrFiltersMismatch, a new match starts it again; a timer ticks only while its
-// object matches.
+// (compat: daemons-filters, timers-filters) with the filters of issue 4: a daemon runs only while its
+// object matches; a mismatch stops it with ErrFiltersMismatch, a new match
+// starts it again; a timer ticks only while its object matches.
 func TestDaemonsAndTimersFollowTheirFilters(t *testing.T) {
 	ns := namespace(t)
 	var starts, running, ticks atomic.Int32

@@ -134,11 +134,10 @@ func (j *journal) exit(name string, cause error) {
 	})
 }
 
-// (compat: daemons-spawn, daemons-stopped, daemons-finalizer, daemons-live,
-// daemons-results, daemons-patch): daemons start for the objects found at
-// startup and for new ones; they see the live object and patch it while they
-// run; deleting an object stops its daemon with ErrResourceDeleted, and the
-// object goes only after the daemon has exited.
+// (compat: daemons-spawn, daemons-stopped, daemons-finalizer, daemons-live, daemons-results, daemons-patch): daemons start for the
+// objects found at startup and for new ones; they see the live object and
+// patch it while they run; deleting an object stops its daemon with
+// ErrResourceDeleted, and the object goes only after the daemon has exited.
 func TestDaemonsAccompanyObjectsUntilDeleted(t *testing.T) {
 	ns := namespace(t)
 	client := dyn(t)
@@ -206,11 +205,10 @@ func TestDaemonsAccompanyObjectsUntilDeleted(t *testing.T) {
 	}
 }
 
-// (compat: daemons-stopping, daemons-exit): a daemon that ignores its stop is
-// reported after its CancellationTimeout and its object is released; at the
-// operator's exit, one without a timeout is reported after
-// Background.ExitTimeout, and Run returns: an uncooperative daemon never hangs
-// the shutdown.
+// (compat: daemons-stopping, daemons-exit): a daemon that ignores its stop is reported after its
+// CancellationTimeout and its object is released; at the operator's exit,
+// one without a timeout is reported after Background.ExitTimeout, and Run
+// returns: an uncooperative daemon never hangs the shutdown.
 func TestUncooperativeDaemonsAreReportedAndReleased(t *testing.T) {
 	ns := namespace(t)
 	release := make(chan struct{})
@@ -261,9 +259,8 @@ func TestUncooperativeDaemonsAreReportedAndReleased(t *testing.T) {
 	}
 }
 
-// (compat: timers-interval): a timer with Interval(1s) fires about once per
-// second for each of 20 objects. Counted over a window the test measures, in a
-// wide band.
+// (compat: timers-interval): a timer with Interval(1s) fires about once per second for each of
+// 20 objects. Counted over a window the test measures, in a wide band.
 func TestTimerFiresAboutOncePerSecondPerObject(t *testing.T) {
 	const objects = 20
 	ns := namespace(t)
@@ -310,9 +307,9 @@ func TestTimerFiresAboutOncePerSecondPerObject(t *testing.T) {
 	t.Logf("%d timers fired %d times in %.1fs", objects, 5*objects, window)
 }
 
-// (compat: timers-idle, timers-results): an idle timer does not fire while the
-// object keeps changing, then fires on its interval; its own status results do
-// not count as changes (or it would fire only once).
+// (compat: timers-idle, timers-results): an idle timer does not fire while the object keeps
+// changing, then fires on its interval; its own status results do not count
+// as changes (or it would fire only once).
 func TestIdleTimerWaitsForTheObjectToSettle(t *testing.T) {
 	ns := namespace(t)
 	var mu sync.Mutex
@@ -345,11 +342,10 @@ func TestIdleTimerWaitsForTheObjectToSettle(t *testing.T) {
 	})
 }
 
-// (compat: daemons-errors, daemons-finalizer, daemons-results): a
-// TemporaryError restarts a daemon after its delay with the next retry; a
-// daemon that returns delivers its result, is not restarted, and no longer
-// needs the finalizer, which goes without any deletion; an operator restart
-// runs it again.
+// (compat: daemons-errors, daemons-finalizer, daemons-results): a TemporaryError restarts a daemon after its
+// delay with the next retry; a daemon that returns delivers its result, is
+// not restarted, and no longer needs the finalizer, which goes without any
+// deletion; an operator restart runs it again.
 func TestDaemonRestartsOnTemporaryErrorsAndEndsWhenItReturns(t *testing.T) {
 	ns := namespace(t)
 	var j journal
@@ -389,9 +385,9 @@ func TestDaemonRestartsOnTemporaryErrorsAndEndsWhenItReturns(t *testing.T) {
 	op2.log.WaitFor(t, "Daemon 'retrying' succeeded.", 1)
 }
 
-// (compat: timers-errors, daemons-errors): errors in timers override the
-// schedule and the retries count afresh after a success; permanent and ignored
-// errors end timers and daemons for good, per the errors mode.
+// (compat: timers-errors, daemons-errors): errors in timers override the schedule and the retries
+// count afresh after a success; permanent and ignored errors end timers and
+// daemons for good, per the errors mode.
 func TestTimerAndDaemonErrorsModes(t *testing.T) {
 	ns := namespace(t)
 	var j journal

@@ -23,9 +23,8 @@ import (
 	"github.com/kopfgo/kopfgo/e2e/cluster"
 )
 
-// (compat: watching-timeouts, watching-bookmarks, watching-new-crds,
-// scope-namespaces, networking-retries, errors-throttling): the operator keeps
-// working through what a real cluster does to it.
+// (compat: watching-timeouts, watching-bookmarks, watching-new-crds, scope-namespaces, networking-retries, errors-throttling): the operator keeps working through what a
+// real cluster does to it.
 
 // countingCreate counts create calls per object name.
 type countingCreate struct {

@@ -297,8 +297,7 @@ func (c *Cycle) invoke(ctx context.Context, h *Handler, rec persistence.Record, 
 		arg.New = c.New
 	}
 	if c.parent != nil {
-		// Sub-handlers see the change as their parent saw it (compat:
-		// handlers-subhandlers).
+		// Sub-handlers see the change as their parent saw it (compat: handlers-subhandlers).
 		arg.Old, arg.New, arg.Diff = c.parent.arg.Old, c.parent.arg.New, c.parent.arg.Diff
 	}
 	if len(h.Field) > 0 {
@@ -330,8 +329,8 @@ func safeCall(ctx context.Context, fn ChangeFunc, arg *Change) (result any, err 
 }
 
 // deliver puts a handler's result at status.<id>: a map merges into what is
-// there, anything else replaces it (compat: handlers-results). Results go
-// through JSON so that structs are stored as their JSON form.
+// there, anything else replaces it (compat: handlers-results). Results go through JSON so that
+// structs are stored as their JSON form.
 func deliver(p *patch.Patch, id string, result any) error {
 	raw, err := json.Marshal(result)
 	if err != nil {

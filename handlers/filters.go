@@ -207,10 +207,10 @@ func (f *Filters) Validate(hasField, update bool) error {
 	return errors.Join(f.validate(hasField, update)...)
 }
 
-// validate returns the problems found while the options were applied and the
-// invalid combinations (compat: filters-old-new, filters-errors). hasField says
-// whether the handler has a field (from the Field option or On.Field); update
-// says whether it serves updates, the only cause with an old and a new state.
+// validate returns the problems found while the options were applied and
+// the invalid combinations (compat: filters-old-new, filters-errors). hasField says whether the
+// handler has a field (from the Field option or On.Field); update says
+// whether it serves updates, the only cause with an old and a new state.
 func (f *Filters) validate(hasField, update bool) []error {
 	errs := append([]error(nil), f.errs...)
 	hasValue := f.Value != nil

@@ -167,12 +167,10 @@ func TestFieldFiltersOfChangingHandlers(t *testing.T) {
 		{"create, field alone means present", fieldHandler(causes.Create, "spec.field", nil), changeCause(causes.Create, nil, spec("field", "x")), true},
 		{"create, field alone, absent", fieldHandler(causes.Create, "spec.field", nil), changeCause(causes.Create, nil, spec("other", "x")), false},
 		{"create, absent matches a missing field", fieldHandler(causes.Create, "spec.no-field", value(Absent)), changeCause(causes.Create, nil, spec("field", "x")), true},
-		// [diff] Kopf's code would match this: the missing old essence of a
-		// creation counts as the field absent.
+		// [diff] Kopf's code would match this: the missing old essence of a creation counts as the field absent.
 		{"create, absent does not match a present field", fieldHandler(causes.Create, "spec.field", value(Absent)), changeCause(causes.Create, nil, spec("field", "x")), false},
 		{"delete, old or new", fieldHandler(causes.Delete, "spec.field", value("x")), changeCause(causes.Delete, spec("field", "x"), spec("field", "y")), true},
-		// (compat: filters-field-change): update and field handlers need the
-		// field to change; Value matches either side.
+		// (compat: filters-field-change): update and field handlers need the field to change; Value matches either side.
 		{"update x→y", fieldHandler(causes.Update, "spec.field", value("x")), changeCause(causes.Update, spec("field", "x"), spec("field", "y")), true},
 		{"update y→x", fieldHandler(causes.Update, "spec.field", value("x")), changeCause(causes.Update, spec("field", "y"), spec("field", "x")), true},
 		{"update y→z", fieldHandler(causes.Update, "spec.field", value("x")), changeCause(causes.Update, spec("field", "y"), spec("field", "z")), false},
@@ -320,9 +318,8 @@ func TestFinalizerIsRequiredOnlyWhereADeleteHandlerMatches(t *testing.T) {
 }
 
 func TestFieldIDsAllowOneFunctionForSeveralFields(t *testing.T) {
-	// (compat: filters-field-ids, handlers-dedup): fn/spec.field and
-	// fn/spec.items are two handlers, each with its own param and its field's
-	// old and new values.
+	// (compat: filters-field-ids, handlers-dedup): fn/spec.field and fn/spec.items are two handlers,
+	// each with its own param and its field's old and new values.
 	var r Registry
 	for _, reg := range []struct{ field, param string }{{"spec.field", "fld"}, {"spec.items", "itm"}} {
 		r.AddChanging(Registration{Resource: "kex", Reason: causes.Update, Fn: namedFn, Configure: func(h *Handler) {

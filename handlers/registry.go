@@ -71,7 +71,7 @@ func (r *Registry) AddChanging(reg Registration) {
 		}
 		h.Field = path
 		if id != "" && len(path) > 0 {
-			id += "/" + strings.Join(path, ".") // Kopf's suffix, (compat: handlers-ids)
+			id += "/" + strings.Join(path, ".") // Kopf's suffix (compat: handlers-ids)
 		}
 	}
 	for _, err := range h.Filters.validate(len(h.Field) > 0, h.Reason == causes.Update) {
@@ -226,10 +226,10 @@ func RequiresFinalizer(hs []*Handler) bool {
 	return false
 }
 
-// ExtraFields returns the field paths that handlers watch (On.Field, or a Field
-// filter) outside the default essence, status or metadata.generation for
-// instance, so that they enter the essence (compat: handlers-field-essence).
-// spec and the labels are in the essence already.
+// ExtraFields returns the field paths that handlers watch (On.Field, or a
+// Field filter) outside the default essence, status or metadata.generation
+// for instance, so that they enter the essence (compat: handlers-field-essence). spec and the labels
+// are in the essence already.
 func ExtraFields(hs []*Handler) [][]string {
 	var out [][]string
 	for _, h := range hs {
@@ -244,11 +244,11 @@ func ExtraFields(hs []*Handler) [][]string {
 }
 
 // Select returns the handlers to run for a cause, in registration order,
-// deduplicated by function and id (compat: handlers-dedup), among those whose
-// filters match (compat: filters-all-kinds). Field handlers run on updates
-// where their field changed, and (per the manual, not Kopf's code) not on
-// creation. Resume handlers join an update or deletion of an object first seen
-// in the initial listing (compat: handlers-resume, handlers-resume-deleted).
+// deduplicated by function and id (compat: handlers-dedup), among those whose filters match
+// (compat: filters-all-kinds). Field handlers run on updates where their field changed, and
+// (per the manual, not Kopf's code) not on creation. Resume handlers join
+// an update or deletion of an object first seen in the initial listing
+// (compat: handlers-resume, handlers-resume-deleted).
 func Select(hs []*Handler, c *Cause) []*Handler {
 	var out []*Handler
 	type key struct {

@@ -24,9 +24,9 @@ const (
 )
 
 // WatchEvent is the argument of event handlers: one raw event of the watch
-// stream (compat: handlers-event). Body is the object as the event carried it;
-// for DELETED, its last state. (Kopf's "event-watching handlers"; kopfgo.Event
-// posts Kubernetes events, a different thing.)
+// stream (compat: handlers-event). Body is the object as the event carried it; for DELETED,
+// its last state. (Kopf's "event-watching handlers"; kopfgo.Event posts
+// Kubernetes events, a different thing.)
 type WatchEvent struct {
 	Object
 	Type EventType

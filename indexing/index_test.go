@@ -171,9 +171,9 @@ func TestIndexerNilResultKeepsTheOldValues(t *testing.T) {
 }
 
 func TestIndexerErrorModes(t *testing.T) {
-	// (compat: indices-errors). Each case: the object is indexed, then fails
-	// once, then its indexer would succeed again; we look at the index after
-	// the failure, after an event within the exclusion, and after one past it.
+	// (compat: indices-errors). Each case: the object is indexed, then fails once, then its
+	// indexer would succeed again; we look at the index after the failure,
+	// after an event within the exclusion, and after one past it.
 	tests := []struct {
 		name      string
 		err       error

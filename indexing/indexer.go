@@ -73,9 +73,8 @@ func (ix *Indexer[K, V]) Index() *Index[K, V] { return ix.index }
 // Spec returns the indexer's registration.
 func (ix *Indexer[K, V]) Spec() *handlers.Handler { return ix.spec }
 
-// Observe indexes the object, or removes it from the index when it is deleted,
-// stops matching the filters (compat: indices-removal), or fails (compat:
-// indices-errors).
+// Observe indexes the object, or removes it from the index when it is
+// deleted, stops matching the filters (compat: indices-removal), or fails (compat: indices-errors).
 func (ix *Indexer[K, V]) Observe(ctx context.Context, ev Observation) {
 	c := ev.Cause
 	key := KeyOf(c.Body)
@@ -199,11 +198,11 @@ func KeyOf(body map[string]any) ObjectKey {
 }
 
 // Register builds an indexer from a registration: the resource as the user
-// wrote it, the function, and the options. The index's name is the function's
-// name or the ID option, with no field suffix (compat: indices-declare);
-// closures need an ID. Indexers default to the ignored errors mode (compat:
-// indices-errors). The indexer is returned even with errors, so that its index
-// exists; the errors, each naming the indexer, are for Run to report.
+// wrote it, the function, and the options. The index's name is the
+// function's name or the ID option, with no field suffix (compat: indices-declare); closures
+// need an ID. Indexers default to the ignored errors mode (compat: indices-errors). The
+// indexer is returned even with errors, so that its index exists; the
+// errors, each naming the indexer, are for Run to report.
 func Register[K comparable, V any](resource string, fn Func[K, V], configure func(*handlers.Handler)) (*Indexer[K, V], error) {
 	h := &handlers.Handler{Resource: resource, Errors: handlers.ErrorsIgnored}
 	if configure != nil {
