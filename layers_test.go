@@ -6,7 +6,7 @@ import (
 	"testing"
 )
 
-// TestLayers keeps the import graph pointing down (DESIGN.md): each package
+// TestLayers keeps the import graph pointing down (README.md, Layout): each package
 // may import only the kopfgo packages listed for it. A new package must be
 // added here, which is the moment to decide where it sits.
 func TestLayers(t *testing.T) {

@@ -52,7 +52,7 @@ func TestExample02Children(t *testing.T) {
 	if len(pods.Items) != 1 {
 		t.Fatalf("%d pods, want the 1 child", len(pods.Items))
 	}
-	// Adopted (K2-084): owned by the KopfExample as its controller, named
+	// Adopted (compat: hierarchies-adopt): owned by the KopfExample as its controller, named
 	// after it, with its labels.
 	pod := pods.Items[0]
 	if refs := pod.OwnerReferences; len(refs) != 1 || refs[0].UID != obj.GetUID() || refs[0].Kind != "KopfExample" ||
@@ -84,7 +84,7 @@ func TestExample03Exceptions(t *testing.T) {
 	assertCount(t, op, "Handler 'create_fn' failed permanently: Third failure, the final one.", 1)
 	assertCount(t, op, "Handler 'create_fn' succeeded.", 0)
 	// The diff-base is stored even though the handler failed: the next change
-	// is an update, not a creation again (K1-192).
+	// is an update, not a creation again (compat: errors-permanent).
 	got := waitKex(t, ns, obj.GetName(), "the diff-base and no progress", handled)
 	assertNoProgress(t, got)
 

@@ -23,7 +23,7 @@ import (
 	"github.com/kopfgo/kopfgo/e2e/cluster"
 )
 
-// K2-027..K2-029, K2-046..K2-050: the operator keeps working through what a
+// (compat: watching-timeouts, watching-bookmarks, watching-new-crds, scope-namespaces, networking-retries, errors-throttling): the operator keeps working through what a
 // real cluster does to it.
 
 // countingCreate counts create calls per object name.

@@ -20,7 +20,7 @@ import (
 )
 
 // Cycle is one pass of Kopf's handling cycle for one cause of one object
-// (K1-197): it runs at most one handler, the awake one with the fewest
+// (compat: handlers-cycle): it runs at most one handler, the awake one with the fewest
 // retries, records its outcome in Patch, and says whether the cause is fully
 // handled or when to come back. The reactor applies Patch and, while handlers
 // remain, runs the next pass on the object's next state, so that each
@@ -133,7 +133,7 @@ func (c *Cycle) Run(ctx context.Context) Outcome {
 		title = c.Reason.Title()
 	}
 	if len(c.Handlers) > 0 {
-		// Kopf says nothing of a cause without handlers (K1-018): every
+		// Kopf says nothing of a cause without handlers (compat: logging-lines): every
 		// object found at start-up would log a line otherwise.
 		c.Logger.Info(fmt.Sprintf("%s is processed: %d succeeded; %d failed.", title, out.Succeeded, out.Failed))
 	}
@@ -297,7 +297,7 @@ func (c *Cycle) invoke(ctx context.Context, h *Handler, rec persistence.Record, 
 		arg.New = c.New
 	}
 	if c.parent != nil {
-		// Sub-handlers see the change as their parent saw it (K1-044).
+		// Sub-handlers see the change as their parent saw it (compat: handlers-subhandlers).
 		arg.Old, arg.New, arg.Diff = c.parent.arg.Old, c.parent.arg.New, c.parent.arg.Diff
 	}
 	if len(h.Field) > 0 {
@@ -312,7 +312,7 @@ func (c *Cycle) invoke(ctx context.Context, h *Handler, rec persistence.Record, 
 		result, err = safeCall(ctx, h.Fn, arg)
 		if err == nil && len(sub.registered) > 0 && !sub.executed {
 			// Children declared with Register run after their parent
-			// returns, unless it ran them itself (K2-098).
+			// returns, unless it ran them itself (compat: handlers-subhandlers).
 			err = Execute(ctx, nil)
 		}
 	}
@@ -329,7 +329,7 @@ func safeCall(ctx context.Context, fn ChangeFunc, arg *Change) (result any, err 
 }
 
 // deliver puts a handler's result at status.<id>: a map merges into what is
-// there, anything else replaces it (K1-180). Results go through JSON so that
+// there, anything else replaces it (compat: handlers-results). Results go through JSON so that
 // structs are stored as their JSON form.
 func deliver(p *patch.Patch, id string, result any) error {
 	raw, err := json.Marshal(result)

@@ -250,7 +250,7 @@ func TestCorruptRecordIsWarnedAndHandled(t *testing.T) {
 }
 
 // A cause without handlers (a resume with none registered, for every object
-// found at start-up) is done at once and, as in Kopf, not logged (K1-018);
+// found at start-up) is done at once and, as in Kopf, not logged (compat: logging-lines);
 // stale records of the resource's handlers are still purged.
 func TestCycleWithoutHandlersIsDoneSilently(t *testing.T) {
 	w := newWorld(t)

@@ -44,7 +44,7 @@ type Handler struct {
 
 // RequiresFinalizer reports whether objects this handler matches must carry
 // the finalizer: a non-optional delete handler cannot run if the object is
-// gone before the operator sees its deletion (K1-039, K1-040).
+// gone before the operator sees its deletion (compat: handlers-delete, handlers-delete-optional).
 func (h *Handler) RequiresFinalizer() bool {
 	return h.Reason == causes.Delete && !h.Optional
 }

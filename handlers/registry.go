@@ -71,7 +71,7 @@ func (r *Registry) AddChanging(reg Registration) {
 		}
 		h.Field = path
 		if id != "" && len(path) > 0 {
-			id += "/" + strings.Join(path, ".") // Kopf's suffix, K1-031
+			id += "/" + strings.Join(path, ".") // Kopf's suffix (compat: handlers-ids)
 		}
 	}
 	for _, err := range h.Filters.validate(len(h.Field) > 0, h.Reason == causes.Update) {
@@ -228,7 +228,7 @@ func RequiresFinalizer(hs []*Handler) bool {
 
 // ExtraFields returns the field paths that handlers watch (On.Field, or a
 // Field filter) outside the default essence, status or metadata.generation
-// for instance, so that they enter the essence (K1-038). spec and the labels
+// for instance, so that they enter the essence (compat: handlers-field-essence). spec and the labels
 // are in the essence already.
 func ExtraFields(hs []*Handler) [][]string {
 	var out [][]string
@@ -244,11 +244,11 @@ func ExtraFields(hs []*Handler) [][]string {
 }
 
 // Select returns the handlers to run for a cause, in registration order,
-// deduplicated by function and id (K1-032), among those whose filters match
-// (K1-150). Field handlers run on updates where their field changed, and
+// deduplicated by function and id (compat: handlers-dedup), among those whose filters match
+// (compat: filters-all-kinds). Field handlers run on updates where their field changed, and
 // (per the manual, not Kopf's code) not on creation. Resume handlers join
 // an update or deletion of an object first seen in the initial listing
-// (K1-041, K1-042).
+// (compat: handlers-resume, handlers-resume-deleted).
 func Select(hs []*Handler, c *Cause) []*Handler {
 	var out []*Handler
 	type key struct {

@@ -14,7 +14,7 @@ import (
 	"github.com/kopfgo/kopfgo/internal/dicts"
 )
 
-// Sub-handlers (K1-044, K2-098, K2-099, the manual's "Idempotence"): a
+// Sub-handlers (compat: handlers-subhandlers; the manual's "Idempotence"): a
 // changing handler declares children, either with Execute or with Register;
 // each child is a handler of its own with the id "parent/child", its own
 // progress record, retries and result. Nothing of the children is kept in

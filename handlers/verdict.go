@@ -121,5 +121,5 @@ func failure(title, line string, stack []byte) Verdict {
 }
 
 // DeliverResult puts a handler's result at status.<id> in p: a map merges
-// into what is there, anything else replaces it (K1-180).
+// into what is there, anything else replaces it (compat: handlers-results).
 func DeliverResult(p *patch.Patch, id string, result any) error { return deliver(p, id, result) }

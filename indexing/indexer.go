@@ -15,7 +15,7 @@ import (
 
 // Func is an indexing function: the keys and values an object contributes.
 // A nil map (with a nil error) keeps what the object gave before, as Kopf's
-// None does (K1-234); an empty map removes it. It must be fast and free of
+// None does (compat: indices-none); an empty map removes it. It must be fast and free of
 // side effects: it runs on every watch event of every matching object, and
 // all handlers wait for it at startup.
 type Func[K comparable, V any] func(ctx context.Context, o *handlers.Object) (map[K]V, error)
@@ -52,7 +52,7 @@ type Indexer[K comparable, V any] struct {
 }
 
 // failure is the in-memory retry state of one object; never persisted, and
-// forgotten on success (K1-236).
+// forgotten on success (compat: indices-errors).
 type failure struct {
 	retries   int
 	started   time.Time
@@ -61,7 +61,7 @@ type failure struct {
 }
 
 // New returns an indexer running fn under the options in spec. Indexers
-// default to the ignored errors mode (K1-236): set spec.Errors before the
+// default to the ignored errors mode (compat: indices-errors): set spec.Errors before the
 // user's options apply.
 func New[K comparable, V any](spec *handlers.Handler, fn Func[K, V]) *Indexer[K, V] {
 	return &Indexer[K, V]{spec: spec, fn: fn, index: NewIndex[K, V](), fails: map[ObjectKey]*failure{}}
@@ -74,7 +74,7 @@ func (ix *Indexer[K, V]) Index() *Index[K, V] { return ix.index }
 func (ix *Indexer[K, V]) Spec() *handlers.Handler { return ix.spec }
 
 // Observe indexes the object, or removes it from the index when it is
-// deleted, stops matching the filters (K1-235), or fails (K1-236).
+// deleted, stops matching the filters (compat: indices-removal), or fails (compat: indices-errors).
 func (ix *Indexer[K, V]) Observe(ctx context.Context, ev Observation) {
 	c := ev.Cause
 	key := KeyOf(c.Body)
@@ -199,8 +199,8 @@ func KeyOf(body map[string]any) ObjectKey {
 
 // Register builds an indexer from a registration: the resource as the user
 // wrote it, the function, and the options. The index's name is the
-// function's name or the ID option, with no field suffix (K1-230); closures
-// need an ID. Indexers default to the ignored errors mode (K1-236). The
+// function's name or the ID option, with no field suffix (compat: indices-declare); closures
+// need an ID. Indexers default to the ignored errors mode (compat: indices-errors). The
 // indexer is returned even with errors, so that its index exists; the
 // errors, each naming the indexer, are for Run to report.
 func Register[K comparable, V any](resource string, fn Func[K, V], configure func(*handlers.Handler)) (*Indexer[K, V], error) {

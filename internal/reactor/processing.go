@@ -168,7 +168,7 @@ func (p *processor) process(ctx context.Context, s *slot) (time.Duration, bool) 
 	if len(p.handlers) == 0 || deleting && sp.deleteHandled {
 		// Daemons, timers, event handlers or indexers only, or a deletion
 		// whose handlers are done: the finalizer is the daemons' and timers'
-		// alone (K1-291). (A finalizer left by an earlier version of the
+		// alone (compat: persistence-finalizer). (A finalizer left by an earlier version of the
 		// operator goes too: no handler has the object in scope.)
 		switch {
 		case sp.requires && !deleting && !hasFin:
@@ -203,8 +203,8 @@ func (p *processor) process(ctx context.Context, s *slot) (time.Duration, bool) 
 
 	// An object that no handler's filters match is handled in stealth mode:
 	// nothing is stored on it and nothing is logged about it; if it starts
-	// matching later, it is new to the operator (K1-160). The finalizer is
-	// needed only where a delete handler matches (K1-291).
+	// matching later, it is new to the operator (compat: filters-stealth). The finalizer is
+	// needed only where a delete handler matches (compat: persistence-finalizer).
 	inScope := handlers.Prematch(p.handlers, cause)
 	requiresFinalizer := inScope && handlers.RequiresFinalizerFor(p.handlers, cause) || sp.requires
 	switch {

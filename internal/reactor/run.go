@@ -57,10 +57,10 @@ type Config struct {
 	// Indexers maintain the operator's indices from watch events.
 	Indexers []indexing.Runner
 	// Memo is the operator's memo, copied into every object's memo when
-	// the object first appears (K1-221). Nil: objects start empty.
+	// the object first appears (compat: memos-operator). Nil: objects start empty.
 	Memo *handlers.Memo
 	// Ready, when set, holds every handler until it is closed: until all
-	// indices have seen the initial listings (K1-239). Run sets it.
+	// indices have seen the initial listings (compat: indices-complete). Run sets it.
 	Ready <-chan struct{}
 	// Daemons runs the daemons and timers; Run makes it.
 	Daemons *daemons.Manager
@@ -123,7 +123,7 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	<-ctx.Done()
 	// Daemons stop at once and in parallel with the watchers; each has its
-	// own stages, and those that do not exit are abandoned (K1-054).
+	// own stages, and those that do not exit are abandoned (compat: daemons-exit).
 	cfg.Daemons.Shutdown()
 	stopped := make(chan struct{})
 	go func() {
