@@ -13,6 +13,7 @@ import (
 
 	"github.com/kopfgo/kopfgo/causes"
 	"github.com/kopfgo/kopfgo/diffbase"
+	"github.com/kopfgo/kopfgo/internal/config"
 	"github.com/kopfgo/kopfgo/internal/dicts"
 	"github.com/kopfgo/kopfgo/internal/patch"
 	"github.com/kopfgo/kopfgo/internal/resources"
@@ -44,6 +45,8 @@ type Cycle struct {
 	Clock    clock.PassiveClock
 	Logger   *slog.Logger
 	Memo     *Memo
+	// Handling is passed on to the selection of sub-handlers.
+	Handling config.Handling
 	// DefaultBackoff is the retry delay after arbitrary errors of handlers
 	// without their own Backoff.
 	DefaultBackoff time.Duration

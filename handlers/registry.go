@@ -37,7 +37,7 @@ type Registration struct {
 
 // AddChanging validates and records a changing handler.
 func (r *Registry) AddChanging(reg Registration) {
-	h := &Handler{Reason: reg.Reason, Fn: reg.Fn, Resource: reg.Resource}
+	h := &Handler{Reason: reg.Reason, Fn: reg.Fn, Resource: reg.Resource, AnyCause: reg.IsField}
 	if reg.Configure != nil {
 		reg.Configure(h)
 	}
@@ -257,7 +257,7 @@ func Select(hs []*Handler, c *Cause) []*Handler {
 	}
 	seen := map[key]bool{}
 	for _, h := range hs {
-		if !selected(h, c.Reason, c.Initial) || !h.matches(c) {
+		if !selected(h, c) || !h.matches(c) {
 			continue
 		}
 		k := key{h.fnPtr, h.ID}
@@ -272,7 +272,14 @@ func Select(hs []*Handler, c *Cause) []*Handler {
 
 // selected applies the reason rules; the field's change is one of the
 // filters (matches).
-func selected(h *Handler, reason causes.Reason, initial bool) bool {
+func selected(h *Handler, c *Cause) bool {
+	reason, initial := c.Reason, c.Initial
+	if h.AnyCause && !c.Handling.FieldHandlersOnUpdatesOnly {
+		switch reason {
+		case causes.Create, causes.Update, causes.Resume, causes.Delete:
+			return true
+		}
+	}
 	switch h.Reason {
 	case causes.Resume:
 		switch reason {

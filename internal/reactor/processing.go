@@ -199,6 +199,7 @@ func (p *processor) process(ctx context.Context, s *slot) (time.Duration, bool) 
 	cause := &handlers.Cause{
 		Reason: reason, Initial: initial, Body: body, Old: old, New: essence, Diff: diff,
 		Resource: p.res, Patch: pt, Logger: log, Memo: memo,
+		Handling: p.cfg.Settings.Handling,
 	}
 
 	// An object that no handler's filters match is handled in stealth mode:
@@ -241,7 +242,7 @@ func (p *processor) process(ctx context.Context, s *slot) (time.Duration, bool) 
 		Body: body, Resource: p.res, Old: old, New: essence, Diff: diff,
 		Patch: pt, Storage: st.ProgressStorage, Clock: p.cfg.Clock, Logger: log, Memo: memo,
 		DefaultBackoff: p.cfg.Settings.Execution.DefaultBackoff,
-		Invoke:         p.invoke,
+		Invoke:         p.invoke, Handling: p.cfg.Settings.Handling,
 	}
 	if len(selected) > 0 {
 		log.Debug(fmt.Sprintf("%s is in progress.", reason.Title()))
