@@ -25,7 +25,7 @@ func TestLayers(t *testing.T) {
 		"internal/config":      append([]string{"diffbase", "persistence", "internal/logging"}, leaves...),
 		"internal/kube":        append([]string{"internal/resources", "internal/unjson"}, leaves...),
 		"internal/health":      nil,
-		"internal/posting":     {"internal/config", "internal/logging"},
+		"internal/posting":     {"internal/config", "internal/logging", "internal/pyrepr"},
 		"internal/hierarchies": nil,
 		"internal/unjson":      nil,
 		"internal/testlog":     nil,
