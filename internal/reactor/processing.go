@@ -184,15 +184,10 @@ func (p *processor) process(ctx context.Context, s *slot) (time.Duration, bool) 
 		return p.releaseAfterDaemons(ctx, u, mem, log, pt, sp)
 	}
 
-	old, err := st.DiffBaseStorage.Fetch(body)
+	old, essence, err := p.states(body)
 	if err != nil {
 		log.Warn(fmt.Sprintf("Ignoring the unreadable last-handled configuration; the object is handled as never handled before: %v", err))
-		old = nil
 	}
-	if old != nil {
-		old = st.ProgressStorage.Clear(old)
-	}
-	essence := st.ProgressStorage.Clear(st.DiffBaseStorage.Build(body, p.extraFields))
 	diff := diffbase.Compute(old, essence)
 	reason := causes.Detect(causes.Input{
 		Body: body, Finalizer: fin, Old: old, New: essence, Diff: diff, Initial: initial,
@@ -299,6 +294,21 @@ func (p *processor) process(ctx context.Context, s *slot) (time.Duration, bool) 
 	return next, touch
 }
 
+// states returns the object's last handled essence (nil if never handled,
+// or if it cannot be read: err says why) and its current essence, both
+// without the progress storage's own fields.
+func (p *processor) states(body map[string]any) (old, essence map[string]any, err error) {
+	st := p.cfg.Settings.Persistence
+	old, err = st.DiffBaseStorage.Fetch(body)
+	if err != nil {
+		old = nil
+	}
+	if old != nil {
+		old = st.ProgressStorage.Clear(old)
+	}
+	return old, st.ProgressStorage.Clear(st.DiffBaseStorage.Build(body, p.extraFields)), err
+}
+
 // goodbye writes Kopf's last line about an object deleted from the cluster
 // that the changing handlers have in scope, in the order Kopf writes it:
 // after the event handlers of the deletion. The scope is worked out only if
@@ -315,15 +325,7 @@ func (p *processor) goodbye(ctx context.Context, s *slot) {
 	if !log.Enabled(ctx, slog.LevelDebug) {
 		return
 	}
-	st := p.cfg.Settings.Persistence
-	old, err := st.DiffBaseStorage.Fetch(u.Object)
-	if err != nil {
-		old = nil
-	}
-	if old != nil {
-		old = st.ProgressStorage.Clear(old)
-	}
-	essence := st.ProgressStorage.Clear(st.DiffBaseStorage.Build(u.Object, p.extraFields))
+	old, essence, _ := p.states(u.Object) // an unreadable diff-base: never handled
 	cause := &handlers.Cause{
 		Reason: causes.Gone, Body: u.Object, Old: old, New: essence, Diff: diffbase.Compute(old, essence),
 		Resource: p.res, Patch: &patch.Patch{}, Logger: log, Handling: p.cfg.Settings.Handling,
