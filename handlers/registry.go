@@ -245,8 +245,9 @@ func ExtraFields(hs []*Handler) [][]string {
 
 // Select returns the handlers to run for a cause, in registration order,
 // deduplicated by function and id (K1-032), among those whose filters match
-// (K1-150). Field handlers run on updates where their field changed, and
-// (per the manual, not Kopf's code) not on creation. Resume handlers join
+// (K1-150). Field handlers run on every cause that changes their field, a
+// creation with the field set included, as in Kopf's code (the manual says
+// updates; Handling.FieldHandlersOnUpdatesOnly). Resume handlers join
 // an update or deletion of an object first seen in the initial listing
 // (K1-041, K1-042).
 func Select(hs []*Handler, c *Cause) []*Handler {
