@@ -336,12 +336,14 @@ func (r Registrar) Update(resource string, fn ChangeFunc, opts ...ChangeOption) 
 	})
 }
 
-// Field registers a handler for updates that change the field (a dotted
-// path such as "spec.field"), added and removed included; Value, OldValue
-// and NewValue filter the change further (compat: handlers-field, filters-field-change, filters-old-new). Old, New
-// and Diff are relative to the field. [diff] Following Kopf's manual, it
-// does not fire on creation (Kopf's code does when the field is set); for
-// that, register a creation handler with the Field option.
+// Field registers a handler for changes of the field (a dotted path such as
+// "spec.field"), added and removed included; Value, OldValue and NewValue
+// filter the change further (compat: handlers-field, filters-field-change, filters-old-new). Old, New and Diff are
+// relative to the field. As Kopf's code runs them, field handlers serve
+// every cause that changes the field: updates, the creation of an object
+// with the field set (reason create), a deletion after an unhandled change;
+// Settings.Handling.FieldHandlersOnUpdatesOnly keeps them to updates, as
+// Kopf's manual says.
 func (r Registrar) Field(resource, field string, fn ChangeFunc, opts ...ChangeOption) {
 	r.add(resource, causes.Update, field, true, fn, func(h *handlers.Handler) {
 		for _, o := range opts {

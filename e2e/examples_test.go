@@ -98,8 +98,8 @@ func TestExample05Handlers(t *testing.T) {
 	obj := createKex(t, ns, objYAML(t))
 	name := obj.GetName()
 
-	waitLog(t, op, "Creation is processed: 2 succeeded; 0 failed.", 1)
-	for _, line := range []string{"CREATED 1st", "CREATED 2nd", "Handler 'create_fn_1' succeeded.", "Handler 'create_fn_2' succeeded."} {
+	waitLog(t, op, "Creation is processed: 3 succeeded; 0 failed.", 1)
+	for _, line := range []string{"CREATED 1st", "CREATED 2nd", "Handler 'create_fn_1' succeeded.", "Handler 'create_fn_2' succeeded.", "FIELD CHANGED: <nil> -> value"} {
 		assertCount(t, op, line, 1)
 	}
 	if fin := waitKex(t, ns, name, "handled", handled).GetFinalizers(); len(fin) != 1 || fin[0] != "kopf.zalando.org/KopfFinalizerMarker" {
@@ -119,7 +119,7 @@ func TestExample05Handlers(t *testing.T) {
 	waitLog(t, op, "Updating is processed: 1 succeeded; 0 failed.", 1)
 	assertCount(t, op, `UPDATED: [["add",["metadata","labels","newlabel"],null,"yes"]]`, 1)
 	assertCount(t, op, "UPDATED", 2)
-	assertCount(t, op, "FIELD CHANGED", 1)
+	assertCount(t, op, "FIELD CHANGED", 2)
 
 	// A restart resumes the object once.
 	if err := op.Stop(waitShort); err != nil {

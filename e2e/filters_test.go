@@ -169,15 +169,15 @@ func TestFiltersOnEveryHandlerKind(t *testing.T) {
 		"c_label_callback": {"a"},
 		"c_annotation":     {"a"},
 		"c_field_value":    {"a"},
-		"c_field_absent":   {"a", "c"},
+		"c_field_absent":   {"a", "b", "c"}, // b too: its missing old state (Kopf's code)
 		"c_when":           {"a"},
 		"u_label":          {"a", "a"},
 		"u_field":          {"a", "b", "c"},
 		"u_value":          {"a", "b"}, // world→changed, hello→world
 		"u_added":          {"c"},
 		"u_when_change":    {"a"},
-		"f_new":            {"b"},
-		"f_label":          {"a"},
+		"f_new":            {"a", "b"}, // a on creation (Kopf's code), b on update
+		"f_label":          {"a", "a"}, // creation and update
 		"d_label":          {"a"},
 		"d_value":          {"b"},
 	}

@@ -205,7 +205,7 @@ func TestSilentWatchIsRestartedAfterTheInactivityTimeout(t *testing.T) {
 	proxy.Stall()
 	createKex(t, ns, kexNamed(t, "during-stall"))
 	waitKex(t, ns, "during-stall", "handled despite the silent stream", handled)
-	log.WaitFor(t, "has been silent for 3s; restarting it.", 1)
+	log.WaitFor(t, "is inactive, reconnecting.", 1)
 	if n := creates.get("during-stall"); n != 1 {
 		t.Errorf("handled %d times, want 1", n)
 	}
