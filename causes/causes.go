@@ -94,7 +94,7 @@ type Input struct {
 //
 // Initial does not turn a change into Resume: for Update (and Delete)
 // handler selection (handlers.Select) mixes the resume handlers into the
-// same cycle, as Kopf does (K1-041). For Create it ignores Initial: creation
+// same cycle, as Kopf does (compat: handlers-resume). For Create it ignores Initial: creation
 // never mixes with resuming.
 func Detect(in Input) Reason {
 	switch {

@@ -1,6 +1,6 @@
 // Package causes turns "this object was modified" into what happened to it:
 // created, updated, deleted, resumed after a restart, or nothing worth
-// handling, with Kopf's rules and in Kopf's order (K1-035).
+// handling, with Kopf's rules and in Kopf's order (compat: handlers-causes).
 //
 // Watch events cannot say this themselves: an ADDED event may be a new object
 // or an old one seen again after a restart, and a MODIFIED event may be a spec

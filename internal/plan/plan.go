@@ -73,6 +73,10 @@ const (
 	Release
 	// Noop: nothing essential changed; the object counts as handled once.
 	Noop
+	// Free: the object is being deleted without the operator's finalizer
+	// and changing handlers have it in scope: the operator is done with it
+	// (Kopf's Free cause); nothing to do.
+	Free
 	// Handle: run the handling cycle for Step.Reason, then plan with After.
 	Handle
 
@@ -96,7 +100,7 @@ const (
 	Discard
 )
 
-var actionNames = [...]string{"nothing", "wait", "add finalizer", "remove finalizer", "release", "noop", "handle",
+var actionNames = [...]string{"nothing", "wait", "add finalizer", "remove finalizer", "release", "noop", "free", "handle",
 	"apply", "sleep", "store", "hold", "discard"}
 
 func (a Action) String() string {
@@ -157,7 +161,8 @@ func Pass(f Facts) Step {
 
 // deletion is Pass for an object being deleted. No finalizer is added: the
 // API server would refuse it. Without the operator's finalizer there is
-// nothing left to do (Kopf's Free). With it, the delete handlers that have
+// nothing left to do: Free for an object in the changing handlers' scope
+// (Kopf's Free cause), Nothing otherwise. With it, the delete handlers that have
 // the object in scope run (optional ones included), while its daemons and
 // timers stop; once both are done, the object is released.
 //
@@ -168,6 +173,8 @@ func Pass(f Facts) Step {
 func deletion(f Facts) Step {
 	detected := f.Detects()
 	switch {
+	case !f.HasFinalizer && detected && f.InScope:
+		return Step{Action: Free}
 	case !f.HasFinalizer:
 		return Step{Action: Nothing}
 	case detected && f.InScope:

@@ -45,10 +45,11 @@ func TestPass(t *testing.T) {
 
 		// Informational causes do nothing.
 		{"noop", with(handled, func(f *Facts) { f.Reason = causes.Noop }), Step{Action: Noop}},
-		{"free: deleting without the finalizer", with(handled, func(f *Facts) { f.Reason, f.Deleting = causes.Free, true }), Step{Action: Nothing}},
+		{"free: deleting without the finalizer", with(handled, func(f *Facts) { f.Reason, f.Deleting = causes.Free, true }), Step{Action: Free}},
 		{"free with daemons holding", with(handled, func(f *Facts) {
 			f.Reason, f.Deleting, f.DaemonsRequire, f.DaemonsHolding = causes.Free, true, true, true
-		}), Step{Action: Nothing}},
+		}), Step{Action: Free}},
+		{"free out of scope", with(handled, func(f *Facts) { f.Reason, f.Deleting, f.InScope = causes.Free, true, false }), Step{Action: Nothing}},
 
 		// The finalizer goes on alone, and the handlers run on the next pass.
 		{"delete handler needs the finalizer", with(handled, func(f *Facts) { f.Reason, f.HandlersRequire = causes.Create, true }), Step{Action: AddFinalizer}},

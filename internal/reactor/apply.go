@@ -70,6 +70,9 @@ func (w *watcher) apply(ctx context.Context, u *unstructured.Unstructured, st *s
 		log.Error(fmt.Sprintf("Throttling for %g seconds due to an unexpected error: %v", d.Seconds(), err))
 		return patched{throttled: true, delay: d}
 	}
+	if st.errors > 0 {
+		log.Info("Throttling is over. Switching back to normal operations.")
+	}
 	st.errors = 0
 	if res != "" && w.Settings.Persistence.ConsistencyTimeout > 0 {
 		st.expect(res, w.Clock.Now())

@@ -24,7 +24,7 @@ type background struct {
 	deleteHandled bool
 }
 
-// spawn is step 3 of Kopf's processing order (K1-290): on every pass, spawn
+// spawn is step 3 of Kopf's processing order (compat: handlers-order): on every pass, spawn
 // the daemons and timers the object matches, stop those it no longer
 // matches, or stop them all when the object is being deleted; then record in
 // the pass's facts whether they require the finalizer and hold the object.
@@ -56,7 +56,7 @@ func (w *watcher) spawn(ctx context.Context, wk *worker, ps *pass) {
 // matchingSpawning returns the daemons and timers whose filters match the
 // object. Re-evaluated on every pass, so that an object that stops matching
 // loses its daemons (ErrFiltersMismatch) and gets them back when it matches
-// again (K1-061, K1-079).
+// again (compat: daemons-filters, timers-filters).
 func (w *watcher) matchingSpawning(body map[string]any) []*handlers.Spawning {
 	cause := &handlers.Cause{Body: body, Resource: w.res, Logger: w.Logger}
 	var out []*handlers.Spawning
@@ -71,7 +71,7 @@ func (w *watcher) matchingSpawning(body map[string]any) []*handlers.Spawning {
 // noteChanges resets the idle timers when the object's essence differs from
 // the previous pass's: spec, labels, annotations (not status, not the
 // operator's own annotations). This is kopfgo's reading of "changes" for
-// Idle (K1-072): the changes that would trigger update handlers, whether or
+// Idle (compat: timers-idle): the changes that would trigger update handlers, whether or
 // not there are any; a timer's own status results do not postpone it.
 func (w *watcher) noteChanges(body map[string]any, st *state, bg *background) {
 	essence := w.essence(body)

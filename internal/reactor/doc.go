@@ -38,7 +38,10 @@
 //     the user's Memo, the background). The Memo is the user's; the state
 //     is the reactor's.
 //   - pass: one run over an object's latest state: dispatch its queued
-//     observations to the watching handlers, then read → plan → act.
+//     observations to the watching handlers, say goodbye to an object
+//     deleted from the cluster (Kopf's last line about it), then read →
+//     plan → act. Kopf's log lines of a pass are written by act, never by
+//     the plan.
 //   - facts, step: what plan.Pass takes and returns; plan.After ends a pass
 //     whose cycle has run.
 //   - cycle: one round of Kopf's handling cycle for a cause (handlers.Cycle),

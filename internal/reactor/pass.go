@@ -12,6 +12,7 @@ import (
 	"github.com/kopfgo/kopfgo/handlers"
 	"github.com/kopfgo/kopfgo/internal/patch"
 	"github.com/kopfgo/kopfgo/internal/plan"
+	"github.com/kopfgo/kopfgo/internal/pyrepr"
 )
 
 // pass is one pass over an object: what read found, for plan and act.
@@ -24,6 +25,8 @@ type pass struct {
 	// the pass builds; its Reason, Old, New and Diff are set only when the
 	// facts call for detection (plan.Facts.Detects).
 	cause *handlers.Cause
+	// cycled: a handling cycle has run in this pass (handle).
+	cycled bool
 }
 
 // process runs one pass over the object's latest state: read the facts,
@@ -60,7 +63,10 @@ func (w *watcher) read(ctx context.Context, wk *worker) (*pass, bool) {
 	st.mu.Unlock()
 
 	body := ps.obj.Object
-	ps.cause = &handlers.Cause{Body: body, Initial: initial, Resource: w.res, Patch: &patch.Patch{}, Logger: ps.log, Memo: memo}
+	ps.cause = &handlers.Cause{
+		Body: body, Initial: initial, Resource: w.res, Patch: &patch.Patch{}, Logger: ps.log, Memo: memo,
+		Handling: w.Settings.Handling,
+	}
 	f := &ps.facts
 	f.Deleting = causes.IsDeleting(body)
 	f.HasFinalizer = causes.HasFinalizer(body, w.Settings.Persistence.Finalizer)
@@ -117,23 +123,31 @@ func (w *watcher) consistent(ctx context.Context, ps *pass) bool {
 // handler has it in scope, and whether a delete handler needs the finalizer.
 func (w *watcher) detect(ps *pass) {
 	c, f := ps.cause, &ps.facts
-	persistence := w.Settings.Persistence
-	old, err := persistence.DiffBaseStorage.Fetch(c.Body)
+	var err error
+	c.Old, c.New, err = w.essences(c.Body)
 	if err != nil {
 		ps.log.Warn(fmt.Sprintf("Ignoring the unreadable last-handled configuration; the object is handled as never handled before: %v", err))
-		old = nil
 	}
-	if old != nil {
-		old = persistence.ProgressStorage.Clear(old)
-	}
-	c.Old, c.New = old, w.essence(c.Body)
 	c.Diff = diffbase.Compute(c.Old, c.New)
 	c.Reason = causes.Detect(causes.Input{
-		Body: c.Body, Finalizer: persistence.Finalizer, Old: c.Old, New: c.New, Diff: c.Diff, Initial: c.Initial,
+		Body: c.Body, Finalizer: w.Settings.Persistence.Finalizer, Old: c.Old, New: c.New, Diff: c.Diff, Initial: c.Initial,
 	})
 	f.Reason = c.Reason
 	f.InScope = handlers.Prematch(w.changing, c)
 	f.HandlersRequire = f.InScope && handlers.RequiresFinalizerFor(w.changing, c)
+}
+
+// essences returns the object's last handled essence (nil if never handled,
+// or if it cannot be read: err says why) and its current essence.
+func (w *watcher) essences(body map[string]any) (old, essence map[string]any, err error) {
+	old, err = w.Settings.Persistence.DiffBaseStorage.Fetch(body)
+	if err != nil {
+		old = nil
+	}
+	if old != nil {
+		old = w.Settings.Persistence.ProgressStorage.Clear(old)
+	}
+	return old, w.essence(body), err
 }
 
 // essence is the object's essence as the diff-base stores it, without the
@@ -141,6 +155,33 @@ func (w *watcher) detect(ps *pass) {
 func (w *watcher) essence(body map[string]any) map[string]any {
 	persistence := w.Settings.Persistence
 	return persistence.ProgressStorage.Clear(persistence.DiffBaseStorage.Build(body, w.extraFields))
+}
+
+// goodbye writes Kopf's last line about an object deleted from the cluster
+// that the changing handlers have in scope, in the order Kopf writes it:
+// after the watching handlers of the deletion. The scope is worked out only
+// if the line is to be written.
+func (w *watcher) goodbye(ctx context.Context, wk *worker) {
+	w.mu.Lock()
+	gone := wk.gone
+	wk.gone = nil
+	w.mu.Unlock()
+	if gone == nil {
+		return
+	}
+	u := gone.obj
+	log := w.objectLogger(u)
+	if !log.Enabled(ctx, slog.LevelDebug) {
+		return
+	}
+	old, essence, _ := w.essences(u.Object) // an unreadable diff-base: never handled
+	cause := &handlers.Cause{
+		Reason: causes.Gone, Body: u.Object, Old: old, New: essence, Diff: diffbase.Compute(old, essence),
+		Resource: w.res, Patch: &patch.Patch{}, Logger: log, Memo: gone.state.memo, Handling: w.Settings.Handling,
+	}
+	if handlers.Prematch(w.changing, cause) {
+		log.Debug("Deleted, really deleted, and we are notified.")
+	}
 }
 
 // act carries out a step of the plan and says when the next pass comes.
@@ -156,23 +197,40 @@ func (w *watcher) act(ctx context.Context, ps *pass, step plan.Step) next {
 		return w.applyFinalizer(ctx, ps, false).then(onNews)
 	case plan.Release:
 		ps.log.Debug("Removing the finalizer, thus allowing the actual deletion.")
+		if ps.cycled {
+			w.finished(ps)
+		}
 		return w.applyFinalizer(ctx, ps, false).then(onNews)
 	case plan.Noop:
 		ps.state.handled()
 		ps.log.Debug("Something has changed, but we are not interested (the essence is the same).")
+		ps.log.Debug(cycleFinished)
+	case plan.Free:
+		ps.log.Debug("Deletion, but we are done with it, and we do not care.")
+		ps.log.Debug(cycleFinished)
 	case plan.Handle:
 		return w.handle(ctx, ps, step.Reason)
 	case plan.Apply:
+		w.finished(ps)
 		return w.apply(ctx, ps.obj, ps.state, ps.log, ps.cause.Patch).then(onNews)
 	case plan.Sleep:
-		ps.log.Debug(fmt.Sprintf("Sleeping for %g seconds for the delayed handlers.", step.Wait.Seconds()))
-		return w.apply(ctx, ps.obj, ps.state, ps.log, ps.cause.Patch).then(next{wait: step.Wait, touch: true})
+		secs := pyrepr.Float(step.Wait.Seconds())
+		if !ps.cause.Patch.IsEmpty() {
+			// The patch's own observation wakes the object before the delay
+			// ends; the delay is computed anew then.
+			ps.log.Debug(fmt.Sprintf("Sleeping was skipped because of the patch, %s seconds left.", secs))
+			return w.apply(ctx, ps.obj, ps.state, ps.log, ps.cause.Patch).then(next{wait: step.Wait, touch: true})
+		}
+		ps.log.Debug(fmt.Sprintf("Sleeping for %s seconds for the delayed handlers.", secs))
+		return w.apply(ctx, ps.obj, ps.state, ps.log, ps.cause.Patch).then(next{wait: step.Wait, touch: true, sleeping: true})
 	case plan.Store:
 		w.Settings.Persistence.DiffBaseStorage.Store(ps.cause.Body, ps.cause.Patch, ps.cause.New)
+		w.finished(ps)
 		return w.apply(ctx, ps.obj, ps.state, ps.log, ps.cause.Patch).then(onNews)
 	case plan.Hold:
 		ps.state.holdDeletion()
 		ps.log.Debug("Deletion is held until the daemons and timers have exited.")
+		w.finished(ps)
 		return w.apply(ctx, ps.obj, ps.state, ps.log, ps.cause.Patch).then(onNews)
 	}
 	return onNews // Nothing, Discard
@@ -187,14 +245,55 @@ func (w *watcher) handle(ctx context.Context, ps *pass, reason causes.Reason) ne
 		Body: c.Body, Resource: w.res, Old: c.Old, New: c.New, Diff: c.Diff,
 		Patch: c.Patch, Storage: w.Settings.Persistence.ProgressStorage, Clock: w.Clock, Logger: ps.log, Memo: c.Memo,
 		DefaultBackoff: w.Settings.Execution.DefaultBackoff,
-		Invoke:         w.invoke,
+		Invoke:         w.invoke, Handling: w.Settings.Handling,
 	}
-	if len(cycle.Handlers) > 0 {
-		ps.log.Debug(fmt.Sprintf("%s is in progress.", reason.Title()))
-	}
+	logProgress(ctx, ps.log, reason, c.Body, c.Old, c.New, c.Diff)
 	out := cycle.Run(w.handlerContext(ctx))
+	ps.cycled = true
 	if out.Done {
 		ps.state.handled()
 	}
 	return w.act(ctx, ps, plan.After(ps.facts, plan.Outcome{Done: out.Done, Delay: out.Delay, Ran: out.Ran, Stopping: ctx.Err() != nil}))
+}
+
+// cycleFinished is Kopf's line for an object whose handling has settled.
+const cycleFinished = "Handling cycle is finished, waiting for new changes."
+
+// finished writes cycleFinished at the end of a pass whose cycle has run,
+// when the object has settled: the cycle leaves nothing to patch (the
+// finalizer's removal aside) and no handler is delayed. Kopf's signal that
+// users and tests wait for.
+func (w *watcher) finished(ps *pass) {
+	if ps.cause.Patch.IsEmpty() {
+		ps.log.Debug(cycleFinished)
+	}
+}
+
+// logProgress writes Kopf's debug lines of a cause on every cycle, handlers
+// or not: the object's body and, for a change of a handled object, the diff,
+// both as Python's repr() (internal/pyrepr). Rendering a whole body is the
+// costliest line per pass, so nothing is rendered unless debug is on.
+func logProgress(ctx context.Context, log *slog.Logger, reason causes.Reason, body, old, essence map[string]any, diff diffbase.Diff) {
+	if !log.Enabled(ctx, slog.LevelDebug) {
+		return
+	}
+	title := reason.Title()
+	log.Debug(title + " is in progress: " + pyrepr.Repr(body))
+	if len(diff) > 0 && old != nil && essence != nil {
+		log.Debug(title + " diff: " + reprDiff(diff))
+	}
+}
+
+// reprDiff renders a diff as Kopf's repr() of its diff: a tuple of
+// (operation, field path, old, new) tuples.
+func reprDiff(d diffbase.Diff) string {
+	items := make(pyrepr.Tuple, len(d))
+	for i, it := range d {
+		path := make(pyrepr.Tuple, len(it.Path))
+		for j, k := range it.Path {
+			path[j] = k
+		}
+		items[i] = pyrepr.Tuple{string(it.Op), path, it.Old, it.New}
+	}
+	return pyrepr.Repr(items)
 }

@@ -37,7 +37,7 @@ type Config struct {
 	// Indexers maintain the operator's indices from watch observations.
 	Indexers []indexing.Runner
 	// Memo is the operator's memo, copied into every object's memo when
-	// the object first appears (K1-221). Nil: objects start empty.
+	// the object first appears (compat: memos-operator). Nil: objects start empty.
 	Memo *handlers.Memo
 
 	// onSleep, for tests, is told when a worker starts sleeping until its
@@ -62,7 +62,7 @@ type run struct {
 	// Execution.MaxWorkers; nil calls handlers directly.
 	invoke func(ctx context.Context, call func())
 	// ready, when set, holds every handler until it is closed: until all
-	// indices have seen the initial listings (K1-239).
+	// indices have seen the initial listings (compat: indices-complete).
 	ready <-chan struct{}
 	// handlerCtx is what handlers run under: when the operator stops,
 	// running handlers get Queueing.ExitTimeout to finish before it is
@@ -130,7 +130,7 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	<-ctx.Done()
 	// Daemons stop at once and in parallel with the watchers; each has its
-	// own stages, and those that do not exit are abandoned (K1-054).
+	// own stages, and those that do not exit are abandoned (compat: daemons-exit).
 	r.daemons.Shutdown()
 	stopped := make(chan struct{})
 	go func() {

@@ -18,13 +18,14 @@ import (
 	"github.com/kopfgo/kopfgo/internal/logging"
 	"github.com/kopfgo/kopfgo/internal/patch"
 	"github.com/kopfgo/kopfgo/internal/posting"
+	"github.com/kopfgo/kopfgo/internal/pyrepr"
 	"github.com/kopfgo/kopfgo/internal/resources"
 )
 
 // watcher serves one resource in one namespace (or all): its informer
 // observes the objects, and each object's worker handles it.
 //
-// Per observation, in Kopf's order (K1-290): the indexers see it first, in
+// Per observation, in Kopf's order (compat: handlers-order): the indexers see it first, in
 // the informer's callback, so that whatever runs next sees indices that
 // include it; then the object's worker runs the watching handlers (On.Event)
 // for every queued observation, and only then a pass for the latest state.
@@ -91,7 +92,8 @@ func newWatcher(r *run, res resources.Resource, ns string, scope resources.Names
 		ServerTimeout: watching.ServerTimeout, InactivityTimeout: watching.InactivityTimeout,
 		ClientTimeout: watching.ClientTimeout, KeepManagedFields: watching.KeepManagedFields, Clock: r.Clock,
 		OnInactive: func() {
-			r.Logger.Warn(fmt.Sprintf("The watch of %s %s has been silent for %s; restarting it.", res, w.where(), watching.InactivityTimeout))
+			// Routine on an idle cluster: Kopf says so at DEBUG.
+			r.Logger.Debug(fmt.Sprintf("Watch-stream for %s %s is inactive, reconnecting.", res, w.where()))
 		},
 	})
 	w.informer = cache.NewSharedIndexInformer(lw, &unstructured.Unstructured{}, 0, cache.Indexers{})
@@ -99,15 +101,19 @@ func newWatcher(r *run, res resources.Resource, ns string, scope resources.Names
 	return w
 }
 
+// where is Kopf's wording of the watch's scope: "in 'ns'" (a Python repr)
+// or "cluster-wide".
 func (w *watcher) where() string {
 	if w.namespace != "" {
-		return "in namespace " + w.namespace
+		return "in " + pyrepr.Repr(w.namespace)
 	}
 	return "cluster-wide"
 }
 
 // watch runs the informer until ctx ends, then joins the workers.
 func (w *watcher) watch(ctx context.Context) {
+	w.Logger.Debug(fmt.Sprintf("Starting the watch-stream for %s %s.", w.res, w.where()))
+	defer w.Logger.Debug(fmt.Sprintf("Stopping the watch-stream for %s %s.", w.res, w.where()))
 	_ = w.informer.SetWatchErrorHandlerWithContext(func(ctx context.Context, r *cache.Reflector, err error) {
 		w.watchError(ctx, err)
 	})
@@ -160,7 +166,9 @@ func (w *watcher) watchError(ctx context.Context, err error) {
 	case apierrors.IsForbidden(err):
 		w.Logger.Error(fmt.Sprintf("The operator may not list or watch %s %s; grant it the \"list\" and \"watch\" verbs on %q in its RBAC: %v",
 			w.res, where, w.res.Plural+"."+w.res.Group, err))
-	case apierrors.IsResourceExpired(err) || apierrors.IsGone(err) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF):
+	case apierrors.IsResourceExpired(err) || apierrors.IsGone(err):
+		w.Logger.Debug(fmt.Sprintf("Restarting the watch-stream for %s %s.", w.res, where))
+	case errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF):
 		w.Logger.Debug(fmt.Sprintf("The watch of %s %s has ended (%v); watching again.", w.res, where, err))
 	default:
 		w.Logger.Warn(fmt.Sprintf("Cannot watch %s %s, retrying: %v", w.res, where, err))
@@ -215,7 +223,7 @@ func (w *watcher) indexersOnly() bool {
 
 // index feeds one observation to the resource's indexers. It runs in the
 // informer's callback: indexers must be fast, and they never wait for a
-// worker, so that no limit on workers can deadlock the startup (K1-241).
+// worker, so that no limit on workers can deadlock the startup (compat: indices-worker-limit).
 func (w *watcher) index(ctx context.Context, u *unstructured.Unstructured, deleted bool) {
 	key, err := cache.MetaNamespaceKeyFunc(u)
 	if err != nil {
@@ -271,7 +279,7 @@ func (w *watcher) dispatch(ctx context.Context, wk *worker) {
 }
 
 // waitIndexed holds a worker until every index has seen the initial
-// listings (K1-239); false if the operator stops meanwhile.
+// listings (compat: indices-complete); false if the operator stops meanwhile.
 func (w *watcher) waitIndexed(ctx context.Context) bool {
 	if w.ready == nil {
 		return true
@@ -295,7 +303,7 @@ func (w *watcher) objectLogger(u *unstructured.Unstructured) *slog.Logger {
 }
 
 // localLogger is the object's logger that never posts Kubernetes Events:
-// watching handlers and indexers log only locally, as in Kopf (K1-033, K1-242).
+// watching handlers and indexers log only locally, as in Kopf (compat: handlers-event, indices-logging).
 func (w *watcher) localLogger(u *unstructured.Unstructured) *slog.Logger {
 	return logging.WithObject(w.Logger, logging.ObjectRef{
 		APIVersion: u.GetAPIVersion(), Kind: u.GetKind(), Name: u.GetName(),

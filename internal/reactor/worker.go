@@ -2,6 +2,7 @@ package reactor
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"sync"
 	"time"
@@ -10,6 +11,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/kopfgo/kopfgo/handlers"
+	"github.com/kopfgo/kopfgo/internal/pyrepr"
 )
 
 // worker is the goroutine of one object: at most one exists per object at a
@@ -23,6 +25,10 @@ type worker struct {
 	// see every observation rather than the latest state; guarded by the
 	// watcher's mu.
 	queued []observation
+	// gone is the last observation of an object deleted from the cluster,
+	// until the worker says goodbye to it (pass.go); guarded by the
+	// watcher's mu.
+	gone *observation
 }
 
 // state is what the operator keeps about an object between passes, in its
@@ -50,7 +56,7 @@ type state struct {
 }
 
 // newState starts an object's state, its memo a shallow copy of the
-// operator's memo (K1-221).
+// operator's memo (compat: memos-operator).
 func (w *watcher) newState(uid string) *state {
 	memo := &handlers.Memo{}
 	if w.Memo != nil {
@@ -154,6 +160,9 @@ func (w *watcher) notify(ctx context.Context, u *unstructured.Unstructured, init
 		ob.state = st
 	}
 	w.wakeLocked(ctx, key, st, ob)
+	if deleted && len(w.changing) > 0 {
+		w.workers[key].gone = &observation{typ: handlers.EventDeleted, obj: u, state: st}
+	}
 }
 
 // poke wakes the object's worker, starting one if it has retired, for a
@@ -194,9 +203,12 @@ func (w *watcher) wakeLocked(ctx context.Context, key string, st *state, ob *obs
 // next is when a worker runs the object's next pass: after wait (negative:
 // only on news), and whether the wait ends with a touch patch that wakes
 // delayed handlers (touch) or with a plain pass (consistency, throttling).
+// sleeping: the pass sleeps for delayed handlers, rather than for its own
+// patch to come back (touch without sleeping).
 type next struct {
-	wait  time.Duration
-	touch bool
+	wait     time.Duration
+	touch    bool
+	sleeping bool
 }
 
 // onNews: the next pass comes only with news.
@@ -214,6 +226,10 @@ func (w *watcher) work(ctx context.Context, wk *worker) {
 			d, idle = w.Settings.Queueing.IdleTimeout, true
 		}
 		t := w.Clock.NewTimer(d)
+		var sleepUntil time.Time
+		if n.sleeping {
+			sleepUntil = w.Clock.Now().Add(d)
+		}
 		if n.touch && w.onSleep != nil {
 			w.onSleep(wk.key, w.settled(wk))
 		}
@@ -226,8 +242,9 @@ func (w *watcher) work(ctx context.Context, wk *worker) {
 			return
 		case <-wk.wake:
 			t.Stop()
-			if n.wait > 0 && n.touch {
-				w.loggerOf(wk).Debug("Sleeping was interrupted by new changes.")
+			if n.wait > 0 && n.touch && n.sleeping {
+				left := sleepUntil.Sub(w.Clock.Now())
+				w.loggerOf(wk).Debug(fmt.Sprintf("Sleeping was interrupted by new changes, %s seconds left.", pyrepr.Float(left.Seconds())))
 			}
 		case <-t.C():
 			switch {
@@ -252,6 +269,7 @@ func (w *watcher) work(ctx context.Context, wk *worker) {
 func (w *watcher) pass(ctx context.Context, wk *worker) (n next) {
 	w.pool.run(func() {
 		w.dispatch(ctx, wk)
+		w.goodbye(ctx, wk)
 		n = w.process(ctx, wk)
 	})
 	return n
