@@ -39,7 +39,7 @@ func TestExample07Subhandlers(t *testing.T) {
 
 	deleteKex(t, ns, obj.GetName())
 	waitGone(t, ns, obj.GetName())
-	settle()
+	waitLog(t, op, reallyDeleted(ns, obj.GetName()), 1)
 	assertCount(t, op, "=== Handling creation for", 2)
 }
 
@@ -76,7 +76,17 @@ func TestExample08Events(t *testing.T) {
 	waitLog(t, op2, `"type":null`, 1)
 	deleteKex(t, ns, name)
 	waitLog(t, op2, `"type":"DELETED"`, 1)
-	settle()
+	// The DELETED event is the last; once normal_event_fn (registered after
+	// event_fn_with_error) has succeeded for it, both handlers are done with
+	// every event, and the stopped operator's log is complete.
+	if err := op2.WaitUntil(context.Background(), waitShort, "the DELETED event handled", func() bool {
+		return op2.Count("Handler 'normal_event_fn' succeeded.") >= op2.Count("Event received:")
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := op2.Stop(waitShort); err != nil {
+		t.Fatal(err)
+	}
 	// Every event reached both handlers; the failing one is logged and
 	// ignored, never retried.
 	for _, p := range []interface{ Count(string) int }{op, op2} {
@@ -119,7 +129,7 @@ func TestExample11FilteringHandlers(t *testing.T) {
 	// A change to another value than the filter's: nothing runs.
 	patchKex(t, ns, name, `{"spec":{"field":"other"}}`)
 	waitHandledWith(t, ns, name, `"field":"other"`)
-	waitLog(t, op, "Field daemon is stopped (stopped: the object no longer matches the handler's filters).", 1)
+	waitLog(t, op, "["+ns+"/"+name+"] Daemon 'daemon_with_field' has exited on request", 1)
 	patchKex(t, ns, name, `{"spec":{"field":"value"}}`)
 	waitHandledWith(t, ns, name, `"field":"value"`)
 	assertCount(t, op, "Field change is satisfied.", 0)
@@ -129,7 +139,7 @@ func TestExample11FilteringHandlers(t *testing.T) {
 
 	deleteKex(t, ns, name)
 	waitGone(t, ns, name)
-	settle()
+	waitLog(t, op, reallyDeleted(ns, name), 1)
 	assertCount(t, op, "Field change is satisfied.", 1)
 	assertCount(t, op, "Label is matching.", 1)
 }

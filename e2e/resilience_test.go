@@ -60,8 +60,10 @@ func TestOperatorSurvivesAnAPIServerRestart(t *testing.T) {
 	}
 	kex := d.Resource(kexGVR).Namespace("default")
 	var creates countingCreate
+	var cu caughtUp
 	log := embeddedWith(t, kopfgo.Options{Namespaces: []string{"default"}, RESTConfig: c.RESTConfig()}, func(op *kopfgo.Operator) {
 		op.On.Create("kopfexamples", creates.fn, kopfgo.ID("create"))
+		cu.register(op)
 	})
 	handledIn := func(name string) {
 		t.Helper()
@@ -92,7 +94,9 @@ func TestOperatorSurvivesAnAPIServerRestart(t *testing.T) {
 	handledIn("after-1")
 	handledIn("after-2")
 	log.WaitFor(t, "Creation is processed", 3)
-	settle()
+	for _, name := range []string{"before", "after-1", "after-2"} {
+		cu.wait(t, "default", name) // every event since the outage handled
+	}
 	for name, want := range map[string]int{"before": 1, "after-1": 1, "after-2": 1} {
 		if got := creates.get(name); got != want {
 			t.Errorf("%s was created-handled %d times, want %d", name, got, want)
@@ -259,17 +263,26 @@ func TestNamespacePatternServesNewNamespaces(t *testing.T) {
 	})
 	log.WaitFor(t, "Serving", 1)
 	k := kube(t)
-	for _, ns := range []string{prefix + "-a", prefix + "-skip", "other-" + prefix} {
+	// The excluded namespaces come first: the operator sees namespaces in
+	// the order of their creation, so once it serves the last one, it has
+	// decided about the others.
+	for _, ns := range []string{prefix + "-skip", "other-" + prefix, prefix + "-a"} {
 		if _, err := k.CoreV1().Namespaces().Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
 		createKex(t, ns, kexNamed(t, "kex-"+ns))
 	}
 	waitKex(t, prefix+"-a", "kex-"+prefix+"-a", "handled in a new matching namespace", handled)
-	settle()
+	watchStream := func(ns string) string { return "watch-stream for kopfexamples.v1.kopf.dev in '" + ns + "'" }
+	if log.Count(watchStream(prefix+"-a")) == 0 {
+		t.Errorf("no log line %q", watchStream(prefix+"-a"))
+	}
 	for _, ns := range []string{prefix + "-skip", "other-" + prefix} {
 		if n := creates.get("kex-" + ns); n != 0 {
 			t.Errorf("an object in %s was handled although the pattern excludes it", ns)
+		}
+		if n := log.Count(watchStream(ns)); n != 0 {
+			t.Errorf("the operator watches %s although the pattern excludes it", ns)
 		}
 	}
 }
