@@ -5,6 +5,7 @@ package e2e
 import (
 	"context"
 	"regexp"
+	"strings"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -80,12 +81,29 @@ func TestExample03Exceptions(t *testing.T) {
 	op := runOperator(t, "./examples/03-exceptions", ns)
 	obj := createKex(t, ns, objYAML(t))
 
-	waitLog(t, op, "Creation is processed: 0 succeeded; 1 failed.", 1)
-	assertCount(t, op, "Handler 'create_fn' failed temporarily: First failure.", 1)
-	assertCount(t, op, "Handler 'create_fn' failed with an exception and will try again in 1 seconds: Second failure.", 1)
-	assertCount(t, op, "Handler 'create_fn' failed permanently: Third failure, the final one.", 1)
-	assertCount(t, op, "Handler 'create_fn' succeeded.", 0)
-	// The diff-base is stored even though the handler failed: the next change
+	waitLog(t, op, "Creation is processed: 1 succeeded; 3 failed.", 1)
+	for line, n := range map[string]int{
+		"Handler 'instant_failure_with_only_a_message' failed permanently: Fail once and for all.":                                                                                            1,
+		"Handler 'eventual_success_with_a_few_messages' failed temporarily: Expected recoverable error.":                                                                                      3,
+		"Handler 'eventual_success_with_a_few_messages' succeeded.":                                                                                                                           1,
+		"Handler 'eventual_failure_with_tracebacks' failed with an exception and will try again in 1 seconds: ":                                                                               2,
+		"Handler 'eventual_failure_with_tracebacks' failed with an exception and will stop now (it would exceed 3 retries on the next attempt): An error that is supposed to be recoverable.": 1,
+		"Handler 'instant_failure_with_traceback' failed with an exception and will stop now: An error that is supposed to be recoverable.":                                                   1,
+		"Handler 'instant_failure_with_traceback' is invoked.":                                                                                                                                1,
+	} {
+		// A final failure's line is also the message of its progress
+		// record, in a "Patching with: ..." line: not counted.
+		got := 0
+		for _, l := range op.Lines() {
+			if strings.Contains(l, line) && !strings.Contains(l, "Patching with: ") {
+				got++
+			}
+		}
+		if got != n {
+			t.Errorf("%d log lines contain %q, want %d", got, line, n)
+		}
+	}
+	// The diff-base is stored even though handlers failed: the next change
 	// is an update, not a creation again (K1-192).
 	got := waitKex(t, ns, obj.GetName(), "the diff-base and no progress", handled)
 	assertNoProgress(t, got)
