@@ -330,11 +330,12 @@ func binaryName(p *plan) string {
 }
 
 // firstError is the first line of the go command's output that is an error
-// (not a "# package" header), or err.
+// (not a "# package" header, nor progress such as "go: downloading m v1",
+// which a cold module cache prints before the real error), or err.
 func firstError(out string, err error) error {
 	for line := range strings.SplitSeq(out, "\n") {
 		line = strings.TrimSpace(line)
-		if line != "" && !strings.HasPrefix(line, "#") {
+		if line != "" && !strings.HasPrefix(line, "#") && !strings.HasPrefix(line, "go: downloading ") {
 			return errors.New(line)
 		}
 	}

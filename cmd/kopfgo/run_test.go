@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"runtime/debug"
 	"strings"
@@ -121,6 +122,12 @@ func TestFirstError(t *testing.T) {
 		t.Errorf("got %q", got)
 	}
 	if got := firstError("", errors.New("exit status 1")).Error(); got != "exit status 1" {
+		t.Errorf("got %q", got)
+	}
+	// A cold module cache prints progress before the real error.
+	cold := "go: downloading k8s.io/apimachinery v0.34.3\ngo: downloading go.uber.org/zap v1.28.0\n" +
+		"go: example.com/op: missing go.sum entry for module providing package x\n"
+	if got := firstError(cold, errors.New("exit status 1")).Error(); got != "go: example.com/op: missing go.sum entry for module providing package x" {
 		t.Errorf("got %q", got)
 	}
 }
@@ -416,11 +423,15 @@ func TestRunWithKopfgo(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// kopfgo's own requirements, so that the build needs no network.
+	// kopfgo's own requirements and sums, so the build list is kopfgo's.
+	goLine := regexp.MustCompile(`(?m)^go [0-9.]+$`).Find(rootMod)
+	if goLine == nil {
+		t.Fatalf("no go directive in %s", filepath.Join(root, "go.mod"))
+	}
 	_, requires, _ := strings.Cut(string(rootMod), "\nrequire")
 	dir := t.TempDir()
 	writeFiles(t, dir, map[string]string{
-		"go.mod": "module example.com/op\n\ngo 1.26\n\nrequire github.com/kopfgo/kopfgo v0.0.0\n\n" +
+		"go.mod": "module example.com/op\n\n" + string(goLine) + "\n\nrequire github.com/kopfgo/kopfgo v0.0.0\n\n" +
 			"replace github.com/kopfgo/kopfgo => " + root + "\n\nrequire" + requires,
 		"go.sum": string(rootSum),
 		"handlers/handlers.go": `package handlers
@@ -439,8 +450,11 @@ func createFn(ctx context.Context, c *kopfgo.Change) (any, error) {
 }
 `,
 	})
-	t.Setenv("GOFLAGS", strings.TrimSpace(os.Getenv("GOFLAGS")+" -mod=mod"))
-	t.Setenv("GOPROXY", "off")
+	// The module cache may hold none of these modules (a fresh machine, or
+	// only the packages this test binary needed): the go command fetches
+	// what is missing through the module proxy, as it does for a user.
+	// go.mod and go.sum are complete, so nothing is written to them.
+	t.Setenv("GOFLAGS", "-mod=readonly")
 	t.Setenv("KUBECONFIG", filepath.Join(dir, "no-such-kubeconfig"))
 
 	code, _, stderr := execute(t, dir, "run", "./handlers", "--log-format=json", "-n", "default",

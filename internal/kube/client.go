@@ -48,6 +48,8 @@ type Client struct {
 	// stalled stream cannot stall the others (HTTP/2 multiplexes all of
 	// them, and the operator's patches, over one connection).
 	watching *rawWatcher
+	// host is the API server's address, to name requests in the log.
+	host string
 }
 
 // NewClient builds clients for cfg. Client-side rate limiting is disabled,
@@ -84,7 +86,7 @@ func NewClient(cfg *rest.Config, opts ClientOptions) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Client{Dynamic: dyn, Discovery: disc, raw: raw, watching: watching}, nil
+	return &Client{Dynamic: dyn, Discovery: disc, raw: raw, watching: watching, host: strings.TrimSuffix(cfg.Host, "/")}, nil
 }
 
 // Discover lists every served resource of every version, marking the
@@ -92,9 +94,22 @@ func NewClient(cfg *rest.Config, opts ClientOptions) (*Client, error) {
 // for instance) are skipped, so that they cannot block the whole operator;
 // the error is returned alongside for logging.
 func (c *Client) Discover(ctx context.Context) ([]resources.Resource, error) {
-	groups, lists, err := c.Discovery.ServerGroupsAndResources()
-	var partial *discovery.ErrGroupDiscoveryFailed
-	if err != nil && !errors.As(err, &partial) {
+	// Discovery is the operator's first request: with the API server not
+	// (yet) reachable, it is retried with the error backoffs, as Kopf
+	// retries every request, instead of failing the start at once.
+	var (
+		groups  []*metav1.APIGroup
+		lists   []*metav1.APIResourceList
+		partial *discovery.ErrGroupDiscoveryFailed
+	)
+	err := c.Retry.do(ctx, func() string { return "GET " + c.host + "/apis" }, func() (err error) {
+		groups, lists, err = c.Discovery.ServerGroupsAndResources()
+		if errors.As(err, &partial) {
+			return nil // some groups only: served without them
+		}
+		return err
+	})
+	if err != nil {
 		return nil, fmt.Errorf("cannot discover the cluster's resources: %w", err)
 	}
 	preferred := map[string]string{}
@@ -172,7 +187,7 @@ func (c *Client) Apply(ctx context.Context, res resources.Resource, namespace, n
 			return "", fmt.Errorf("cannot encode the patch: %w", err)
 		}
 		var rv string
-		err = c.Retry.do(ctx, func() (err error) {
+		err = c.Retry.do(ctx, func() string { return c.describe("PATCH", res, namespace, name, part.sub) }, func() (err error) {
 			rv, err = c.patch(ctx, res, namespace, name, data, part.sub)
 			return err
 		})
@@ -209,7 +224,7 @@ func (c *Client) patch(ctx context.Context, res resources.Resource, namespace, n
 // Get reads an object afresh from the API (not from a watch cache).
 func (c *Client) Get(ctx context.Context, res resources.Resource, namespace, name string) (*unstructured.Unstructured, error) {
 	var obj *unstructured.Unstructured
-	err := c.Retry.do(ctx, func() (err error) {
+	err := c.Retry.do(ctx, func() string { return c.describe("GET", res, namespace, name, "") }, func() (err error) {
 		obj, err = c.resource(res, namespace).Get(ctx, name, metav1.GetOptions{})
 		return err
 	})
@@ -228,6 +243,25 @@ func (c *Client) resource(res resources.Resource, namespace string) dynamic.Reso
 		return ri.Namespace(namespace)
 	}
 	return ri
+}
+
+// describe names a request for the log as Kopf does: the method and URL.
+func (c *Client) describe(method string, res resources.Resource, namespace, name, sub string) string {
+	var b strings.Builder
+	b.WriteString(method + " " + c.host)
+	if res.Group == "" {
+		b.WriteString("/api/" + res.Version)
+	} else {
+		b.WriteString("/apis/" + res.Group + "/" + res.Version)
+	}
+	if res.Namespaced && namespace != "" {
+		b.WriteString("/namespaces/" + namespace)
+	}
+	b.WriteString("/" + res.Plural + "/" + name)
+	if sub != "" {
+		b.WriteString("/" + sub)
+	}
+	return b.String()
 }
 
 func objectName(namespace, name string) string {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"time"
 
@@ -20,18 +21,41 @@ var ErrForbidden = errors.New("forbidden")
 // Retry is how the operator's own requests are retried: 5xx responses and
 // network errors are transient and retried after each of the backoffs in
 // turn; 429 is retried by client-go itself, honouring Retry-After; other
-// 4xx responses are final and surface at once.
+// 4xx responses are final and surface at once. Each failed attempt is
+// logged as Kopf logs it ("Request attempt #1/9 failed; will retry: ..."),
+// so an operator waiting for an unreachable API server says so.
 type Retry struct {
 	Backoffs []time.Duration
 	Clock    clock.Clock
+	// Logger gets the attempts' lines; nil logs nothing.
+	Logger *slog.Logger
 }
 
-func (r Retry) do(ctx context.Context, call func() error) error {
+// do calls call until it succeeds, fails for good, or the backoffs are
+// exhausted; what names the request in the log ("GET https://…/apis"),
+// called only when a line is logged (patches pass here on the hot path).
+func (r Retry) do(ctx context.Context, what func() string, call func() error) error {
+	count := len(r.Backoffs) + 1
 	for attempt := 0; ; attempt++ {
+		idx := fmt.Sprintf("#%d/%d", attempt+1, count)
+		if attempt > 0 {
+			r.log(ctx, slog.LevelDebug, "Request attempt %s: %s", idx, what())
+		}
 		err := call()
-		if err == nil || !transient(err) || attempt >= len(r.Backoffs) || ctx.Err() != nil {
+		if err == nil {
+			if attempt > 0 {
+				r.log(ctx, slog.LevelDebug, "Request attempt %s succeeded: %s", idx, what())
+			}
+			return nil
+		}
+		if !transient(err) || ctx.Err() != nil {
 			return err
 		}
+		if attempt >= len(r.Backoffs) {
+			r.log(ctx, slog.LevelError, "Request attempt %s failed; escalating: %s -> %v", idx, what(), err)
+			return err
+		}
+		r.log(ctx, slog.LevelError, "Request attempt %s failed; will retry: %s -> %v", idx, what(), err)
 		clk := r.Clock
 		if clk == nil {
 			clk = clock.RealClock{}
@@ -43,6 +67,12 @@ func (r Retry) do(ctx context.Context, call func() error) error {
 			return err
 		case <-t.C():
 		}
+	}
+}
+
+func (r Retry) log(ctx context.Context, level slog.Level, format string, args ...any) {
+	if r.Logger != nil && r.Logger.Enabled(ctx, level) {
+		r.Logger.Log(ctx, level, fmt.Sprintf(format, args...))
 	}
 }
 

@@ -3,7 +3,9 @@ package kube
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"net"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -13,6 +15,7 @@ import (
 	testingclock "k8s.io/utils/clock/testing"
 
 	"github.com/kopfgo/kopfgo/internal/resources"
+	"github.com/kopfgo/kopfgo/internal/testlog"
 )
 
 var kex = resources.Resource{Group: "kopf.dev", Version: "v1", Plural: "kopfexamples", Namespaced: true}
@@ -38,7 +41,7 @@ func TestRetryRetriesTransientErrorsOnly(t *testing.T) {
 			calls := 0
 			done := make(chan error, 1)
 			go func() {
-				done <- r.do(context.Background(), func() error { calls++; return tt.err })
+				done <- r.do(context.Background(), func() string { return "GET /x" }, func() error { calls++; return tt.err })
 			}()
 			for {
 				select {
@@ -68,4 +71,81 @@ func TestForbiddenSaysWhatIsMissing(t *testing.T) {
 			t.Errorf("%q lacks %q", err, want)
 		}
 	}
+}
+
+// Each failed attempt is logged as Kopf logs it, so that an operator
+// waiting for an unreachable API server says what it is waiting for.
+func TestRetryLogsEachAttempt(t *testing.T) {
+	refused := &net.OpError{Op: "dial", Net: "tcp", Err: errors.New("connection refused")}
+	for _, tt := range []struct {
+		name     string
+		failures int
+		want     []string
+	}{
+		{"recovers", 2, []string{
+			"level=ERROR msg=\"Request attempt #1/3 failed; will retry: GET /x -> dial tcp: connection refused\"",
+			"level=DEBUG msg=\"Request attempt #2/3: GET /x\"",
+			"level=ERROR msg=\"Request attempt #2/3 failed; will retry: GET /x -> dial tcp: connection refused\"",
+			"level=DEBUG msg=\"Request attempt #3/3: GET /x\"",
+			"level=DEBUG msg=\"Request attempt #3/3 succeeded: GET /x\"",
+		}},
+		{"escalates", 3, []string{
+			"level=ERROR msg=\"Request attempt #1/3 failed; will retry: GET /x -> dial tcp: connection refused\"",
+			"level=DEBUG msg=\"Request attempt #2/3: GET /x\"",
+			"level=ERROR msg=\"Request attempt #2/3 failed; will retry: GET /x -> dial tcp: connection refused\"",
+			"level=DEBUG msg=\"Request attempt #3/3: GET /x\"",
+			"level=ERROR msg=\"Request attempt #3/3 failed; escalating: GET /x -> dial tcp: connection refused\"",
+		}},
+		{"first time", 0, nil},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var out testlog.Buffer
+			logger := slog.New(slog.NewTextHandler(&out, &slog.HandlerOptions{
+				Level:       slog.LevelDebug,
+				ReplaceAttr: func(_ []string, a slog.Attr) slog.Attr { return dropTime(a) },
+			}))
+			clk := testingclock.NewFakeClock(time.Now())
+			r := Retry{Backoffs: []time.Duration{time.Second, time.Second}, Clock: clk, Logger: logger}
+			calls := 0
+			done := make(chan error, 1)
+			go func() {
+				done <- r.do(context.Background(), func() string { return "GET /x" }, func() error {
+					if calls++; calls <= tt.failures {
+						return refused
+					}
+					return nil
+				})
+			}()
+			var err error
+		wait:
+			for {
+				select {
+				case err = <-done:
+					break wait
+				default:
+					if clk.HasWaiters() {
+						clk.Step(time.Second)
+					}
+					runtime.Gosched()
+				}
+			}
+			if (err != nil) != (tt.failures > len(r.Backoffs)) {
+				t.Errorf("err = %v after %d failures", err, tt.failures)
+			}
+			var got []string
+			if s := strings.TrimSpace(out.String()); s != "" {
+				got = strings.Split(s, "\n")
+			}
+			if strings.Join(got, "\n") != strings.Join(tt.want, "\n") {
+				t.Errorf("logged:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(tt.want, "\n"))
+			}
+		})
+	}
+}
+
+func dropTime(a slog.Attr) slog.Attr {
+	if a.Key == slog.TimeKey {
+		return slog.Attr{}
+	}
+	return a
 }

@@ -77,7 +77,7 @@ func Run(ctx context.Context, cfg Config) error {
 			return err
 		}
 	}
-	client.Retry = kube.Retry{Backoffs: cfg.Settings.Networking.ErrorBackoffs, Clock: cfg.Clock}
+	client.Retry = kube.Retry{Backoffs: cfg.Settings.Networking.ErrorBackoffs, Clock: cfg.Clock, Logger: cfg.Logger}
 	served, err := resolve(ctx, client, cfg.Registry, cfg.Indexers, cfg.Logger, cfg.Settings.Scanning.Disabled)
 	if err != nil {
 		return err
