@@ -279,9 +279,18 @@ func (c *caughtUp) register(op *kopfgo.Operator) {
 // made before the call.
 func (c *caughtUp) wait(t *testing.T, ns, name string) {
 	t.Helper()
+	c.waitIn(t, dyn(t), ns, name)
+}
+
+// waitIn is wait on a cluster of the test's own.
+func (c *caughtUp) waitIn(t *testing.T, d dynamic.Interface, ns, name string) {
+	t.Helper()
 	for range 2 {
 		n := int(caughtUpSeq.Add(1))
-		patchKex(t, ns, name, fmt.Sprintf(`{"status":{%q:"%d"}}`, caughtUpMarker, n), "status")
+		marker := fmt.Sprintf(`{"status":{%q:"%d"}}`, caughtUpMarker, n)
+		if _, err := d.Resource(kexGVR).Namespace(ns).Patch(context.Background(), name, types.MergePatchType, []byte(marker), metav1.PatchOptions{}, "status"); err != nil {
+			t.Fatal(err)
+		}
 		eventually(t, waitShort, fmt.Sprintf("the operator to see marker %d of %s/%s", n, ns, name), func() (bool, error) {
 			c.mu.Lock()
 			defer c.mu.Unlock()

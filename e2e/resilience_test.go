@@ -96,7 +96,7 @@ func TestOperatorSurvivesAnAPIServerRestart(t *testing.T) {
 	handledIn("after-2")
 	log.WaitFor(t, "Creation is processed", 3)
 	for _, name := range []string{"before", "after-1", "after-2"} {
-		cu.wait(t, "default", name) // every event since the outage handled
+		cu.waitIn(t, d, "default", name) // every event since the outage handled
 	}
 	for name, want := range map[string]int{"before": 1, "after-1": 1, "after-2": 1} {
 		if got := creates.get(name); got != want {
