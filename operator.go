@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/clock"
@@ -31,7 +32,10 @@ type Options struct {
 	// Namespaces limits the operator to these namespaces (glob patterns
 	// allowed). Empty means cluster-wide.
 	Namespaces []string
-	// Standalone disables peering with other operators of the same name.
+	// Standalone is meant to disable peering with other operators of the
+	// same name, as Kopf's --standalone does. kopfgo has no peering yet
+	// (issue 12): every operator runs as if standalone, and this field does
+	// nothing (compat: peering-standalone).
 	Standalone bool
 	// RESTConfig is the cluster to connect to. Nil: the kubeconfig
 	// (KUBECONFIG, ~/.kube/config) or the in-cluster service account.
@@ -74,6 +78,9 @@ type Operator struct {
 	// logFilter is Settings.Logging.Filter for the loggers of a run,
 	// replaced when the startup handlers have changed it.
 	logFilter logging.FilterVar
+	// ultimate is the run's Process.UltimateExitingTimeout once the startup
+	// handlers have had their say (they may change it); nil before.
+	ultimate atomic.Pointer[time.Duration]
 }
 
 // New creates an operator. It starts nothing.
@@ -146,6 +153,8 @@ func (op *Operator) Run(ctx context.Context) error {
 	// The startup handlers have returned: nothing writes settings now.
 	op.logFilter.Set(settings.Logging.Filter)
 	settings = settings.WithDefaults()
+	op.ultimate.Store(&settings.Process.UltimateExitingTimeout)
+	defer op.ultimate.Store(nil)
 	defer func() {
 		if _, err := activity(context.WithoutCancel(ctx), handlers.Cleanup); err != nil {
 			logger.Error(fmt.Sprintf("Cleanup has failed: %v", err))
@@ -198,6 +207,17 @@ func (op *Operator) Run(ctx context.Context) error {
 		}
 	}
 	return err
+}
+
+// ultimateExitingTimeout is Process.UltimateExitingTimeout as the running
+// operator has it, a startup handler's change included (compat:
+// settings-process); before the startup handlers have finished, the one in
+// Options.
+func (op *Operator) ultimateExitingTimeout() time.Duration {
+	if d := op.ultimate.Load(); d != nil {
+		return *d
+	}
+	return op.opts.Settings.WithDefaults().Process.UltimateExitingTimeout
 }
 
 // logger is Options.Logger (or Kopf's default) under the operator's log
@@ -316,12 +336,14 @@ func (r Registrar) Update(resource string, fn ChangeFunc, opts ...ChangeOption) 
 	})
 }
 
-// Field registers a handler for updates that change the field (a dotted
-// path such as "spec.field"), added and removed included; Value, OldValue
-// and NewValue filter the change further (K1-043, K1-155, K1-156). Old, New
-// and Diff are relative to the field. [diff] Following Kopf's manual, it
-// does not fire on creation (Kopf's code does when the field is set); for
-// that, register a creation handler with the Field option.
+// Field registers a handler for changes of the field (a dotted path such as
+// "spec.field"), added and removed included; Value, OldValue and NewValue
+// filter the change further (compat: handlers-field, filters-field-change, filters-old-new). Old, New and Diff are
+// relative to the field. As Kopf's code runs them, field handlers serve
+// every cause that changes the field: updates, the creation of an object
+// with the field set (reason create), a deletion after an unhandled change;
+// Settings.Handling.FieldHandlersOnUpdatesOnly keeps them to updates, as
+// Kopf's manual says.
 func (r Registrar) Field(resource, field string, fn ChangeFunc, opts ...ChangeOption) {
 	r.add(resource, causes.Update, field, true, fn, func(h *handlers.Handler) {
 		for _, o := range opts {

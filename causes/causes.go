@@ -94,7 +94,7 @@ type Input struct {
 //
 // Initial does not turn a change into Resume: for Update (and Delete) the
 // executor mixes the resume handlers into the same cycle, as Kopf does
-// (K1-041). For Create it must treat Initial as false: creation never mixes
+// (compat: handlers-resume). For Create it must treat Initial as false: creation never mixes
 // with resuming.
 func Detect(in Input) Reason {
 	switch {

@@ -52,8 +52,8 @@ func (a Action) String() string {
 	return "none"
 }
 
-// FinalizerAction is the finalizer policy outside of deletion (K1-291,
-// K2-032). required is the caller's verdict: a non-optional delete handler,
+// FinalizerAction is the finalizer policy outside of deletion (compat: persistence-finalizer,
+// persistence-finalizer). required is the caller's verdict: a non-optional delete handler,
 // or a daemon or timer that has not exited for good, matches the object.
 //
 // The finalizer is added when required and absent, and removed when present

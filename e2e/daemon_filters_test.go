@@ -12,7 +12,7 @@ import (
 	"github.com/kopfgo/kopfgo"
 )
 
-// K1-061, K1-079 with the filters of issue 4: a daemon runs only while its
+// (compat: daemons-filters, timers-filters) with the filters of issue 4: a daemon runs only while its
 // object matches; a mismatch stops it with ErrFiltersMismatch, a new match
 // starts it again; a timer ticks only while its object matches.
 func TestDaemonsAndTimersFollowTheirFilters(t *testing.T) {

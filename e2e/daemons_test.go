@@ -134,7 +134,7 @@ func (j *journal) exit(name string, cause error) {
 	})
 }
 
-// K1-050, K1-052, K1-057, K1-058, K1-059, K1-060: daemons start for the
+// (compat: daemons-spawn, daemons-stopped, daemons-finalizer, daemons-live, daemons-results, daemons-patch): daemons start for the
 // objects found at startup and for new ones; they see the live object and
 // patch it while they run; deleting an object stops its daemon with
 // ErrResourceDeleted, and the object goes only after the daemon has exited.
@@ -205,7 +205,7 @@ func TestDaemonsAccompanyObjectsUntilDeleted(t *testing.T) {
 	}
 }
 
-// K1-053, K1-054: a daemon that ignores its stop is reported after its
+// (compat: daemons-stopping, daemons-exit): a daemon that ignores its stop is reported after its
 // CancellationTimeout and its object is released; at the operator's exit,
 // one without a timeout is reported after Background.ExitTimeout, and Run
 // returns: an uncooperative daemon never hangs the shutdown.
@@ -259,7 +259,7 @@ func TestUncooperativeDaemonsAreReportedAndReleased(t *testing.T) {
 	}
 }
 
-// K1-070: a timer with Interval(1s) fires about once per second for each of
+// (compat: timers-interval): a timer with Interval(1s) fires about once per second for each of
 // 20 objects. Counted over a window the test measures, in a wide band.
 func TestTimerFiresAboutOncePerSecondPerObject(t *testing.T) {
 	const objects = 20
@@ -307,7 +307,7 @@ func TestTimerFiresAboutOncePerSecondPerObject(t *testing.T) {
 	t.Logf("%d timers fired %d times in %.1fs", objects, 5*objects, window)
 }
 
-// K1-072, K1-077: an idle timer does not fire while the object keeps
+// (compat: timers-idle, timers-results): an idle timer does not fire while the object keeps
 // changing, then fires on its interval; its own status results do not count
 // as changes (or it would fire only once).
 func TestIdleTimerWaitsForTheObjectToSettle(t *testing.T) {
@@ -342,7 +342,7 @@ func TestIdleTimerWaitsForTheObjectToSettle(t *testing.T) {
 	})
 }
 
-// K1-056, K1-057, K1-059: a TemporaryError restarts a daemon after its
+// (compat: daemons-errors, daemons-finalizer, daemons-results): a TemporaryError restarts a daemon after its
 // delay with the next retry; a daemon that returns delivers its result, is
 // not restarted, and no longer needs the finalizer, which goes without any
 // deletion; an operator restart runs it again.
@@ -393,7 +393,7 @@ func TestDaemonRestartsOnTemporaryErrorsAndEndsWhenItReturns(t *testing.T) {
 	op2.log.WaitFor(t, "Daemon 'retrying' succeeded.", 1)
 }
 
-// K1-075, K1-056: errors in timers override the schedule and the retries
+// (compat: timers-errors, daemons-errors): errors in timers override the schedule and the retries
 // count afresh after a success; permanent and ignored errors end timers and
 // daemons for good, per the errors mode.
 func TestTimerAndDaemonErrorsModes(t *testing.T) {
@@ -445,8 +445,8 @@ func TestTimerAndDaemonErrorsModes(t *testing.T) {
 	}
 }
 
-// Restarting the operator restarts the daemons (K1-050); no daemon ever
-// runs twice at once for one object, whatever the events (K1-061).
+// Restarting the operator restarts the daemons (compat: daemons-spawn); no daemon ever
+// runs twice at once for one object, whatever the events (compat: daemons-filters).
 func TestRestartRestartsDaemonsAndNeverTwiceAtOnce(t *testing.T) {
 	ns := namespace(t)
 	var j journal

@@ -56,7 +56,7 @@ func TestExample08Events(t *testing.T) {
 	waitLog(t, op, `"type":"MODIFIED"`, 1)
 
 	// Nothing is stored on the object: no progress, no diff-base, no
-	// finalizer (K1-033).
+	// finalizer (compat: handlers-event).
 	got := getKex(t, ns, name)
 	for k := range got.GetAnnotations() {
 		if strings.HasPrefix(k, "kopf.zalando.org/") {
@@ -67,7 +67,7 @@ func TestExample08Events(t *testing.T) {
 		t.Errorf("finalizers = %v, want none", got.GetFinalizers())
 	}
 
-	// A restart lists the object again: type null (K1-034).
+	// A restart lists the object again: type null (compat: handlers-event-relist).
 	if err := op.Stop(waitShort); err != nil {
 		t.Fatal(err)
 	}
@@ -156,7 +156,7 @@ func TestExample16Indexing(t *testing.T) {
 	obj := createKex(t, ns, objYAML(t))
 	name := obj.GetName()
 
-	// The probes report from the index (K1-231).
+	// The probes report from the index (compat: indices-access).
 	eventually(t, waitLong, "the probes' report of 3 pods", func() (bool, error) {
 		code, raw, err := httpGet("http://127.0.0.1:" + port + "/healthz")
 		if err != nil || code != 200 {

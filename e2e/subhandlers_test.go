@@ -18,7 +18,7 @@ import (
 // TestSubhandlerRetriesAloneAndTheParentResultIsDeliveredOnce: a
 // sub-handler that fails until its third try does not make its succeeded
 // siblings run again, and the parent's result is stored once, when all its
-// children are done (K1-044, K2-098, K2-099).
+// children are done (compat: handlers-subhandlers).
 func TestSubhandlerRetriesAloneAndTheParentResultIsDeliveredOnce(t *testing.T) {
 	ns := namespace(t)
 	var (

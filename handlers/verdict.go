@@ -79,9 +79,15 @@ func Judge(h *Handler, title string, err error, retries int, runtime, defaultBac
 	if errors.As(err, &pnc) {
 		stack = pnc.Stack
 	}
+	// Kopf words the timeout differently for the two kinds of errors:
+	// "will time out after N seconds", "it would time out in N seconds".
+	timeoutWord := "after"
+	if !errors.As(err, &temp) {
+		timeoutWord = "in"
+	}
 	lookahead := func(delay time.Duration) string {
 		if h.Timeout > 0 && runtime+delay >= h.Timeout {
-			return fmt.Sprintf("time out after %s", seconds(h.Timeout))
+			return fmt.Sprintf("time out %s %s", timeoutWord, seconds(h.Timeout))
 		}
 		if h.Retries > 0 && retries >= h.Retries {
 			return fmt.Sprintf("exceed %d retries", h.Retries)
@@ -121,5 +127,5 @@ func failure(title, line string, stack []byte) Verdict {
 }
 
 // DeliverResult puts a handler's result at status.<id> in p: a map merges
-// into what is there, anything else replaces it (K1-180).
+// into what is there, anything else replaces it (compat: handlers-results).
 func DeliverResult(p *patch.Patch, id string, result any) error { return deliver(p, id, result) }

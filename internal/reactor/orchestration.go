@@ -17,7 +17,7 @@ import (
 
 // orchestrator keeps one watcher running per served resource and namespace,
 // and follows the cluster: CRDs that appear, change versions or go away
-// start and stop watchers without a restart (K2-046).
+// start and stop watchers without a restart (compat: watching-new-crds).
 type orchestrator struct {
 	ctx    context.Context
 	cfg    Config

@@ -29,7 +29,7 @@ type spawnMemory struct {
 
 // spawned is what a pass learns from the object's daemons and timers.
 type spawned struct {
-	// requires: the object needs the finalizer for them (K1-291).
+	// requires: the object needs the finalizer for them (compat: persistence-finalizer).
 	requires bool
 	// holding: some still run on the object, so its deletion must wait.
 	holding bool
@@ -37,7 +37,7 @@ type spawned struct {
 	deleteHandled bool
 }
 
-// spawn is step 3 of Kopf's processing order (K1-290): on every pass, spawn
+// spawn is step 3 of Kopf's processing order (compat: handlers-order): on every pass, spawn
 // the daemons and timers the object matches, stop those it no longer
 // matches, or stop them all when the object is being deleted. Their exits
 // wake the object's worker, which is how the finalizer goes as soon as
@@ -63,7 +63,7 @@ func (p *processor) spawn(ctx context.Context, s *slot, u *unstructured.Unstruct
 // matchingSpawning returns the daemons and timers whose filters match the
 // object. Re-evaluated on every pass, so that an object that stops matching
 // loses its daemons (ErrFiltersMismatch) and gets them back when it matches
-// again (K1-061, K1-079).
+// again (compat: daemons-filters, timers-filters).
 func (p *processor) matchingSpawning(body map[string]any) []*handlers.Spawning {
 	cause := &handlers.Cause{Body: body, Resource: p.res, Logger: p.cfg.Logger}
 	var out []*handlers.Spawning
@@ -78,7 +78,7 @@ func (p *processor) matchingSpawning(body map[string]any) []*handlers.Spawning {
 // noteChanges resets the idle timers when the object's essence differs from
 // the previous pass's: spec, labels, annotations (not status, not the
 // operator's own annotations). This is kopfgo's reading of "changes" for
-// Idle (K1-072): the changes that would trigger update handlers, whether or
+// Idle (compat: timers-idle): the changes that would trigger update handlers, whether or
 // not there are any; a timer's own status results do not postpone it.
 func (p *processor) noteChanges(body map[string]any, mem *memory, sm *spawnMemory) {
 	st := p.cfg.Settings.Persistence
@@ -151,7 +151,7 @@ func (p *processor) holdDeletion(mem *memory, sp spawned, log *slog.Logger) bool
 // releaseAfterDaemons is the end of a pass that runs no changing handlers:
 // a resource with daemons and timers only, or an object whose delete
 // handlers finished earlier. The finalizer goes once nothing holds the
-// object (K1-057).
+// object (compat: daemons-finalizer).
 func (p *processor) releaseAfterDaemons(ctx context.Context, u *unstructured.Unstructured, mem *memory, log *slog.Logger, pt *patch.Patch, sp spawned) (time.Duration, bool) {
 	fin := p.cfg.Settings.Persistence.Finalizer
 	if !causes.IsDeleting(u.Object) || !causes.HasFinalizer(u.Object, fin) || sp.holding {

@@ -13,7 +13,7 @@ import (
 	"github.com/kopfgo/kopfgo/internal/patch"
 )
 
-// Per watch event, in Kopf's order (K1-290): the indexers see the event
+// Per watch event, in Kopf's order (compat: handlers-order): the indexers see the event
 // first, in the informer's callback, so that whatever runs next sees indices
 // that include it; then the object's worker runs the event handlers for
 // every queued event, and only then the changing handlers for the latest
@@ -51,7 +51,7 @@ func (p *processor) observe(ctx context.Context, obj any, typ handlers.EventType
 
 // index feeds one event to the resource's indexers. It runs in the
 // informer's callback: indexers must be fast, and they never wait for a
-// worker, so that no limit on workers can deadlock the startup (K1-241).
+// worker, so that no limit on workers can deadlock the startup (compat: indices-worker-limit).
 func (p *processor) index(ctx context.Context, u *unstructured.Unstructured, deleted bool) {
 	key, err := cache.MetaNamespaceKeyFunc(u)
 	if err != nil {
@@ -111,7 +111,7 @@ func (p *processor) dispatch(ctx context.Context, s *slot) {
 }
 
 // newMemory starts an object's memory, its memo a shallow copy of the
-// operator's memo (K1-221).
+// operator's memo (compat: memos-operator).
 func (p *processor) newMemory(uid string) *memory {
 	memo := &handlers.Memo{}
 	if p.cfg.Memo != nil {
@@ -121,7 +121,7 @@ func (p *processor) newMemory(uid string) *memory {
 }
 
 // waitIndexed holds a worker until every index has seen the initial
-// listings (K1-239); false if the operator stops meanwhile.
+// listings (compat: indices-complete); false if the operator stops meanwhile.
 func (p *processor) waitIndexed(ctx context.Context) bool {
 	if p.cfg.Ready == nil {
 		return true
@@ -135,7 +135,7 @@ func (p *processor) waitIndexed(ctx context.Context) bool {
 }
 
 // localLogger is the object's logger that never posts Kubernetes Events:
-// event handlers and indexers log only locally, as in Kopf (K1-033, K1-242).
+// event handlers and indexers log only locally, as in Kopf (compat: handlers-event, indices-logging).
 func (p *processor) localLogger(u *unstructured.Unstructured) *slog.Logger {
 	return logging.WithObject(p.cfg.Logger, logging.ObjectRef{
 		APIVersion: u.GetAPIVersion(), Kind: u.GetKind(), Name: u.GetName(),

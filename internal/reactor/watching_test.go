@@ -117,7 +117,7 @@ func TestEventHandlersSeeEveryEventAndStoreNothing(t *testing.T) {
 	s.delete("kex2")
 	s.until("all events", func() bool { return seen.types("kex1") == "listed,MODIFIED" && seen.types("kex2") == "ADDED,DELETED" })
 	// Errors are logged and ignored, on every event; nothing is ever stored
-	// (K1-033).
+	// (compat: handlers-event).
 	s.until("errors logged", func() bool {
 		return strings.Count(s.log.String(), "Handler 'failing_fn' failed with an exception and will ignore it: oops") == seen.count("kex1")+seen.count("kex2")
 	})
@@ -223,7 +223,7 @@ func TestIndicesArePopulatedBeforeAnyHandler(t *testing.T) {
 		t.Errorf("a handler ran before the indices were populated")
 	}
 	if sawInCrea != 20 || sawInEvt != 20 {
-		t.Errorf("handlers saw %d (create) and %d (event) pods in the index, want 20 (K1-239)", sawInCrea, sawInEvt)
+		t.Errorf("handlers saw %d (create) and %d (event) pods in the index, want 20 (compat: indices-complete)", sawInCrea, sawInEvt)
 	}
 }
 
@@ -252,7 +252,7 @@ func TestStealthModeTurnsALateMatchIntoACreation(t *testing.T) {
 	if strings.Contains(s.log.String(), "[default/kex1]") {
 		t.Errorf("an object out of scope is logged about:\n%s", s.log)
 	}
-	// Labelled later: a creation, not an update (K1-160).
+	// Labelled later: a creation, not an update (compat: filters-stealth).
 	s.update("kex1", func(u *unstructured.Unstructured) { u.SetLabels(map[string]string{"app": "x"}) })
 	s.until("kex1 handled", func() bool { return seen.of("kex1") != "" })
 	if got := seen.of("kex1"); got != "create" {
@@ -315,7 +315,7 @@ func TestMemosArePerObjectAndSeededByTheOperator(t *testing.T) {
 	s.create("kex2", nil)
 	s.until("both added", func() bool { return types.types("kex1") == "ADDED" && types.types("kex2") == "ADDED" })
 	s.update("kex1", func(u *unstructured.Unstructured) { u.SetLabels(map[string]string{"a": "b"}) })
-	// Deleted and created again: a new object, a new memo (K1-220).
+	// Deleted and created again: a new object, a new memo (compat: memos-object).
 	s.delete("kex1")
 	s.until("the deletion", func() bool { return strings.HasSuffix(types.types("kex1"), "DELETED") })
 	before := counts.count("kex1")
