@@ -140,7 +140,9 @@ func TestAbsentFieldFilterMatchesEveryCreation(t *testing.T) {
 func TestUpdateAndFieldHandlersGetTheExactDiff(t *testing.T) {
 	ns := namespace(t)
 	var creates, updates, fields calls
+	var cu caughtUp
 	log := embedded(t, ns, func(op *kopfgo.Operator) {
+		cu.register(op)
 		op.On.Create("kopfexamples", creates.fn, kopfgo.ID("create"))
 		op.On.Update("kopfexamples", updates.fn, kopfgo.ID("update"))
 		op.On.Field("kopfexamples", "spec.field", fields.fn, kopfgo.ID("field"))
@@ -181,7 +183,7 @@ func TestUpdateAndFieldHandlersGetTheExactDiff(t *testing.T) {
 	patchKex(t, ns, obj.GetName(), `{"status":{"something":"else"}}`, "status")
 	patchKex(t, ns, obj.GetName(), `{"metadata":{"labels":{"somelabel":null,"other":"x"}}}`)
 	log.WaitFor(t, "Updating is processed: 1 succeeded; 0 failed.", 1)
-	settle()
+	cu.wait(t, ns, obj.GetName()) // both patches handled, whatever the order
 	if n := updates.count(); n != 2 {
 		t.Fatalf("update handler called %d times, want 2 (spec, label; not status)", n)
 	}
