@@ -4,11 +4,15 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/utils/clock"
 
 	"github.com/kopfgo/kopfgo/internal/kube"
 	"github.com/kopfgo/kopfgo/internal/resources"
@@ -100,7 +104,8 @@ var crds = resources.Resource{Group: "apiextensions.k8s.io", Version: "v1", Plur
 
 // watchCRDs rescans the cluster's resources whenever a CRD changes. The
 // rescans run one at a time; changes during a rescan coalesce into one more.
-func (o *orchestrator) watchCRDs(ctx context.Context) {
+// unresolved are the selectors the first scan left unresolved.
+func (o *orchestrator) watchCRDs(ctx context.Context, unresolved []resources.Selector) {
 	trigger := make(chan struct{}, 1)
 	poke := func() {
 		select {
@@ -108,6 +113,11 @@ func (o *orchestrator) watchCRDs(ctx context.Context) {
 		default:
 		}
 	}
+	// Selectors left unresolved whose CRDs exist: discovery lags behind
+	// CRDs for a moment after the API server starts, so the initial listing
+	// of CRDs rescans too, and so do timers until discovery has caught up.
+	var lagging atomic.Bool
+	lagging.Store(len(unresolved) > 0)
 	lw := o.client.ListWatch(crds, "", kube.WatchOptions{
 		ServerTimeout: o.Settings.Watching.ServerTimeout, InactivityTimeout: o.Settings.Watching.InactivityTimeout, Clock: o.Clock,
 		KeepManagedFields: o.Settings.Watching.KeepManagedFields,
@@ -122,7 +132,7 @@ func (o *orchestrator) watchCRDs(ctx context.Context) {
 	})
 	_, err := informer.AddEventHandler(cache.ResourceEventHandlerDetailedFuncs{
 		AddFunc: func(_ any, initial bool) {
-			if !initial {
+			if !initial || lagging.Load() {
 				poke()
 			}
 		},
@@ -135,21 +145,71 @@ func (o *orchestrator) watchCRDs(ctx context.Context) {
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	wg.Go(func() { informer.RunWithContext(ctx) })
+	var (
+		retry    clock.Timer
+		attempts int
+	)
+	defer func() {
+		if retry != nil {
+			retry.Stop()
+		}
+	}()
 	for {
+		var again <-chan time.Time
+		if retry != nil {
+			again = retry.C()
+		}
 		select {
 		case <-ctx.Done():
 			return
 		case <-trigger:
-			served, err := resolve(ctx, o.client, o.Registry, o.Indexers, quiet, false)
-			if err != nil {
-				if ctx.Err() == nil {
-					o.Logger.Warn(fmt.Sprintf("Cannot rescan the cluster's resources: %v", err))
-				}
-				continue
+		case <-again:
+			retry = nil
+		}
+		served, unresolved, err := resolve(ctx, o.client, o.Registry, o.Indexers, quiet, false)
+		if err != nil {
+			if ctx.Err() == nil {
+				o.Logger.Warn(fmt.Sprintf("Cannot rescan the cluster's resources: %v", err))
 			}
-			o.serve(served)
+			continue
+		}
+		o.serve(served)
+		late := defined(unresolved, informer.GetStore().List())
+		lagging.Store(len(late) > 0)
+		if len(late) == 0 {
+			attempts = 0
+			if retry != nil {
+				retry.Stop()
+				retry = nil
+			}
+			continue
+		}
+		if retry == nil {
+			backoffs := o.Settings.Networking.ErrorBackoffs
+			d := backoffs[min(attempts, len(backoffs)-1)]
+			attempts++
+			retry = o.Clock.NewTimer(d)
+			o.Logger.Debug(fmt.Sprintf("Discovery does not show %s yet, though CRDs define them; scanning again in %s.", strings.Join(late, ", "), d))
 		}
 	}
+}
+
+// defined returns the selectors (as strings) that some of the CRDs define.
+func defined(unresolved []resources.Selector, crds []any) []string {
+	var out []string
+	for _, sel := range unresolved {
+		for _, obj := range crds {
+			u, ok := obj.(*unstructured.Unstructured)
+			if !ok {
+				continue
+			}
+			if found, err := sel.Select(resources.FromCRD(u.Object)); err == nil && len(found) > 0 {
+				out = append(out, sel.String())
+				break
+			}
+		}
+	}
+	return out
 }
 
 // quiet is the logger for rescans: the warnings about unresolved resources

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -19,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/discovery"
 	fakediscovery "k8s.io/client-go/discovery/fake"
 	"k8s.io/client-go/dynamic"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
@@ -70,6 +72,27 @@ type scenario struct {
 	// changed: a log line, a write to the fake API, a worker's wait.
 	news  chan struct{}
 	waits atomic.Int32 // the workers' waits begun (Config.onWait)
+	// discoveryLags hides the kopf.dev group from discovery until
+	// discoveryCaughtUp is set, as an API server just started does.
+	discoveryLags     bool
+	discoveryCaughtUp atomic.Bool
+}
+
+// lateDiscovery is discovery that does not show kopf.dev until it has
+// caught up.
+type lateDiscovery struct {
+	*fakediscovery.FakeDiscovery
+	caughtUp *atomic.Bool
+}
+
+func (d lateDiscovery) ServerGroupsAndResources() ([]*metav1.APIGroup, []*metav1.APIResourceList, error) {
+	groups, lists, err := d.FakeDiscovery.ServerGroupsAndResources()
+	if d.caughtUp.Load() {
+		return groups, lists, err
+	}
+	groups = slices.DeleteFunc(slices.Clone(groups), func(g *metav1.APIGroup) bool { return g.Name == "kopf.dev" })
+	lists = slices.DeleteFunc(slices.Clone(lists), func(l *metav1.APIResourceList) bool { return strings.HasPrefix(l.GroupVersion, "kopf.dev/") })
+	return groups, lists, err
 }
 
 func (s *scenario) poke() {
@@ -221,6 +244,10 @@ func (s *scenario) start() {
 			{Name: "pods", SingularName: "pod", Kind: "Pod", Namespaced: true, Verbs: metav1.Verbs{"get", "list", "watch", "patch"}},
 		},
 	}}}}
+	var discovery discovery.DiscoveryInterface = disc
+	if s.discoveryLags {
+		discovery = lateDiscovery{disc, &s.discoveryCaughtUp}
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	s.cancel, s.done = cancel, make(chan error, 1)
 	cfg := Config{
@@ -229,7 +256,7 @@ func (s *scenario) start() {
 		Namespaces: []string{"default"},
 		Logger:     logging.New(logging.Config{Format: logging.FormatPlain, Level: slog.LevelDebug, Writer: s.log}),
 		Clock:      s.clock,
-		Client:     &kube.Client{Dynamic: gated{s.dyn, s.watching}, Discovery: disc},
+		Client:     &kube.Client{Dynamic: gated{s.dyn, s.watching}, Discovery: discovery},
 		onSleep: func(key string, settled bool) {
 			if settled {
 				s.sleeps.Add(1)
@@ -520,6 +547,41 @@ func TestUnknownResourceIsAWarningWhileScanning(t *testing.T) {
 	s.until("the warning", func() bool {
 		return strings.Contains(s.log.String(), "Unresolved resources cannot be served (try creating their CRDs): widgets for handlers make_widget")
 	})
+}
+
+// An operator that starts while discovery lags behind the CRDs (an API
+// server just started) serves the resource once discovery catches up,
+// though no CRD changes: the initial listing of CRDs rescans, and so do
+// timers while a CRD defines what discovery does not show yet.
+func TestResourceIsServedOnceDiscoveryCatchesUpWithItsCRD(t *testing.T) {
+	s := newScenario(t)
+	s.discoveryLags = true
+	crd := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+		"metadata": map[string]any{"name": "kopfexamples.kopf.dev"},
+		"spec": map[string]any{
+			"group": "kopf.dev", "scope": "Namespaced",
+			"names":    map[string]any{"plural": "kopfexamples", "singular": "kopfexample", "kind": "KopfExample", "shortNames": []any{"kex"}},
+			"versions": []any{map[string]any{"name": "v1", "served": true, "storage": true}},
+		},
+	}}
+	crdGVR := schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
+	if _, err := s.dyn.Resource(crdGVR).Create(context.Background(), crd, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	var calls counter
+	s.on(causes.Create, "create_fn", func(ctx context.Context, c *handlers.Change) (any, error) {
+		calls.inc(c.Name)
+		return nil, nil
+	})
+	s.create("kex1", map[string]any{"field": "value"})
+	s.start()
+	s.until("a rescan scheduled", func() bool {
+		return strings.Contains(s.log.String(), "Discovery does not show kopfexamples yet, though CRDs define them; scanning again in 1s.")
+	})
+	s.discoveryCaughtUp.Store(true)
+	s.clock.Step(time.Second)
+	s.until("kex1 handled", func() bool { return calls.get("kex1") == 1 })
 }
 
 // TestKopfLinesOfAnObjectsLife: the debug lines that Kopf writes about an

@@ -82,7 +82,7 @@ func Run(ctx context.Context, cfg Config) error {
 		}
 	}
 	client.Retry = kube.Retry{Backoffs: cfg.Settings.Networking.ErrorBackoffs, Clock: cfg.Clock, Logger: cfg.Logger}
-	served, err := resolve(ctx, client, cfg.Registry, cfg.Indexers, cfg.Logger, cfg.Settings.Scanning.Disabled)
+	served, unresolved, err := resolve(ctx, client, cfg.Registry, cfg.Indexers, cfg.Logger, cfg.Settings.Scanning.Disabled)
 	if err != nil {
 		return err
 	}
@@ -126,7 +126,7 @@ func Run(ctx context.Context, cfg Config) error {
 		})
 	}
 	if !cfg.Settings.Scanning.Disabled {
-		wg.Go(func() { orch.watchCRDs(ctx) })
+		wg.Go(func() { orch.watchCRDs(ctx, unresolved) })
 	}
 	<-ctx.Done()
 	// Daemons stop at once and in parallel with the watchers; each has its
@@ -192,16 +192,16 @@ func startPosting(ctx context.Context, p *posting.Poster) (_ context.Context, st
 // selector matching resources of several groups is an error naming its
 // handlers. A selector matching nothing is a warning while scanning is on
 // (its CRD may come later, and is served then) and an error otherwise.
-func resolve(ctx context.Context, client *kube.Client, reg *handlers.Registry, indexers []indexing.Runner, log *slog.Logger, strict bool) ([]resources.Resource, error) {
+// The unresolved selectors are returned for the rescans (orchestration.go).
+func resolve(ctx context.Context, client *kube.Client, reg *handlers.Registry, indexers []indexing.Runner, log *slog.Logger, strict bool) (served []resources.Resource, unresolved []resources.Selector, _ error) {
 	all, err := client.Discover(ctx)
 	if err != nil {
 		if len(all) == 0 {
-			return nil, err
+			return nil, nil, err
 		}
 		log.Warn(fmt.Sprintf("Some API groups cannot be discovered and are skipped: %v", err))
 	}
 	var (
-		out  []resources.Resource
 		errs []error
 		seen = map[string]bool{}
 	)
@@ -222,6 +222,7 @@ func resolve(ctx context.Context, client *kube.Client, reg *handlers.Registry, i
 			}
 			if errors.Is(err, resources.ErrUnresolved) && !strict {
 				log.Warn(fmt.Sprintf("Unresolved resources cannot be served (try creating their CRDs): %s for handlers %s; they are served as soon as they appear.", sel, strings.Join(names, ", ")))
+				unresolved = append(unresolved, sel)
 				continue
 			}
 			errs = append(errs, fmt.Errorf("%w: handlers %s: %w", handlers.ErrRegistration, strings.Join(names, ", "), err))
@@ -230,9 +231,9 @@ func resolve(ctx context.Context, client *kube.Client, reg *handlers.Registry, i
 		for _, r := range found {
 			if !seen[r.String()] {
 				seen[r.String()] = true
-				out = append(out, r)
+				served = append(served, r)
 			}
 		}
 	}
-	return out, errors.Join(errs...)
+	return served, unresolved, errors.Join(errs...)
 }
