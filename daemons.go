@@ -15,8 +15,8 @@ type Spawn = handlers.Spawn
 
 // SpawnFunc is a daemon or a timer. A non-nil result goes to
 // status.<handler-id> after each invocation, and whatever the function wrote
-// into Patch is applied then, even when it returns an error (K1-059,
-// K1-060).
+// into Patch is applied then, even when it returns an error (compat: daemons-results,
+// daemons-patch).
 type SpawnFunc = handlers.SpawnFunc
 
 // The reasons a daemon or timer is stopped: Spawn.StopReason, and
@@ -62,9 +62,9 @@ type timerOption func(*handlers.Spawning)
 
 func (o timerOption) applyTimer(s *handlers.Spawning) { o(s) }
 
-// InitialDelay postpones the first invocation of a daemon or timer by d
-// after the object appears or the operator starts (K1-055, K1-073). A stop
-// during the delay ends it without an invocation.
+// InitialDelay postpones the first invocation of a daemon or timer by d after
+// the object appears or the operator starts (compat: daemons-initial-delay,
+// timers-initial-delay). A stop during the delay ends it without an invocation.
 func InitialDelay(d time.Duration) SpawnOption {
 	return spawnOption(func(s *handlers.Spawning) { s.InitialDelay = d })
 }
@@ -75,9 +75,9 @@ func InitialDelayFunc(fn func(s *Spawn) time.Duration) SpawnOption {
 	return spawnOption(func(s *handlers.Spawning) { s.InitialDelayFunc = fn })
 }
 
-// CancellationBackoff is how long a stopping daemon has with only its
-// Stopped flag set before its ctx is cancelled: time for a graceful exit
-// with a live ctx (K1-053). Default: none, the ctx is cancelled at once.
+// CancellationBackoff is how long a stopping daemon has with only its Stopped
+// flag set before its ctx is cancelled: time for a graceful exit with a live
+// ctx (compat: daemons-stopping). Default: none, the ctx is cancelled at once.
 func CancellationBackoff(d time.Duration) DaemonOption {
 	return daemonOption(func(s *handlers.Spawning) { s.CancellationBackoff = d })
 }
@@ -98,8 +98,9 @@ func CancellationPolling(d time.Duration) DaemonOption {
 	return daemonOption(func(s *handlers.Spawning) { s.CancellationPolling = d })
 }
 
-// Interval is the time between a timer's invocations: from the end of one
-// to the start of the next, or, with Sharp, from start to start (K1-070).
+// Interval is the time between a timer's invocations: from the end of one to
+// the start of the next, or, with Sharp, from start to start (compat:
+// timers-interval).
 func Interval(d time.Duration) TimerOption {
 	return timerOption(func(s *handlers.Spawning) { s.Interval = d })
 }
@@ -107,13 +108,13 @@ func Interval(d time.Duration) TimerOption {
 // Idle makes a timer fire only once its object has not changed for d (spec,
 // labels or annotations; status writes, the timer's own results included,
 // do not count). The first sighting of an object counts as a change
-// (K1-072).
+// (compat: timers-idle).
 func Idle(d time.Duration) TimerOption {
 	return timerOption(func(s *handlers.Spawning) { s.Idle = d })
 }
 
 // Sharp keeps a timer on a fixed grid of its Interval, measured from each
-// invocation's start, however long the invocations take (K1-071).
+// invocation's start, however long the invocations take (compat: timers-sharp).
 func Sharp() TimerOption {
 	return timerOption(func(s *handlers.Spawning) { s.Sharp = true })
 }
@@ -121,7 +122,7 @@ func Sharp() TimerOption {
 // Daemon registers a daemon: fn runs in a goroutine of its own for each
 // matching object, started when the object appears (or the operator starts),
 // and is expected to run until it is asked to stop: when the object is being
-// deleted, no longer matches the filters, or the operator exits (K1-050).
+// deleted, no longer matches the filters, or the operator exits (compat: daemons-spawn).
 //
 // Stopping is cooperative, because Go cannot kill a goroutine. Spawn's
 // Stopped turns true and Stopping is closed at once; ctx is cancelled, with
@@ -134,7 +135,7 @@ func Sharp() TimerOption {
 // A daemon that returns is done for this object until the operator
 // restarts; to be called again, return kopfgo.Temporary(err, delay). Errors
 // are handled as for any handler: retried after the Backoff, or not, per the
-// Errors mode, Retries and Timeout (K1-056).
+// Errors mode, Retries and Timeout (compat: daemons-errors).
 func (op *Operator) Daemon(resource string, fn SpawnFunc, opts ...DaemonOption) {
 	op.reg.AddSpawning(handlers.SpawnRegistration{Resource: resource, Kind: handlers.KindDaemon, Fn: fn,
 		Configure: func(s *handlers.Spawning) {
@@ -146,7 +147,7 @@ func (op *Operator) Daemon(resource string, fn SpawnFunc, opts ...DaemonOption) 
 
 // Timer registers a timer: fn is called for each matching object on a
 // schedule (Interval, Idle, Sharp, InitialDelay), whether the object changes
-// or not, and never overlaps itself (K1-070..K1-076). An error overrides the
+// or not, and never overlaps itself (compat: timers). An error overrides the
 // schedule: the next attempt comes after the error's delay or the Backoff,
 // and the interval resumes after a success, with Retry counted afresh; a
 // permanent error stops the timer for this object until the operator

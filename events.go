@@ -14,8 +14,8 @@ import (
 // not come from a running operator: pass the ctx your handler received.
 var ErrNoOperator = errors.New("no operator in this context: post events with the ctx a handler received (or one derived from it)")
 
-// Event posts a Kubernetes Event of any type about obj (Kopf's kopf.event,
-// K2-072): a core v1 Event named kopf-event-…, from component "kopf", in
+// Event posts a Kubernetes Event of any type about obj (Kopf's kopf.event;
+// compat: events-post): a core v1 Event named kopf-event-…, from component "kopf", in
 // obj's namespace (events about cluster-scoped objects go to the namespace
 // of the operator's kubeconfig context, else "default").
 //

@@ -3,7 +3,7 @@ package kopfgo
 import "github.com/kopfgo/kopfgo/handlers"
 
 // Filters restrict a handler to matching objects (the manual's
-// "Filtering", K1-150..K1-161). All the filters of a handler must match.
+// "Filtering"; compat: filters). All the filters of a handler must match.
 // They fit every handler of resources unless said otherwise:
 //
 //	kopfgo.On.Create("kopfexamples", fn,
@@ -16,12 +16,12 @@ import "github.com/kopfgo/kopfgo/handlers"
 // func(v any) bool that gets the value (nil when absent); for labels and
 // annotations an exact value is a string. nil is not a filter value.
 //
-// Objects that no changing handler of their resource matches are handled
-// in stealth mode: the operator stores nothing on them and logs nothing
-// about them, and when they start matching later, they are new to it: the
-// creation handlers run, not the update handlers (K1-160). A field handler
-// on a field that never exists keeps every object in scope if that is not
-// wanted.
+// Objects that no changing handler of their resource matches are handled in
+// stealth mode: the operator stores nothing on them and logs nothing about
+// them, and when they start matching later, they are new to it: the creation
+// handlers run, not the update handlers (compat: filters-stealth). A field
+// handler on a field that never exists keeps every object in scope if that is
+// not wanted.
 
 // Marker is a filter value that checks presence: Present or Absent.
 type Marker = handlers.Marker
@@ -79,14 +79,14 @@ func (a Annotations) applyIndex(h *handlers.Handler)  { h.Filters.AddAnnotations
 // it also requires the field to change (a presence change counts), and the
 // handler sees Old, New and Diff relative to the field, as a field handler
 // does; On.Update(r, fn, Field(f)) is On.Field(r, f, fn). The handler's id
-// gets "/<field>" appended (K1-031), so that one function can be registered
+// gets "/<field>" appended (compat: handlers-ids), so that one function can be registered
 // for several fields; an index's name does not.
 //
-// Which state is checked depends on the handler (K1-154, K1-155): create,
-// resume and delete handlers check the object's state, and its last handled
-// state when there is one; update and field handlers match when the old or
-// the new value passes; event handlers, indexers, daemons and timers check
-// the object as it is.
+// Which state is checked depends on the handler (compat: filters-field,
+// filters-field-change): create, resume and delete handlers check the object's
+// state, and its last handled state when there is one; update and field
+// handlers match when the old or the new value passes; event handlers,
+// indexers, daemons and timers check the object as it is.
 func Field(path string) FilterOption {
 	return func(h *handlers.Handler) { h.Filters.SetField(path) }
 }
@@ -111,7 +111,7 @@ func (o UpdateFilterOption) applyChange(h *handlers.Handler) { o(h) }
 // OldValue checks the Field's value before the change (Absent when it was
 // not there): an exact value, Present, Absent or a callback; Kopf's old=.
 // The handler runs only when the value changes. It fits update and field
-// handlers (K1-156), and excludes Value.
+// handlers (compat: filters-old-new), and excludes Value.
 func OldValue(v any) UpdateFilterOption {
 	return func(h *handlers.Handler) { h.Filters.SetOld(v) }
 }
@@ -122,9 +122,9 @@ func NewValue(v any) UpdateFilterOption {
 	return func(h *handlers.Handler) { h.Filters.SetNew(v) }
 }
 
-// When requires fn to hold for the object; it runs after every other
-// filter has matched (K1-150, K1-158). It must not change anything. It fits
-// every handler of resources; WhenChange sees the change too.
+// When requires fn to hold for the object; it runs after every other filter has
+// matched (compat: filters-all-kinds, filters-when). It must not change
+// anything. It fits every handler of resources; WhenChange sees the change too.
 func When(fn func(o *Object) bool) FilterOption {
 	return func(h *handlers.Handler) { h.Filters.AddWhen(fn) }
 }
@@ -137,14 +137,14 @@ func (o ChangeFilterOption) applyDelete(h *handlers.Handler) { o(h) }
 func (o ChangeFilterOption) applyResume(h *handlers.Handler) { o(h) }
 
 // WhenChange requires fn to hold for the change being handled: Reason, Old,
-// New and Diff are those of the whole object (K1-158). It fits
+// New and Diff are those of the whole object (compat: filters-when). It fits
 // resource-changing handlers.
 func WhenChange(fn func(c *Change) bool) ChangeFilterOption {
 	return func(h *handlers.Handler) { h.Filters.AddWhenChange(fn) }
 }
 
 // AllOf holds when every fn holds (true for none). It combines value
-// callbacks (func(any) bool) and When callbacks alike (K1-159).
+// callbacks (func(any) bool) and When callbacks alike (compat: filters-combinators).
 func AllOf[T any](fns ...func(T) bool) func(T) bool {
 	return func(v T) bool {
 		for _, fn := range fns {
@@ -187,7 +187,7 @@ func Not[T any](fn func(T) bool) func(T) bool {
 
 // Daemons and timers take the common options and the object filters: they
 // run while the object matches and stop (ErrFiltersMismatch) when it does
-// not (K1-061, K1-079).
+// not (compat: daemons-filters, timers-filters).
 func (o CommonOption) applyDaemon(s *handlers.Spawning) { o(&s.Handler) }
 func (o CommonOption) applyTimer(s *handlers.Spawning)  { o(&s.Handler) }
 func (o FilterOption) applyDaemon(s *handlers.Spawning) { o(&s.Handler) }

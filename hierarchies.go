@@ -9,7 +9,7 @@ import (
 )
 
 // Hierarchies: Kopf's helpers for the children an operator creates
-// (K2-078..K2-085). They change objects in memory only; create the children
+// (compat: hierarchies). They change objects in memory only; create the children
 // afterwards. The objects (obj) may be bodies (map[string]any,
 // *unstructured.Unstructured), client-go typed objects (pointers such as
 // *corev1.Pod), or slices of them. The owner is usually the handler's
@@ -65,12 +65,12 @@ func BlockOwnerDeletion(v bool) BlockOwnerDeletionOption { return BlockOwnerDele
 // place would corrupt the operator's view of it.
 var errHandledObject = errors.New("the handled object cannot be changed in place: put changes into c.Patch")
 
-// Adopt makes obj a child of owner (Kopf's kopf.adopt, K2-084): an owner
-// reference to it (controller, blocking the owner's deletion), so that
-// Kubernetes deletes the child with its owner; a name after it
-// (HarmonizeNaming); its namespace (AdjustNamespace); its labels (Label,
-// also on Nested structures). Existing names, namespaces and label values
-// are kept unless Forced. Nothing changes unless all of it can be done.
+// Adopt makes obj a child of owner (Kopf's kopf.adopt; compat:
+// hierarchies-adopt): an owner reference to it (controller, blocking the
+// owner's deletion), so that Kubernetes deletes the child with its owner; a
+// name after it (HarmonizeNaming); its namespace (AdjustNamespace); its labels
+// (Label, also on Nested structures). Existing names, namespaces and label
+// values are kept unless Forced. Nothing changes unless all of it can be done.
 //
 //	pod := &corev1.Pod{Spec: ...}
 //	if err := kopfgo.Adopt(pod, c); err != nil { ... }
@@ -82,9 +82,9 @@ func Adopt(obj, owner any, opts ...AdoptOption) error {
 	return hierarchies.Adopt(obj, bodyOf(owner), opts...)
 }
 
-// Label puts labels on obj (K2-078), keeping the values of keys already
-// there unless Forced; Nested labels nested structures too (K2-079). Pass
-// c.Labels for the handled object's labels.
+// Label puts labels on obj (compat: hierarchies-labels), keeping the values of
+// keys already there unless Forced; Nested labels nested structures too
+// (compat: hierarchies-labels). Pass c.Labels for the handled object's labels.
 func Label(obj any, labels map[string]string, opts ...LabelOption) error {
 	if isHandlerArg(obj) {
 		return errHandledObject
@@ -93,7 +93,7 @@ func Label(obj any, labels map[string]string, opts ...LabelOption) error {
 }
 
 // AppendOwnerReference makes owner an owner of obj, unless a reference to
-// the owner's uid is there already (K2-080).
+// the owner's uid is there already (compat: hierarchies-owner-references).
 func AppendOwnerReference(obj, owner any, opts ...OwnerRefOption) error {
 	if isHandlerArg(obj) {
 		return errHandledObject
@@ -102,7 +102,7 @@ func AppendOwnerReference(obj, owner any, opts ...OwnerRefOption) error {
 }
 
 // RemoveOwnerReference removes every reference to owner's uid from obj
-// (K2-080).
+// (compat: hierarchies-owner-references).
 func RemoveOwnerReference(obj, owner any) error {
 	if isHandlerArg(obj) {
 		return errHandledObject
@@ -110,17 +110,17 @@ func RemoveOwnerReference(obj, owner any) error {
 	return hierarchies.RemoveOwnerReference(obj, bodyOf(owner))
 }
 
-// OwnerReference builds the reference to owner that its children carry
-// (Kopf's build_owner_reference, K2-081), for objects the other helpers do
-// not cover.
+// OwnerReference builds the reference to owner that its children carry (Kopf's
+// build_owner_reference; compat: hierarchies-references), for objects the other
+// helpers do not cover.
 func OwnerReference(owner any, opts ...OwnerRefOption) (metav1.OwnerReference, error) {
 	return hierarchies.OwnerReference(bodyOf(owner), opts...)
 }
 
 // HarmonizeNaming names obj after name when it has neither a name nor a
-// generateName, or when Forced (K2-082): by default generateName "<name>-",
-// so that the API server adds a random suffix; with Strict, exactly name.
-// Pass c.Name for the handled object's name.
+// generateName, or when Forced (compat: hierarchies-naming): by default
+// generateName "<name>-", so that the API server adds a random suffix; with
+// Strict, exactly name. Pass c.Name for the handled object's name.
 func HarmonizeNaming(obj any, name string, opts ...NamingOption) error {
 	if isHandlerArg(obj) {
 		return errHandledObject
@@ -128,8 +128,9 @@ func HarmonizeNaming(obj any, name string, opts ...NamingOption) error {
 	return hierarchies.HarmonizeNaming(obj, name, opts...)
 }
 
-// AdjustNamespace puts obj into namespace unless it has one already and is
-// not Forced (K2-083). Pass c.Namespace for the handled object's namespace.
+// AdjustNamespace puts obj into namespace unless it has one already and is not
+// Forced (compat: hierarchies-namespace). Pass c.Namespace for the handled
+// object's namespace.
 func AdjustNamespace(obj any, namespace string, opts ...NamespaceOption) error {
 	if isHandlerArg(obj) {
 		return errHandledObject

@@ -8,16 +8,16 @@ import (
 )
 
 // Index is an in-memory index of watched objects (the manual's "In-memory
-// indexing", K1-230..K1-242): each key maps to the values the objects gave
-// for it, one per object. A key exists only while some object gives it. It
-// is read-only for handlers and safe for concurrent use; all indices are
-// complete, from the initial listings, before any handler of the operator
-// runs (K1-239), and an object's values go with the object, or when it stops
-// matching the filters.
+// indexing"; compat: indices): each key maps to the values the objects gave for
+// it, one per object. A key exists only while some object gives it. It is
+// read-only for handlers and safe for concurrent use; all indices are complete,
+// from the initial listings, before any handler of the operator runs (compat:
+// indices-complete), and an object's values go with the object, or when it
+// stops matching the filters.
 type Index[K comparable, V any] = indexing.Index[K, V]
 
 // IndexFunc computes what an object contributes to an index: a map of keys
-// to one value each. nil keeps the object's earlier contribution (K1-234);
+// to one value each. nil keeps the object's earlier contribution (compat: indices-none);
 // an empty map contributes nothing. For an unkeyed collection, use a single
 // key (struct{}{}, say). It runs on every watch event of every matching
 // object, before any handler: keep it fast and free of side effects. Its
@@ -47,7 +47,7 @@ func (o HandlerOption) applyIndex(h *handlers.Handler) { o(h) }
 //		…
 //	}
 //
-// Errors in fn are never retried in a loop (K1-236). By the errors mode,
+// Errors in fn are never retried in a loop (compat: indices-errors). By the errors mode,
 // which is ErrorsIgnored for indexers: ignored errors are logged and keep
 // the object's stale values; a PermanentError or ErrorsPermanent removes the
 // object's values and excludes the object from this index for the life of

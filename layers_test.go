@@ -6,7 +6,7 @@ import (
 	"testing"
 )
 
-// TestLayers keeps the import graph pointing down (DESIGN.md): each package
+// TestLayers keeps the import graph pointing down (README.md, Layout): each package
 // may import only the kopfgo packages listed for it. A new package must be
 // added here, which is the moment to decide where it sits.
 func TestLayers(t *testing.T) {
@@ -22,19 +22,21 @@ func TestLayers(t *testing.T) {
 		"diffbase":             append([]string{"internal/unjson"}, leaves...),
 		"persistence":          leaves,
 		"causes":               append([]string{"diffbase"}, leaves...),
+		"internal/plan":        {"causes"},
 		"internal/config":      append([]string{"diffbase", "persistence", "internal/logging"}, leaves...),
 		"internal/kube":        append([]string{"internal/resources", "internal/unjson"}, leaves...),
 		"internal/health":      nil,
-		"internal/posting":     {"internal/config", "internal/logging"},
+		"internal/posting":     {"internal/config", "internal/logging", "internal/pyrepr"},
 		"internal/hierarchies": nil,
 		"internal/unjson":      nil,
 		"internal/testlog":     nil,
+		"internal/pyrepr":      nil,
 		"handlers":             append([]string{"causes", "diffbase", "persistence", "internal/resources", "internal/config"}, leaves...),
 		"indexing":             append([]string{"handlers", "causes", "diffbase", "persistence", "internal/resources", "internal/config"}, leaves...),
 		"timers":               nil,
 		"daemons":              append([]string{"timers", "handlers", "internal/config", "internal/resources"}, leaves...),
-		"internal/reactor": append([]string{"daemons", "indexing", "handlers", "causes", "diffbase", "persistence", "internal/resources",
-			"internal/config", "internal/kube", "internal/logging", "internal/posting"}, leaves...),
+		"internal/reactor": append([]string{"daemons", "indexing", "handlers", "causes", "diffbase", "persistence", "internal/plan", "internal/resources",
+			"internal/config", "internal/kube", "internal/logging", "internal/posting", "internal/pyrepr"}, leaves...),
 		"": {"daemons", "indexing", "handlers", "causes", "internal/config", "internal/kube", "internal/logging", "internal/reactor", "internal/cli",
 			"internal/health", "internal/posting", "internal/hierarchies"},
 	}
@@ -63,6 +65,25 @@ func TestLayers(t *testing.T) {
 			}
 			if !ok {
 				t.Errorf("%s imports %s, which is not below it", fields[0], imp)
+			}
+		}
+	}
+	// The pure packages do no I/O, keep no clock and log nothing: nothing
+	// they depend on, directly or not, may; outside the standard library
+	// they use only kopfgo and golang.org/x packages.
+	for _, pkg := range []string{"causes", "diffbase", "internal/plan"} {
+		out, err := exec.Command("go", "list", "-deps", "./"+pkg).CombinedOutput()
+		if err != nil {
+			t.Fatalf("go list -deps: %v\n%s", err, out)
+		}
+		for _, dep := range strings.Fields(string(out)) {
+			for _, f := range []string{"net", "log", "log/slog", "os/exec", "os/signal", "time/tzdata", "k8s.io", "go.uber.org"} {
+				if dep == f || strings.HasPrefix(dep, f+"/") {
+					t.Errorf("the pure package %s depends on %s", pkg, dep)
+				}
+			}
+			if strings.Contains(strings.SplitN(dep, "/", 2)[0], ".") && !strings.HasPrefix(dep, m+"/") && !strings.HasPrefix(dep, "golang.org/x/") {
+				t.Errorf("the pure package %s depends on %s", pkg, dep)
 			}
 		}
 	}

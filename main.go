@@ -82,7 +82,7 @@ func runOperator(op *Operator, flags *cli.RunFlags, stderr io.Writer) error {
 	if flags.Liveness != "" {
 		op.opts.Liveness = flags.Liveness
 	}
-	ctx, stop := cli.SignalContext(context.Background(), logger, op.opts.Settings.WithDefaults().Process.UltimateExitingTimeout)
+	ctx, stop := cli.SignalContext(context.Background(), logger, op.ultimateExitingTimeout)
 	defer stop()
 	err := op.Run(ctx)
 	if err != nil && !(ctx.Err() != nil && errors.Is(err, context.Canceled)) {

@@ -3,7 +3,7 @@ package kopfgo
 import "github.com/kopfgo/kopfgo/handlers"
 
 // Memo is in-memory state, never persisted (the manual's "In-memory
-// containers", K1-220..K1-223). Each object has one, Object.Memo, shared by
+// containers"; compat: memos). Each object has one, Object.Memo, shared by
 // all its handlers (changing, event, index) while the object exists and
 // dropped when it is deleted; a re-created object starts afresh. The
 // operator has one too, Operator.Memo (seeded with Options.Memo): every

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/clock"
@@ -31,7 +32,10 @@ type Options struct {
 	// Namespaces limits the operator to these namespaces (glob patterns
 	// allowed). Empty means cluster-wide.
 	Namespaces []string
-	// Standalone disables peering with other operators of the same name.
+	// Standalone is meant to disable peering with other operators of the
+	// same name, as Kopf's --standalone does. kopfgo has no peering yet
+	// (issue 12): every operator runs as if standalone, and this field does
+	// nothing (compat: peering-standalone).
 	Standalone bool
 	// RESTConfig is the cluster to connect to. Nil: the kubeconfig
 	// (KUBECONFIG, ~/.kube/config) or the in-cluster service account.
@@ -74,6 +78,9 @@ type Operator struct {
 	// logFilter is Settings.Logging.Filter for the loggers of a run,
 	// replaced when the startup handlers have changed it.
 	logFilter logging.FilterVar
+	// ultimate is the run's Process.UltimateExitingTimeout once the startup
+	// handlers have had their say (they may change it); nil before.
+	ultimate atomic.Pointer[time.Duration]
 }
 
 // New creates an operator. It starts nothing.
@@ -131,10 +138,13 @@ func (op *Operator) Run(ctx context.Context) error {
 		clk = clock.RealClock{}
 	}
 	env := handlers.ActivityEnv{Clock: clk, Memo: op.memo, Settings: &settings}
-	activity := func(ctx context.Context, kind handlers.ActivityKind) (map[string]any, error) {
+	runActivity := func(ctx context.Context, kind handlers.ActivityKind, hs []*handlers.ActivityHandler) (map[string]any, error) {
 		env.Logger = logging.Named(logger, "kopf.activities."+string(kind))
 		env.DefaultBackoff = settings.WithDefaults().Execution.DefaultBackoff
-		return handlers.RunActivity(ctx, kind, op.reg.Activities(kind), env)
+		return handlers.RunActivity(ctx, kind, hs, env)
+	}
+	activity := func(ctx context.Context, kind handlers.ActivityKind) (map[string]any, error) {
+		return runActivity(ctx, kind, op.reg.Activities(kind))
 	}
 
 	if _, err := activity(ctx, handlers.Startup); err != nil {
@@ -146,14 +156,16 @@ func (op *Operator) Run(ctx context.Context) error {
 	// The startup handlers have returned: nothing writes settings now.
 	op.logFilter.Set(settings.Logging.Filter)
 	settings = settings.WithDefaults()
+	op.ultimate.Store(&settings.Process.UltimateExitingTimeout)
+	defer op.ultimate.Store(nil)
 	defer func() {
 		if _, err := activity(context.WithoutCancel(ctx), handlers.Cleanup); err != nil {
 			logger.Error(fmt.Sprintf("Cleanup has failed: %v", err))
 		}
 	}()
 
-	cfg, err := op.credentials(ctx, logger, clk, func(ctx context.Context) (map[string]any, error) {
-		return activity(ctx, handlers.Login)
+	cfg, err := op.credentials(ctx, logger, clk, func(ctx context.Context, hs []*handlers.ActivityHandler) (map[string]any, error) {
+		return runActivity(ctx, handlers.Login, hs)
 	})
 	if err != nil {
 		if ctx.Err() != nil {
@@ -200,6 +212,17 @@ func (op *Operator) Run(ctx context.Context) error {
 	return err
 }
 
+// ultimateExitingTimeout is Process.UltimateExitingTimeout as the running
+// operator has it, a startup handler's change included (compat:
+// settings-process); before the startup handlers have finished, the one in
+// Options.
+func (op *Operator) ultimateExitingTimeout() time.Duration {
+	if d := op.ultimate.Load(); d != nil {
+		return *d
+	}
+	return op.opts.Settings.WithDefaults().Process.UltimateExitingTimeout
+}
+
 // logger is Options.Logger (or Kopf's default) under the operator's log
 // filter.
 func (op *Operator) logger() *slog.Logger {
@@ -211,15 +234,13 @@ func (op *Operator) logger() *slog.Logger {
 }
 
 // credentials returns the cluster connection: the login handlers' if there
-// are any (with re-authentication on 401), else the configured or found one.
-func (op *Operator) credentials(ctx context.Context, logger *slog.Logger, clk clock.WithTicker, login func(context.Context) (map[string]any, error)) (*rest.Config, error) {
-	if len(op.reg.Activities(handlers.Login)) == 0 {
-		if op.opts.RESTConfig != nil {
-			return op.opts.RESTConfig, nil
-		}
-		return kube.LoadConfig(op.opts.Kubeconfig, op.opts.Context)
-	}
+// are any (with re-authentication on 401), else the built-in login's.
+// login runs login handlers as the login activity.
+func (op *Operator) credentials(ctx context.Context, logger *slog.Logger, clk clock.WithTicker, login func(context.Context, []*handlers.ActivityHandler) (map[string]any, error)) (*rest.Config, error) {
 	authLog := logging.Named(logger, "kopf.activities.authentication")
+	if len(op.reg.Activities(handlers.Login)) == 0 {
+		return op.builtinLogin(ctx, authLog, login)
+	}
 	var vault *kube.Vault
 	vault = kube.NewVault(func(ctx context.Context) ([]*kube.ConnectionInfo, error) {
 		round := "Initial authentication"
@@ -227,7 +248,7 @@ func (op *Operator) credentials(ctx context.Context, logger *slog.Logger, clk cl
 			round = "Re-authentication"
 		}
 		authLog.Info(round + " has been initiated.")
-		results, err := login(ctx)
+		results, err := login(ctx, op.reg.Activities(handlers.Login))
 		var items []*kube.ConnectionInfo
 		var unusable []error
 		for id, v := range results {
@@ -261,6 +282,50 @@ func (op *Operator) credentials(ctx context.Context, logger *slog.Logger, clk cl
 	cfg := first.RESTConfig()
 	cfg.BearerToken, cfg.Username, cfg.Password = "", "", ""
 	cfg.WrapTransport = vault.Transport
+	return cfg, nil
+}
+
+// builtinLogin is the login of an operator without login handlers: the
+// REST config given in Options, else the kubeconfig or the pod's service
+// account. It runs as Kopf's fallback login activity runs, with its id and
+// lines ("Activity 'login_via_client' succeeded."), which Kopf's users and
+// its example suite count; unlike a login handler's credentials, the config
+// keeps what ConnectionInfo cannot hold (exec and auth-provider plugins),
+// which renew themselves.
+func (op *Operator) builtinLogin(ctx context.Context, authLog *slog.Logger, login func(context.Context, []*handlers.ActivityHandler) (map[string]any, error)) (*rest.Config, error) {
+	var cfg *rest.Config
+	var loadErr error
+	fallback := &handlers.ActivityHandler{
+		Handler: handlers.Handler{ID: "login_via_client", Errors: handlers.ErrorsIgnored},
+		Kind:    handlers.Login,
+		Call: func(ctx context.Context, a *handlers.Activity) (any, error) {
+			if op.opts.RESTConfig != nil {
+				cfg = op.opts.RESTConfig
+				a.Logger.Debug("Client is configured via the operator's REST config.")
+				return nil, nil
+			}
+			var source string
+			cfg, source, loadErr = kube.LoadConfigFrom(op.opts.Kubeconfig, op.opts.Context)
+			if loadErr != nil {
+				return nil, loadErr
+			}
+			a.Logger.Debug("Client is configured " + source + ".")
+			return nil, nil
+		},
+	}
+	authLog.Info("Initial authentication has been initiated.")
+	_, err := login(ctx, []*handlers.ActivityHandler{fallback})
+	switch {
+	case err != nil:
+		return nil, err
+	case cfg == nil:
+		authLog.Warn("Initial authentication has failed: no credentials were retrieved from the login handlers.")
+		if loadErr == nil {
+			loadErr = ctx.Err()
+		}
+		return nil, loadErr
+	}
+	authLog.Info("Initial authentication has finished.")
 	return cfg, nil
 }
 
@@ -316,12 +381,14 @@ func (r Registrar) Update(resource string, fn ChangeFunc, opts ...ChangeOption) 
 	})
 }
 
-// Field registers a handler for updates that change the field (a dotted
-// path such as "spec.field"), added and removed included; Value, OldValue
-// and NewValue filter the change further (K1-043, K1-155, K1-156). Old, New
-// and Diff are relative to the field. [diff] Following Kopf's manual, it
-// does not fire on creation (Kopf's code does when the field is set); for
-// that, register a creation handler with the Field option.
+// Field registers a handler for changes of the field (a dotted path such as
+// "spec.field"), added and removed included; Value, OldValue and NewValue
+// filter the change further (compat: handlers-field, filters-field-change, filters-old-new). Old, New and Diff are
+// relative to the field. As Kopf's code runs them, field handlers serve
+// every cause that changes the field: updates, the creation of an object
+// with the field set (reason create), a deletion after an unhandled change;
+// Settings.Handling.FieldHandlersOnUpdatesOnly keeps them to updates, as
+// Kopf's manual says.
 func (r Registrar) Field(resource, field string, fn ChangeFunc, opts ...ChangeOption) {
 	r.add(resource, causes.Update, field, true, fn, func(h *handlers.Handler) {
 		for _, o := range opts {

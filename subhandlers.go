@@ -15,7 +15,7 @@ var ErrSubhandlersPending = handlers.ErrSubhandlersPending
 var ErrNoParentHandler = handlers.ErrNoParentHandler
 
 // Execute runs sub-handlers of the current resource-changing handler (the
-// manual's "Sub-handlers" and "Idempotence", K1-044, K2-099). Each key is a
+// manual's "Sub-handlers" and "Idempotence"; compat: handlers-subhandlers). Each key is a
 // child's id, appended to the parent's: "create_fn/item1". Each child is a
 // handler of its own: its progress is stored on the object
 // (kopf.zalando.org/create_fn.item1), it is retried on errors, its result
@@ -48,13 +48,13 @@ func Execute(ctx context.Context, fns map[string]ChangeFunc) error {
 	return handlers.Execute(ctx, fns)
 }
 
-// Subhandler declares a sub-handler of the current resource-changing
-// handler, with the options of a handler: ID (required for closures, and
-// appended to the parent's id), Retries, Backoff, Timeout, Errors, Param,
-// and filters (OldValue and NewValue only under update and field handlers). The
-// declared children run after the parent returns without error, unless it
-// called Execute(ctx, nil) itself; the rules of Execute apply (K2-098).
-// A mistake in the declaration is returned at once.
+// Subhandler declares a sub-handler of the current resource-changing handler,
+// with the options of a handler: ID (required for closures, and appended to the
+// parent's id), Retries, Backoff, Timeout, Errors, Param, and filters (OldValue
+// and NewValue only under update and field handlers). The declared children run
+// after the parent returns without error, unless it called Execute(ctx, nil)
+// itself; the rules of Execute apply (compat: handlers-subhandlers). A mistake
+// in the declaration is returned at once.
 func Subhandler(ctx context.Context, fn ChangeFunc, opts ...ChangeOption) error {
 	return handlers.Register(ctx, fn, func(h *handlers.Handler) {
 		for _, o := range opts {

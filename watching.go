@@ -30,11 +30,12 @@ const (
 // EventOption configures an event handler: ID, Param and the filters.
 type EventOption interface{ applyEvent(*handlers.Handler) }
 
-// Event registers a handler for every watch event of the resource's
-// objects, the initial listing included (K1-033, K1-034). Nothing is stored
-// on the objects for it: no progress, no retries, no diff-base; it must be
-// idempotent, since it runs again for every object whenever the operator
-// starts. Filters that check a field check the object as the event has it.
+// Event registers a handler for every watch event of the resource's objects,
+// the initial listing included (compat: handlers-event, handlers-event-relist).
+// Nothing is stored on the objects for it: no progress, no retries, no
+// diff-base; it must be idempotent, since it runs again for every object
+// whenever the operator starts. Filters that check a field check the object as
+// the event has it.
 func (r Registrar) Event(resource string, fn EventFunc, opts ...EventOption) {
 	r.op.reg.AddEvent(handlers.EventRegistration{Resource: resource, Fn: fn, Configure: func(h *handlers.Handler) {
 		for _, o := range opts {

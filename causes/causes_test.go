@@ -35,7 +35,7 @@ func (f factors) String() string {
 }
 
 // input builds a real body and runs the real storage, so that the test
-// covers what the executor will do: Fetch, Build, Compute, Detect.
+// covers what the reactor does: Fetch, Build, Compute, Detect.
 func (f factors) input(t testing.TB) Input {
 	t.Helper()
 	meta := map[string]any{"name": "kex", "resourceVersion": "42"}
@@ -142,7 +142,7 @@ var groups = []struct {
 		return !f.gone && f.deletion != "set" && f.diffbase == "equal" && !f.initial
 	}},
 	// test_for_update: changed; in the initial listing too (resume
-	// handlers mix into the update cycle, K1-041).
+	// handlers mix into the update cycle; compat: handlers-resume).
 	{Update, func(f factors) bool {
 		return !f.gone && f.deletion != "set" && f.diffbase == "different"
 	}},
@@ -181,7 +181,7 @@ func TestDetectEmptyStoredEssenceIsNotCreation(t *testing.T) {
 }
 
 func TestDetectStatusOnlyChangeIsNoop(t *testing.T) {
-	// K2-042 AC: a status patch does not form a cause.
+	// (compat: persistence-essence): a status patch does not form a cause.
 	f := factors{deletion: "unset", finalizer: "own", diffbase: "equal"}
 	in := f.input(t)
 	in.Body["status"] = map[string]any{"x": "changed"}

@@ -1,6 +1,6 @@
 // Package causes turns "this object was modified" into what happened to it:
 // created, updated, deleted, resumed after a restart, or nothing worth
-// handling, with Kopf's rules and in Kopf's order (K1-035).
+// handling, with Kopf's rules and in Kopf's order (compat: handlers-causes).
 //
 // Watch events cannot say this themselves: an ADDED event may be a new object
 // or an old one seen again after a restart, and a MODIFIED event may be a spec
@@ -9,8 +9,9 @@
 // essence compared with the last handled one (package diffbase), so it is the
 // same in every process that looks at the same object.
 //
-// The package also holds the finalizer policy (K1-291, K2-032): when the
-// operator's finalizer is added or removed outside of deletion.
+// The package also reads and writes the operator's finalizer on an object;
+// when it is added or removed is decided by the reactor's plan
+// (internal/plan).
 //
 // Everything here is pure: no I/O, no clock, no logging.
 package causes

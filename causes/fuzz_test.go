@@ -30,15 +30,13 @@ func FuzzDetect(f *testing.F) {
 		}
 		essence := diffbase.NewAnnotationsStorage().Build(body, nil)
 		Detect(Input{Body: body, Finalizer: fin, New: essence, Diff: diffbase.Compute(nil, essence)})
-		switch FinalizerAction(body, fin, required) {
-		case Add:
-			var p patch.Patch
+		var p patch.Patch
+		if required {
 			AddFinalizer(body, &p, fin)
 			if !HasFinalizer(p.Apply(body), fin) {
 				t.Fatalf("added the finalizer to %s, but it is not there: %v", data, p.Map())
 			}
-		case Remove:
-			var p patch.Patch
+		} else {
 			RemoveFinalizer(body, &p, fin)
 			if HasFinalizer(p.Apply(body), fin) {
 				t.Fatalf("removed the finalizer from %s, but it is there: %v", data, p.Map())

@@ -119,7 +119,7 @@ func (d *daemon) initialDelay() bool {
 }
 
 // runDaemon invokes the daemon until it returns or fails for good, retrying
-// errors after their delays (K1-056): a daemon is a long-running handler,
+// errors after their delays (compat: daemons-errors): a daemon is a long-running handler,
 // and its retries are in memory only.
 func (d *daemon) runDaemon() {
 	var st attempts
@@ -132,7 +132,7 @@ func (d *daemon) runDaemon() {
 }
 
 // runTimer fires the timer on its schedule until it is stopped or fails
-// permanently (K1-070..K1-076). Invocations never overlap: the next one is
+// permanently (compat: timers). Invocations never overlap: the next one is
 // scheduled only after the previous one has returned.
 func (d *daemon) runTimer() {
 	sch := timers.Schedule{Interval: d.h.Interval, Idle: d.h.Idle, Sharp: d.h.Sharp}
@@ -151,7 +151,7 @@ func (d *daemon) runTimer() {
 			return
 		case !v.Done:
 			// Errors override the schedule: the retry comes after the
-			// error's delay, not the interval (K1-075).
+			// error's delay, not the interval (compat: timers-errors).
 			if !d.sleep(v.Delay) {
 				return
 			}
@@ -184,7 +184,7 @@ type attempts struct {
 }
 
 // attempt invokes the handler once, delivers its result and sends its patch
-// (K1-059, K1-060), and returns what the outcome means.
+// (compat: daemons-results, daemons-patch), and returns what the outcome means.
 func (d *daemon) attempt(st *attempts) handlers.Verdict {
 	h, log := d.h, d.set.obj.Logger
 	now := d.clock()
@@ -193,6 +193,7 @@ func (d *daemon) attempt(st *attempts) handlers.Verdict {
 	}
 	runtime := now.Sub(st.started)
 	title := h.Title()
+	log.Debug(title + " is invoked.") // as Kopf, before the checks of timeouts and retries
 	if v, expired := handlers.Expired(&h.Handler, title, st.retries, runtime); expired {
 		v.Log(log)
 		return v
@@ -287,10 +288,10 @@ func (d *daemon) backoff() time.Duration {
 }
 
 // watchStop runs Kopf's termination stages for a daemon asked to stop
-// (K1-053): a graceful CancellationBackoff with only the Stopped flag set,
+// (compat: daemons-stopping): a graceful CancellationBackoff with only the Stopped flag set,
 // then the ctx cancelled, then either CancellationTimeout and abandonment,
 // or polling for as long as it takes. At the operator's exit, polling ends
-// after Background.ExitTimeout with abandonment too (K1-054).
+// after Background.ExitTimeout with abandonment too (compat: daemons-exit).
 func (d *daemon) watchStop(reason error) {
 	var (
 		h, log  = d.h, d.set.obj.Logger

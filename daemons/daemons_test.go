@@ -161,10 +161,10 @@ type Spawning = handlers.Spawning
 
 func (r *rig) since() time.Duration { return r.clock.Now().Sub(t0) }
 
-// K1-056, K1-060: a TemporaryError restarts the daemon after its delay with
-// the next retry number, and each attempt's patch is applied; the daemon
-// then runs until it is stopped, sees the stop reason in its Stopped flag
-// and its ctx, and its exit wakes the object.
+// (compat: daemons-errors, daemons-patch): a TemporaryError restarts the daemon
+// after its delay with the next retry number, and each attempt's patch is
+// applied; the daemon then runs until it is stopped, sees the stop reason in
+// its Stopped flag and its ctx, and its exit wakes the object.
 func TestDaemonRestartsAfterTemporaryErrorsAndStopsOnRequest(t *testing.T) {
 	r := newRig(t, config.Background{})
 	var c calls
@@ -222,9 +222,9 @@ func TestDaemonRestartsAfterTemporaryErrorsAndStopsOnRequest(t *testing.T) {
 	}
 }
 
-// K1-056, K1-057, K1-059: a daemon that returns is done for good in this
-// process: its result goes to status, it is not spawned again, and the
-// object no longer needs the finalizer for it.
+// (compat: daemons-errors, daemons-finalizer, daemons-results): a daemon that
+// returns is done for good in this process: its result goes to status, it is
+// not spawned again, and the object no longer needs the finalizer for it.
 func TestDaemonThatReturnsIsNotRestarted(t *testing.T) {
 	r := newRig(t, config.Background{})
 	var c calls
@@ -307,10 +307,10 @@ func TestDaemonErrorsModes(t *testing.T) {
 	}
 }
 
-// K1-053: the stop stages. The Stopped flag is set at once; the ctx is
-// cancelled only after the CancellationBackoff; a daemon still running after
-// the CancellationTimeout is reported and abandoned: it no longer holds the
-// object, but it is not spawned again while its goroutine runs.
+// (compat: daemons-stopping): the stop stages. The Stopped flag is set at once;
+// the ctx is cancelled only after the CancellationBackoff; a daemon still
+// running after the CancellationTimeout is reported and abandoned: it no longer
+// holds the object, but it is not spawned again while its goroutine runs.
 func TestUncooperativeDaemonIsAbandonedAfterItsTimeout(t *testing.T) {
 	r := newRig(t, config.Background{})
 	release := make(chan struct{})
@@ -357,8 +357,9 @@ func TestUncooperativeDaemonIsAbandonedAfterItsTimeout(t *testing.T) {
 	r.until("the orphan's exit", func() bool { return r.wakeCount() == 2 })
 }
 
-// K1-053 stage 3b: without a CancellationTimeout, a daemon that does not
-// exit keeps holding its object, checked every CancellationPolling.
+// (compat: daemons-stopping) stage 3b: without a CancellationTimeout, a daemon
+// that does not exit keeps holding its object, checked every
+// CancellationPolling.
 func TestDaemonWithoutTimeoutIsPolled(t *testing.T) {
 	r := newRig(t, config.Background{CancellationPolling: 10 * time.Second})
 	release := make(chan struct{})
@@ -384,7 +385,7 @@ func TestDaemonWithoutTimeoutIsPolled(t *testing.T) {
 	r.until("the exit", func() bool { return !r.set.Holding() })
 }
 
-// K1-061: a daemon whose object stops matching is stopped with
+// (compat: daemons-filters): a daemon whose object stops matching is stopped with
 // ErrFiltersMismatch and, unlike one that returned on its own, is spawned
 // again when the object matches again.
 func TestFiltersMismatchStopsAndRematchRespawns(t *testing.T) {
@@ -414,8 +415,9 @@ func TestFiltersMismatchStopsAndRematchRespawns(t *testing.T) {
 	r.until("the exit", func() bool { return !r.set.Holding() })
 }
 
-// K1-058: Live gives the latest body while the invocation's Object stays as
-// it was when the invocation started; ApplyPatch sends the patch mid-run.
+// (compat: daemons-live): Live gives the latest body while the invocation's
+// Object stays as it was when the invocation started; ApplyPatch sends the
+// patch mid-run.
 func TestLiveViewAndPatchWhileRunning(t *testing.T) {
 	r := newRig(t, config.Background{})
 	seen := make(chan [2]any)
@@ -454,8 +456,8 @@ func patchOf(m map[string]any) *patch.Patch {
 	return p
 }
 
-// K1-055: the initial delay postpones the first invocation, and a stop
-// during it ends the daemon without any invocation.
+// (compat: daemons-initial-delay): the initial delay postpones the first
+// invocation, and a stop during it ends the daemon without any invocation.
 func TestInitialDelay(t *testing.T) {
 	r := newRig(t, config.Background{})
 	var c calls
@@ -488,9 +490,9 @@ func TestInitialDelay(t *testing.T) {
 	r.until("the exit", func() bool { return !r.set.Holding() })
 }
 
-// K1-070, K1-071: a regular timer sleeps the interval after each invocation
-// ends; a sharp one keeps the grid from the invocation's start. Handlers
-// "take" 0.3s by stepping the clock themselves.
+// (compat: timers-interval, timers-sharp): a regular timer sleeps the interval
+// after each invocation ends; a sharp one keeps the grid from the invocation's
+// start. Handlers "take" 0.3s by stepping the clock themselves.
 func TestTimerIntervalAndSharp(t *testing.T) {
 	for _, tc := range []struct {
 		sharp bool
@@ -524,9 +526,9 @@ func TestTimerIntervalAndSharp(t *testing.T) {
 	}
 }
 
-// K1-075: errors override the schedule and the retries count afresh after
-// a success: with interval 4s and backoff 1s, a timer failing while
-// retry < 3 runs at 0, 1, 2, 3 (retries 0..3) and then at 7 with retry 0.
+// (compat: timers-errors): errors override the schedule and the retries count
+// afresh after a success: with interval 4s and backoff 1s, a timer failing
+// while retry < 3 runs at 0, 1, 2, 3 (retries 0..3) and then at 7 with retry 0.
 func TestTimerErrorsOverrideTheSchedule(t *testing.T) {
 	r := newRig(t, config.Background{})
 	var c calls
@@ -552,7 +554,7 @@ func TestTimerErrorsOverrideTheSchedule(t *testing.T) {
 	r.until("the exit", func() bool { return !r.set.Holding() })
 }
 
-// The manual (K1-075): a permanent error stops a timer for good.
+// The manual (compat: timers-errors): a permanent error stops a timer for good.
 func TestTimerStopsForGoodOnPermanentError(t *testing.T) {
 	r := newRig(t, config.Background{})
 	var c calls
@@ -568,9 +570,9 @@ func TestTimerStopsForGoodOnPermanentError(t *testing.T) {
 	}
 }
 
-// K1-072, K1-074: an idle timer fires only after the object has been
-// unchanged for the idle time, each change postponing it; then it repeats
-// on its interval while nothing changes.
+// (compat: timers-idle, timers-combined): an idle timer fires only after the
+// object has been unchanged for the idle time, each change postponing it; then
+// it repeats on its interval while nothing changes.
 func TestTimerIdle(t *testing.T) {
 	r := newRig(t, config.Background{})
 	var c calls
@@ -618,8 +620,8 @@ func TestIdleOnlyTimerFiresOncePerQuietPeriod(t *testing.T) {
 	r.until("the exit", func() bool { return !r.set.Holding() })
 }
 
-// K1-076: a timer never overlaps itself, even when its handler takes longer
-// than the interval.
+// (compat: timers-overlap): a timer never overlaps itself, even when its
+// handler takes longer than the interval.
 func TestTimerNeverOverlapsItself(t *testing.T) {
 	r := newRig(t, config.Background{})
 	var c calls
@@ -656,9 +658,9 @@ func TestTimerNeverOverlapsItself(t *testing.T) {
 	}
 }
 
-// K1-054: the operator's exit stops every daemon with ErrOperatorExiting; a
-// cooperative one exits at once and Shutdown returns without the clock
-// moving.
+// (compat: daemons-exit): the operator's exit stops every daemon with
+// ErrOperatorExiting; a cooperative one exits at once and Shutdown returns
+// without the clock moving.
 func TestShutdownStopsCooperativeDaemonsAtOnce(t *testing.T) {
 	r := newRig(t, config.Background{})
 	var c calls
@@ -684,7 +686,7 @@ func TestShutdownStopsCooperativeDaemonsAtOnce(t *testing.T) {
 	}
 }
 
-// K1-054: daemons that ignore the stop do not hang the exit: one with a
+// (compat: daemons-exit): daemons that ignore the stop do not hang the exit: one with a
 // CancellationTimeout is abandoned after it, one without after
 // Background.ExitTimeout; Shutdown returns then, and no daemon is spawned
 // after it has begun.

@@ -1,8 +1,8 @@
 // Package daemons runs daemons and timers: one goroutine per object and
 // handler, started when the object appears or the operator starts, and
 // stopped when the object is deleted, stops matching the handler's filters,
-// or the operator exits (Kopf's chapters "Daemons" and "Timers", K1-050..
-// K1-079).
+// or the operator exits (Kopf's chapters "Daemons" and "Timers";
+// compat: daemons, timers).
 //
 // It exists apart from the reactor because a daemon's life is not a
 // handling cycle: it outlasts many passes over its object, sees the object's
@@ -14,7 +14,7 @@
 // daemon exits, so that the finalizer goes as soon as nothing needs it.
 //
 // Go cannot kill a goroutine, so stopping is cooperative, in Kopf's three
-// stages (K1-053): the daemon's Stopped flag is set at once; its ctx is
+// stages (compat: daemons-stopping): the daemon's Stopped flag is set at once; its ctx is
 // cancelled (with the stop reason as context.Cause) after its
 // CancellationBackoff; and a daemon still running CancellationTimeout later
 // is reported, left orphaned, and no longer holds its object. A daemon

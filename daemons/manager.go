@@ -87,7 +87,7 @@ func (m *Manager) Running() int {
 
 // Shutdown stops every daemon and timer with ErrOperatorExiting, in
 // parallel and each with its own stages, and returns once each has exited or
-// been abandoned (K1-054). No daemon is spawned after it has begun.
+// been abandoned (compat: daemons-exit). No daemon is spawned after it has begun.
 func (m *Manager) Shutdown() {
 	m.mu.Lock()
 	if !m.exiting {
@@ -125,9 +125,10 @@ func (m *Manager) untrack(d *daemon) {
 	delete(m.live, d)
 }
 
-// awaitInstantExit gives daemons that were just asked to stop a moment to
-// exit, so that a prompt daemon releases its object in the same pass
-// (K2-052): up to InstantExitTimeout, or a few scheduler yields without one.
+// awaitInstantExit gives daemons that were just asked to stop a moment to exit,
+// so that a prompt daemon releases its object in the same pass (compat:
+// settings-background): up to InstantExitTimeout, or a few scheduler yields
+// without one.
 func (m *Manager) awaitInstantExit(ds []*daemon) {
 	if len(ds) == 0 {
 		return

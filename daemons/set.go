@@ -19,17 +19,17 @@ type Set struct {
 	mu sync.Mutex
 	// running holds every daemon whose goroutine has not returned, stopping
 	// and abandoned ones included: a handler is never spawned twice for one
-	// object at a time (K1-061).
+	// object at a time (compat: daemons-filters).
 	running map[string]*daemon
 	// forever holds the handlers that exited on their own (returned, or
-	// failed permanently): not spawned again in this process (K1-056).
+	// failed permanently): not spawned again in this process (compat: daemons-errors).
 	forever map[string]bool
 }
 
-// Sync spawns the matching handlers that are neither running nor done for
-// good, and asks the running ones that no longer match to stop with
-// ErrFiltersMismatch (K1-050, K1-061). It is called on every pass over an
-// object that is not being deleted.
+// Sync spawns the matching handlers that are neither running nor done for good,
+// and asks the running ones that no longer match to stop with
+// ErrFiltersMismatch (compat: daemons-spawn, daemons-filters). It is called on
+// every pass over an object that is not being deleted.
 func (s *Set) Sync(matching []*handlers.Spawning) {
 	s.mu.Lock()
 	want := make(map[string]bool, len(matching))
@@ -77,7 +77,7 @@ func (s *Set) stopAll(reason error) []*daemon {
 
 // Holding reports whether a daemon or timer still holds the object: it runs
 // and has not been abandoned. A deleted object keeps its finalizer until
-// nothing holds it (K1-057).
+// nothing holds it (compat: daemons-finalizer).
 func (s *Set) Holding() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -91,7 +91,7 @@ func (s *Set) Holding() bool {
 
 // Requires reports whether the object needs the finalizer for its daemons
 // and timers: one of the matching handlers may still run (it has not exited
-// for good), or one still holds the object (K1-291).
+// for good), or one still holds the object (compat: persistence-finalizer).
 func (s *Set) Requires(matching []*handlers.Spawning) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -109,7 +109,7 @@ func (s *Set) Requires(matching []*handlers.Spawning) bool {
 }
 
 // Changed records an essential change of the object at now: idle timers
-// start their idle time again (K1-072).
+// start their idle time again (compat: timers-idle).
 func (s *Set) Changed(now time.Time) { s.changes.Reset(now) }
 
 // exited forgets a daemon whose goroutine has returned; one that returned on

@@ -30,7 +30,7 @@ type Item struct {
 	New  any
 }
 
-// Diff is a list of changes in Kopf's order (K1-294).
+// Diff is a list of changes in Kopf's order (compat: persistence-diff).
 type Diff []Item
 
 // MarshalJSON writes the item as Kopf's 4-tuple, ["change",["spec","x"],1,2],
@@ -164,11 +164,11 @@ func appendMapDiff(d Diff, path []string, a, b map[string]any) Diff {
 	return d
 }
 
-// Reduce narrows the diff to the field at path, for field handlers (K1-043):
-// changes at or under the field keep their path relative to it; a change of
-// an ancestor (the whole spec added, say) is diffed again between the
-// ancestor's old and new values at the field; unrelated changes are dropped.
-// An empty path returns the diff as it is.
+// Reduce narrows the diff to the field at path, for field handlers (compat:
+// handlers-field): changes at or under the field keep their path relative to
+// it; a change of an ancestor (the whole spec added, say) is diffed again
+// between the ancestor's old and new values at the field; unrelated changes are
+// dropped. An empty path returns the diff as it is.
 func (d Diff) Reduce(path []string) Diff {
 	if len(path) == 0 {
 		return d

@@ -41,15 +41,15 @@ func TestCompute(t *testing.T) {
 			`[["add",[],null,{"spec":{"a":1}}]]`},
 		{"removal of everything is one root remove", `{"spec":{"a":1}}`, "",
 			`[["remove",[],{"spec":{"a":1}},null]]`},
-		// K1-294 AC: lists are atomic.
+		// (compat: persistence-diff): lists are atomic.
 		{"list grows: one change", `{"spec":{"items":[1,2]}}`, `{"spec":{"items":[1,2,3]}}`,
 			`[["change",["spec","items"],[1,2],[1,2,3]]]`},
 		{"list of maps is atomic too", `{"spec":{"l":[{"a":1}]}}`, `{"spec":{"l":[{"a":2}]}}`,
 			`[["change",["spec","l"],[{"a":1}],[{"a":2}]]]`},
-		// K1-104 AC.
+		// (compat: persistence-diff).
 		{"label removed", `{"metadata":{"labels":{"l1":"a","l3":"v"}}}`, `{"metadata":{"labels":{"l1":"a"}}}`,
 			`[["remove",["metadata","labels","l3"],"v",null]]`},
-		// K1-037 AC.
+		// (compat: handlers-update).
 		{"scalar changed", `{"spec":{"size":"1G"}}`, `{"spec":{"size":"2G"}}`,
 			`[["change",["spec","size"],"1G","2G"]]`},
 		{"subtree added whole, not recursed", `{"spec":{}}`, `{"spec":{"sub":{"a":1,"b":2}}}`,
@@ -135,7 +135,7 @@ func TestReduce(t *testing.T) {
 		path []string
 		want string
 	}{
-		// K1-043 AC: relative to the field.
+		// (compat: handlers-field): relative to the field.
 		{"label added, field on labels",
 			`[["add",["metadata","labels","app"],null,"x"]]`, []string{"metadata", "labels"},
 			`[["add",["app"],null,"x"]]`},
@@ -174,7 +174,7 @@ func TestReduce(t *testing.T) {
 		{"ancestor list replaced by a map",
 			`[["change",["spec","a"],[1],{"b":1,"c":2}]]`, []string{"spec", "a", "b"},
 			`[["add",[],null,1]]`},
-		{"K1-038: status.phase watched",
+		{"(compat: handlers-field-essence): status.phase watched",
 			`[["change",["status","phase"],"Pending","Running"]]`, []string{"status", "phase"},
 			`[["change",[],"Pending","Running"]]`},
 	}

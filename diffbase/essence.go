@@ -61,8 +61,9 @@ func buildEssence(body map[string]any, extraFields, ignoredFields [][]string) ma
 	return essence
 }
 
-// addExtraFields copies the fields that field handlers watch (K1-038) from
-// the body, wherever they are, status and metadata included.
+// addExtraFields copies the fields that field handlers watch (compat:
+// handlers-field-essence) from the body, wherever they are, status and metadata
+// included.
 //
 // Kopf copies them verbatim, so a field handler on metadata.annotations (or
 // on metadata) brings every operator's state annotations back into the
@@ -105,10 +106,10 @@ func addExtraFields(essence, body map[string]any, extraFields [][]string) {
 
 // filterAnnotations copies the annotations that belong in an essence: not
 // kubectl's last-applied copy, and nothing under the prefix of a Kopf-style
-// operator (Kopf's own, its subdomains, and any prefix carrying a
-// kopf-managed marker), so that two operators on one object never take each
-// other's state for a change (K2-040). keep, when given, rescues keys that a
-// field handler watches explicitly.
+// operator (Kopf's own, its subdomains, and any prefix carrying a kopf-managed
+// marker), so that two operators on one object never take each other's state
+// for a change (compat: persistence-marker). keep, when given, rescues keys
+// that a field handler watches explicitly.
 func filterAnnotations(ann map[string]any, keep func(string) bool) map[string]any {
 	managed := conventions.ManagedPrefixes(ann)
 	out := make(map[string]any, len(ann))

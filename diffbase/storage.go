@@ -43,7 +43,7 @@ const (
 func Default() Storage { return NewAnnotationsStorage() }
 
 // AnnotationsStorage keeps the essence in an annotation as compact JSON plus
-// a trailing newline, Kopf's default (K2-041).
+// a trailing newline, Kopf's default (compat: persistence-diffbase).
 //
 // The zero value is usable: an empty Prefix means "kopf.zalando.org" and an
 // empty Key "last-handled-configuration". V1 cannot default to Kopf's true
@@ -139,7 +139,7 @@ func (s AnnotationsStorage) Fetch(body map[string]any) (map[string]any, error) {
 
 // Store writes the essence under every key whose value differs, and the
 // kopf-managed marker for prefixes that need one, so that other Kopf-style
-// operators ignore this state (K2-040).
+// operators ignore this state (compat: persistence-marker).
 func (s AnnotationsStorage) Store(body map[string]any, p *patch.Patch, essence map[string]any) {
 	encoded := mustEncode(essence)
 	value := string(encoded)
@@ -158,14 +158,14 @@ func (s AnnotationsStorage) Store(body map[string]any, p *patch.Patch, essence m
 }
 
 // StatusStorage keeps the essence in a status field, as a JSON string so that
-// merge patches replace it whole instead of merging old and new keys
-// (K2-043). Unlike the annotation, the string has no trailing newline, as in
-// Kopf.
+// merge patches replace it whole instead of merging old and new keys (compat:
+// persistence-diffbase-storages). Unlike the annotation, the string has no
+// trailing newline, as in Kopf.
 //
 // The zero value is usable: Name defaults to "kopf" and Field to
 // "status.{name}.last-handled-configuration", where {name} is replaced by
 // Name. Beware that a CRD without x-kubernetes-preserve-unknown-fields prunes
-// the field silently (K2-045).
+// the field silently (compat: persistence-pruning).
 type StatusStorage struct {
 	Name          string
 	Field         string
@@ -223,9 +223,10 @@ func (s StatusStorage) Store(body map[string]any, p *patch.Patch, essence map[st
 	p.Set(path, string(encoded))
 }
 
-// MultiStorage moves objects from one storage to another (K2-044): it writes
-// to every storage and reads from the first that has an essence, so that
-// objects handled under the old storage are not taken for new ones.
+// MultiStorage moves objects from one storage to another (compat:
+// persistence-diffbase-storages): it writes to every storage and reads from the
+// first that has an essence, so that objects handled under the old storage are
+// not taken for new ones.
 type MultiStorage struct {
 	Storages []Storage
 }

@@ -269,7 +269,8 @@ func TestStatusStorageBuildDropsItsOwnField(t *testing.T) {
 	}
 }
 
-// K2-041 AC: the annotation is the essence as compact JSON plus "\n".
+// (compat: persistence-diffbase): the annotation is the essence as compact JSON
+// plus "\n".
 func TestAnnotationsStoreFormat(t *testing.T) {
 	body := obj(t, `{"apiVersion":"kopf.dev/v1","kind":"KopfExample","metadata":{"name":"n","labels":{"a":"b"}},"spec":{"field":"x"}}`)
 	st := Default()
@@ -432,7 +433,7 @@ func TestStatusStoreFormat(t *testing.T) {
 	if got, want := p.Map()["status"], any(map[string]any{"diff-base": `{"spec":{"a":1}}`}); !reflect.DeepEqual(got, want) {
 		t.Errorf("got %#v, want %#v", got, want)
 	}
-	// No annotation is written (K2-043 AC).
+	// No annotation is written (compat: persistence-diffbase-storages).
 	if p.Has("metadata") {
 		t.Errorf("status storage wrote metadata: %v", p.Map())
 	}
@@ -553,8 +554,8 @@ func TestMultiStorage(t *testing.T) {
 	annotations := NewAnnotationsStorage()
 	multi := MultiStorage{Storages: []Storage{status, annotations}}
 
-	// K2-044 AC: an object handled under the default storage is not new
-	// for the transitional multi storage.
+	// (compat: persistence-diffbase-storages): an object handled under the
+	// default storage is not new for the transitional multi storage.
 	body := obj(t, `{"metadata":{"labels":{"a":"b"},"annotations":{"kopf.zalando.org/last-handled-configuration":"{\"spec\":{\"v\":\"old\"}}\n"}},"spec":{"v":"new"}}`)
 	got, err := multi.Fetch(body)
 	if err != nil {

@@ -11,8 +11,9 @@ import (
 	"github.com/kopfgo/kopfgo/e2e/cluster"
 )
 
-// K2-008, K2-010, K2-011: credentials come from login handlers; a 401 drops
-// them and the login handlers run again.
+// (compat: activities-login, activities-login-retries, activities-reauth):
+// credentials come from login handlers; a 401 drops them and the login handlers
+// run again.
 func TestLoginHandlersAndReauthenticationOn401(t *testing.T) {
 	ns := namespace(t)
 	var logins atomic.Int32

@@ -134,7 +134,7 @@ func (j *journal) exit(name string, cause error) {
 	})
 }
 
-// K1-050, K1-052, K1-057, K1-058, K1-059, K1-060: daemons start for the
+// (compat: daemons-spawn, daemons-stopped, daemons-finalizer, daemons-live, daemons-results, daemons-patch): daemons start for the
 // objects found at startup and for new ones; they see the live object and
 // patch it while they run; deleting an object stops its daemon with
 // ErrResourceDeleted, and the object goes only after the daemon has exited.
@@ -205,7 +205,7 @@ func TestDaemonsAccompanyObjectsUntilDeleted(t *testing.T) {
 	}
 }
 
-// K1-053, K1-054: a daemon that ignores its stop is reported after its
+// (compat: daemons-stopping, daemons-exit): a daemon that ignores its stop is reported after its
 // CancellationTimeout and its object is released; at the operator's exit,
 // one without a timeout is reported after Background.ExitTimeout, and Run
 // returns: an uncooperative daemon never hangs the shutdown.
@@ -259,7 +259,7 @@ func TestUncooperativeDaemonsAreReportedAndReleased(t *testing.T) {
 	}
 }
 
-// K1-070: a timer with Interval(1s) fires about once per second for each of
+// (compat: timers-interval): a timer with Interval(1s) fires about once per second for each of
 // 20 objects. Counted over a window the test measures, in a wide band.
 func TestTimerFiresAboutOncePerSecondPerObject(t *testing.T) {
 	const objects = 20
@@ -307,7 +307,7 @@ func TestTimerFiresAboutOncePerSecondPerObject(t *testing.T) {
 	t.Logf("%d timers fired %d times in %.1fs", objects, 5*objects, window)
 }
 
-// K1-072, K1-077: an idle timer does not fire while the object keeps
+// (compat: timers-idle, timers-results): an idle timer does not fire while the object keeps
 // changing, then fires on its interval; its own status results do not count
 // as changes (or it would fire only once).
 func TestIdleTimerWaitsForTheObjectToSettle(t *testing.T) {
@@ -342,7 +342,7 @@ func TestIdleTimerWaitsForTheObjectToSettle(t *testing.T) {
 	})
 }
 
-// K1-056, K1-057, K1-059: a TemporaryError restarts a daemon after its
+// (compat: daemons-errors, daemons-finalizer, daemons-results): a TemporaryError restarts a daemon after its
 // delay with the next retry; a daemon that returns delivers its result, is
 // not restarted, and no longer needs the finalizer, which goes without any
 // deletion; an operator restart runs it again.
@@ -356,7 +356,11 @@ func TestDaemonRestartsOnTemporaryErrorsAndEndsWhenItReturns(t *testing.T) {
 		}
 		return map[string]any{"finished": true}, nil
 	}
-	register := func(op *kopfgo.Operator) { op.Daemon("kopfexamples", retrying, kopfgo.ID("retrying")) }
+	var cu caughtUp
+	register := func(op *kopfgo.Operator) {
+		op.Daemon("kopfexamples", retrying, kopfgo.ID("retrying"))
+		cu.register(op)
+	}
 	op := startOperator(t, ns, kopfgo.Settings{}, register)
 	createKex(t, ns, kexNamed(t, "r"))
 	got := waitKex(t, ns, "r", "the result and no finalizer", func(u *unstructured.Unstructured) bool {
@@ -372,8 +376,12 @@ func TestDaemonRestartsOnTemporaryErrorsAndEndsWhenItReturns(t *testing.T) {
 	if op.log.Count("Removing the finalizer, as there are no handlers requiring it.") != 1 {
 		t.Error("the finalizer was not removed as no longer required")
 	}
+	// A daemon spawned again would need the finalizer again.
 	patchKex(t, ns, "r", `{"spec":{"field":"again"}}`)
-	settle()
+	cu.wait(t, ns, "r")
+	if fin := getKex(t, ns, "r").GetFinalizers(); len(fin) != 0 {
+		t.Errorf("finalizers = %v after a change: a returned daemon is not restarted", fin)
+	}
 	if n := len(j.get("r").retries); n != 4 {
 		t.Errorf("%d invocations after a change, want 4: a returned daemon is not restarted", n)
 	}
@@ -385,7 +393,7 @@ func TestDaemonRestartsOnTemporaryErrorsAndEndsWhenItReturns(t *testing.T) {
 	op2.log.WaitFor(t, "Daemon 'retrying' succeeded.", 1)
 }
 
-// K1-075, K1-056: errors in timers override the schedule and the retries
+// (compat: timers-errors, daemons-errors): errors in timers override the schedule and the retries
 // count afresh after a success; permanent and ignored errors end timers and
 // daemons for good, per the errors mode.
 func TestTimerAndDaemonErrorsModes(t *testing.T) {
@@ -418,7 +426,10 @@ func TestTimerAndDaemonErrorsModes(t *testing.T) {
 	if got := fmt.Sprint(j.get("flaky").retries[:5]); got != "[0 1 2 3 0]" {
 		t.Errorf("the flaky timer's retries = %s, want [0 1 2 3 0]", got)
 	}
-	settle()
+	// Both have ended for good: their goroutines are gone, so their counts
+	// are final.
+	op.log.WaitFor(t, "Timer 'doomed' has exited on its own", 1)
+	op.log.WaitFor(t, "Daemon 'ignored' has exited on its own", 1)
 	if calls("doomed") != 1 || calls("ignored") != 1 {
 		t.Errorf("doomed ran %d times, ignored %d; want once each", calls("doomed"), calls("ignored"))
 	}
@@ -434,8 +445,8 @@ func TestTimerAndDaemonErrorsModes(t *testing.T) {
 	}
 }
 
-// Restarting the operator restarts the daemons (K1-050); no daemon ever
-// runs twice at once for one object, whatever the events (K1-061).
+// Restarting the operator restarts the daemons (compat: daemons-spawn); no daemon ever
+// runs twice at once for one object, whatever the events (compat: daemons-filters).
 func TestRestartRestartsDaemonsAndNeverTwiceAtOnce(t *testing.T) {
 	ns := namespace(t)
 	var j journal
@@ -446,7 +457,11 @@ func TestRestartRestartsDaemonsAndNeverTwiceAtOnce(t *testing.T) {
 		j.exit(d.Name, context.Cause(ctx))
 		return nil, nil
 	}
-	register := func(op *kopfgo.Operator) { op.Daemon("kopfexamples", monitor, kopfgo.ID("monitor")) }
+	var cu caughtUp
+	register := func(op *kopfgo.Operator) {
+		op.Daemon("kopfexamples", monitor, kopfgo.ID("monitor"))
+		cu.register(op)
+	}
 	names := []string{"x-1", "x-2", "x-3"}
 	for _, n := range names {
 		createKex(t, ns, kexNamed(t, n))
@@ -461,7 +476,9 @@ func TestRestartRestartsDaemonsAndNeverTwiceAtOnce(t *testing.T) {
 			patchKex(t, ns, n, fmt.Sprintf(`{"status":{"round":%d}}`, i), "status")
 		}
 	}
-	settle()
+	for _, n := range names {
+		cu.wait(t, ns, n) // every event handled: a second daemon would have started by now
+	}
 	op.stop(t)
 	for _, n := range names {
 		e := j.get(n)

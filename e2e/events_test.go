@@ -96,9 +96,10 @@ func summary(evs []corev1.Event) []string {
 	return out
 }
 
-// K2-072..K2-075, K1-292: events about the handled object, a typed child
-// (K2-074) and a cluster-scoped object, in Kopf's shape, with long messages
-// cut; no events from log messages by default (K2-023).
+// (compat: events-post, events-shortcuts, events-targets, events-shape): events
+// about the handled object, a typed child (compat: events-targets) and a
+// cluster-scoped object, in Kopf's shape, with long messages cut; no events
+// from log messages by default (compat: events-loggers).
 func TestEventsArePostedAboutObjects(t *testing.T) {
 	ns := namespace(t)
 	long := strings.Repeat("0123456789", 500)
@@ -203,8 +204,8 @@ func TestEventsArePostedAboutObjects(t *testing.T) {
 	}
 }
 
-// K2-022: posting disabled posts nothing, explicit calls included; with the
-// level at WARNING, Info is dropped and Warn posted.
+// (compat: events-gates): posting disabled posts nothing, explicit calls
+// included; with the level at WARNING, Info is dropped and Warn posted.
 func TestEventPostingSettings(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
@@ -271,8 +272,8 @@ func restricted(t *testing.T, ns string, rules []rbacv1.PolicyRule) *rest.Config
 	return cfg
 }
 
-// K2-077: an operator not allowed to create events still handles objects;
-// the failed posts are warnings.
+// (compat: events-background): an operator not allowed to create events still
+// handles objects; the failed posts are warnings.
 func TestFailedEventPostsDoNotFailHandlers(t *testing.T) {
 	ns := namespace(t)
 	cfg := restricted(t, ns, []rbacv1.PolicyRule{
@@ -309,9 +310,10 @@ func unstructuredBool(obj map[string]any, path ...string) (bool, bool, error) {
 	return b, ok, nil
 }
 
-// K2-023, K2-076: with settings.posting.loggers, the object loggers' messages
-// become events with reason Logging; an operator that also handles v1
-// events (and logs about them) never posts events about events.
+// (compat: events-loggers, events-not-about-events): with
+// settings.posting.loggers, the object loggers' messages become events with
+// reason Logging; an operator that also handles v1 events (and logs about them)
+// never posts events about events.
 func TestLogMessagesArePostedAsEventsButNotAboutEvents(t *testing.T) {
 	ns := namespace(t)
 	var s kopfgo.Settings

@@ -13,7 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// K2-072, K2-073, K1-292: Kopf's 04-events example posts four events.
+// (compat: events-post, events-shortcuts): Kopf's 04-events example posts four events.
 func TestExample04Events(t *testing.T) {
 	ns := namespace(t)
 	op := runOperator(t, "./examples/04-events", ns)

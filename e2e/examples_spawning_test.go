@@ -18,7 +18,7 @@ func TestExample14Daemons(t *testing.T) {
 	obj := createKex(t, ns, objYAML(t))
 	name := obj.GetName()
 
-	// Three failures each, a second apart, then the pings (K1-056).
+	// Three failures each, a second apart, then the pings (compat: daemons-errors).
 	waitLog(t, op, "=> Ping from a sync daemon: field=\"value\", retry=3", 1)
 	waitLog(t, op, "=> Ping from an async daemon: field=\"value\"", 1)
 	assertCount(t, op, "Daemon 'background_sync' failed temporarily: Simulated failure.", 3)
@@ -31,7 +31,7 @@ func TestExample14Daemons(t *testing.T) {
 		t.Errorf("finalizers = %v, want Kopf's finalizer while the daemons run", fin)
 	}
 
-	// The daemons read the live object (K1-058).
+	// The daemons read the live object (compat: daemons-live).
 	patchKex(t, ns, name, `{"spec":{"field":"other"}}`)
 	waitLog(t, op, "=> Ping from a sync daemon: field=\"other\", retry=3", 1)
 	waitLog(t, op, "=> Ping from an async daemon: field=\"other\"", 1)

@@ -18,10 +18,11 @@ import (
 	"github.com/kopfgo/kopfgo"
 )
 
-// K2-084, K2-082, K2-080: children adopted in a handler, one typed
-// (strict, forced, nested) and one a plain body (the defaults), are created
-// by the API with the owner reference, the parent's namespace and labels
-// (on both levels) and a name after the parent.
+// (compat: hierarchies-adopt, hierarchies-naming,
+// hierarchies-owner-references): children adopted in a handler, one typed
+// (strict, forced, nested) and one a plain body (the defaults), are created by
+// the API with the owner reference, the parent's namespace and labels (on both
+// levels) and a name after the parent.
 func TestAdoptedChildrenAreCreatedAsChildren(t *testing.T) {
 	ns := namespace(t)
 	log, _ := operatorWith(t, ns, kopfgo.Options{}, func(op *kopfgo.Operator) {

@@ -38,13 +38,14 @@ func podsByParent(ctx context.Context, o *kopfgo.Object) (map[string]string, err
 }
 
 // TestIndexIsCompleteBeforeTheFirstHandler: with 50 pods of one parent
-// existing, the parent's creation handler, the first handler the operator
-// runs, sees all 50 in the index (K1-239); so does the next parent's, and
-// the index shrinks as pods go (K1-235), keys disappearing with their last
-// pod (K1-232). Pods without the label are not indexed (filters apply).
-// The operator runs one handler at a time (MaxWorkers=1): indexing takes no
-// worker and no slot of that limit, so the limit cannot deadlock the
-// startup as Kopf's worker limit can (K1-241).
+// existing, the parent's creation handler, the first handler the operator runs,
+// sees all 50 in the index (compat: indices-complete); so does the next
+// parent's, and the index shrinks as pods go (compat: indices-removal), keys
+// disappearing with their last pod (compat: indices-structure). Pods without
+// the label are not indexed (filters apply). The operator runs one handler at a
+// time (MaxWorkers=1): indexing takes no worker and no slot of that limit, so
+// the limit cannot deadlock the startup as Kopf's worker limit can (compat:
+// indices-worker-limit).
 func TestIndexIsCompleteBeforeTheFirstHandler(t *testing.T) {
 	ns := namespace(t)
 	for i := range 50 {
@@ -99,10 +100,10 @@ func TestIndexIsCompleteBeforeTheFirstHandler(t *testing.T) {
 }
 
 // TestMemosPerObjectAndOperator: an object's memo lives while the object
-// does and starts afresh for a re-created object (K1-220); every object's
+// does and starts afresh for a re-created object (compat: memos-object); every object's
 // memo starts from the operator's, sharing its values: a queue that a
 // startup handler puts there gets the pushes of both objects' handlers
-// (K1-221).
+// (compat: memos-operator).
 func TestMemosPerObjectAndOperator(t *testing.T) {
 	ns := namespace(t)
 	type queue struct {

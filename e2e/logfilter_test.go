@@ -12,7 +12,7 @@ import (
 	"github.com/kopfgo/kopfgo"
 )
 
-// K2-016: a startup handler silences kopf.activities.authentication; a
+// (compat: logging-names): a startup handler silences kopf.activities.authentication; a
 // forced re-authentication then logs nothing under it, while the other
 // loggers, kopf.activities.login among them, still write.
 func TestStartupHandlerSilencesAuthenticationLogger(t *testing.T) {
@@ -44,9 +44,9 @@ func TestStartupHandlerSilencesAuthenticationLogger(t *testing.T) {
 	}
 }
 
-// K2-053: with posting of loggers on, a filter on kopf.objects that drops
-// messages containing "secret" keeps them out of the log and out of the
-// posted events; other messages still go to both.
+// (compat: logging-filters): with posting of loggers on, a filter on
+// kopf.objects that drops messages containing "secret" keeps them out of the
+// log and out of the posted events; other messages still go to both.
 func TestLogFilterAppliesToLogAndEvents(t *testing.T) {
 	ns := namespace(t)
 	var s kopfgo.Settings

@@ -12,7 +12,7 @@ import (
 
 // Killing the operator (SIGKILL) between retries loses nothing: after a
 // restart, the finished handler does not run again and the retried one
-// continues from its persisted retry count and start time (K1-199).
+// continues from its persisted retry count and start time (compat: persistence-restarts).
 func TestKillBetweenRetriesResumesFromPersistedProgress(t *testing.T) {
 	ns := namespace(t)
 	op := runOperator(t, "./e2e/operators/retrying", ns)

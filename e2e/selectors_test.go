@@ -8,8 +8,9 @@ import (
 	"github.com/kopfgo/kopfgo"
 )
 
-// K1-130, K1-131, K1-032: the selector forms name the same resource, and one
-// function registered through several of them runs once per change.
+// (compat: resources-selectors, handlers-dedup): the selector forms name the
+// same resource, and one function registered through several of them runs once
+// per change.
 func TestSelectorFormsServeTheSameResourceOnce(t *testing.T) {
 	ns := namespace(t)
 	var viaForms, byKind countingCreate

@@ -18,7 +18,7 @@ import (
 // TestSubhandlerRetriesAloneAndTheParentResultIsDeliveredOnce: a
 // sub-handler that fails until its third try does not make its succeeded
 // siblings run again, and the parent's result is stored once, when all its
-// children are done (K1-044, K2-098, K2-099).
+// children are done (compat: handlers-subhandlers).
 func TestSubhandlerRetriesAloneAndTheParentResultIsDeliveredOnce(t *testing.T) {
 	ns := namespace(t)
 	var (
@@ -41,7 +41,9 @@ func TestSubhandlerRetriesAloneAndTheParentResultIsDeliveredOnce(t *testing.T) {
 		}
 	}
 	var midCycle []string
+	var cu caughtUp
 	log := embedded(t, ns, func(op *kopfgo.Operator) {
+		cu.register(op)
 		op.On.Create("kopfexamples", func(ctx context.Context, c *kopfgo.Change) (any, error) {
 			n := count("create_fn")
 			err := kopfgo.Execute(ctx, map[string]kopfgo.ChangeFunc{
@@ -65,7 +67,7 @@ func TestSubhandlerRetriesAloneAndTheParentResultIsDeliveredOnce(t *testing.T) {
 	obj := createKex(t, ns, objYAML(t))
 	log.WaitFor(t, "Creation is processed: 1 succeeded; 0 failed.", 1)
 	got := waitKex(t, ns, obj.GetName(), "handled", handled)
-	settle()
+	cu.wait(t, ns, obj.GetName()) // no child runs again in a later pass
 
 	mu.Lock()
 	defer mu.Unlock()

@@ -61,9 +61,9 @@ func trustingTransport(t *testing.T, ca []byte) *http.Transport {
 	return tr
 }
 
-// K2-013: a login handler's Transport carries the requests as they are:
-// kopfgo adds no Authorization, only its User-Agent, and the transport's own
-// headers reach the watch and the patches.
+// (compat: activities-session): a login handler's Transport carries the
+// requests as they are: kopfgo adds no Authorization, only its User-Agent, and
+// the transport's own headers reach the watch and the patches.
 func TestLoginTransportOfItsOwn(t *testing.T) {
 	ns := namespace(t)
 	shared := cluster.Shared(t)
@@ -259,7 +259,7 @@ func certifiedLocalIP(t *testing.T, chain []byte) string {
 	return ""
 }
 
-// K2-015: an explicit ProxyURL, and the environment's proxy only when
+// (compat: activities-proxy): an explicit ProxyURL, and the environment's proxy only when
 // trusted (per credentials or operator-wide); otherwise HTTPS_PROXY is
 // ignored. The operator handles the object in every case.
 func TestLoginProxy(t *testing.T) {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/kopfgo/kopfgo/causes"
 	"github.com/kopfgo/kopfgo/diffbase"
+	"github.com/kopfgo/kopfgo/internal/config"
 	"github.com/kopfgo/kopfgo/internal/dicts"
 	"github.com/kopfgo/kopfgo/internal/patch"
 	"github.com/kopfgo/kopfgo/internal/resources"
@@ -20,7 +21,7 @@ type Marker int
 
 const (
 	// Present matches a label, annotation or field that exists with any
-	// value; an empty string counts as present (K1-152).
+	// value; an empty string counts as present (compat: filters-markers).
 	Present Marker = iota + 1
 	// Absent matches a label, annotation or field that does not exist.
 	Absent
@@ -102,7 +103,7 @@ type MetaCheck struct {
 }
 
 // Filters restrict a handler to the objects and changes they match. All of
-// them must match (K1-150). They are checked in Kopf's order, cheapest
+// them must match (compat: filters-all-kinds). They are checked in Kopf's order, cheapest
 // first and the callbacks last: labels, annotations, field values, field
 // changes, When.
 type Filters struct {
@@ -208,7 +209,7 @@ func (f *Filters) Validate(hasField, update bool) error {
 }
 
 // validate returns the problems found while the options were applied and
-// the invalid combinations (K1-156, K1-157). hasField says whether the
+// the invalid combinations (compat: filters-old-new, filters-errors). hasField says whether the
 // handler has a field (from the Field option or On.Field); update says
 // whether it serves updates, the only cause with an old and a new state.
 func (f *Filters) validate(hasField, update bool) []error {
@@ -230,7 +231,7 @@ func (f *Filters) validate(hasField, update bool) []error {
 // Cause is what filters and handlers look at in one pass over an object:
 // the object, and for resource-changing handlers the change being handled.
 // The callbacks' arguments are built on first use and shared by all
-// handlers of the pass (K1-150); callbacks must not modify them.
+// handlers of the pass (compat: filters-all-kinds); callbacks must not modify them.
 type Cause struct {
 	// Reason is the change being handled; empty for handlers that see one
 	// state only (event handlers, indexers, daemons, timers).
@@ -245,6 +246,9 @@ type Cause struct {
 	Patch    *patch.Patch
 	Logger   *slog.Logger
 	Memo     *Memo
+	// Handling chooses Kopf's code or its manual where they disagree
+	// (field handlers on creation, field filters of a missing old state).
+	Handling config.Handling
 
 	obj *Object
 	chg *Change
@@ -276,7 +280,7 @@ func (c *Cause) change() *Change {
 
 // MatchesObject reports whether the handler's filters match an object seen
 // in one state: for event handlers, indexers, daemons and timers, the field
-// filters check the current body (K1-154).
+// filters check the current body (compat: filters-field).
 func (h *Handler) MatchesObject(c *Cause) bool {
 	f := &h.Filters
 	if !matchMeta(f.Labels, c.Body, "labels") || !matchMeta(f.Annotations, c.Body, "annotations") {
@@ -293,7 +297,7 @@ func (h *Handler) MatchesObject(c *Cause) bool {
 
 // prematches is Kopf's prematch: whether the object is in the handler's
 // scope at all, whatever the cause. Field changes are not considered: an
-// object stays in scope while its field is unchanged (K1-160).
+// object stays in scope while its field is unchanged (compat: filters-stealth).
 func (h *Handler) prematches(c *Cause) bool {
 	f := &h.Filters
 	if !matchMeta(f.Labels, c.Body, "labels") || !matchMeta(f.Annotations, c.Body, "annotations") {
@@ -306,7 +310,7 @@ func (h *Handler) prematches(c *Cause) bool {
 }
 
 // matches is prematches plus the field change that update and field
-// handlers need (K1-155, K1-156).
+// handlers need (compat: filters-field-change, filters-old-new).
 func (h *Handler) matches(c *Cause) bool {
 	f := &h.Filters
 	if !matchMeta(f.Labels, c.Body, "labels") || !matchMeta(f.Annotations, c.Body, "annotations") {
@@ -316,7 +320,7 @@ func (h *Handler) matches(c *Cause) bool {
 		if !h.matchesFieldValues(c) {
 			return false
 		}
-		if h.Reason == causes.Update && !h.matchesFieldChange(c) {
+		if (h.Reason == causes.Update || h.AnyCause) && !h.matchesFieldChange(c) {
 			return false
 		}
 	}
@@ -324,10 +328,11 @@ func (h *Handler) matches(c *Cause) bool {
 }
 
 // matchesFieldValues checks the field's value in the states the cause has:
-// the new essence, and the old one when the object was handled before.
-// Kopf's code also checks the missing old essence of a creation, as if the
-// field were absent there, so that Absent matches every creation; kopfgo
-// checks only the states that exist, as the manual describes ([diff]).
+// the new essence and the old one. As in Kopf's code, the missing old
+// essence of an object never handled counts as a state without the field,
+// so that Absent matches every creation; with
+// Settings.Handling.FieldFiltersOnExistingStates, only the states that
+// exist are checked, as the manual describes.
 func (h *Handler) matchesFieldValues(c *Cause) bool {
 	if c.New != nil {
 		v, ok := dicts.Get(c.New, h.Field)
@@ -340,6 +345,8 @@ func (h *Handler) matchesFieldValues(c *Cause) bool {
 		if valueMatches(h.Filters.Value, v, ok) {
 			return true
 		}
+	} else if c.Reason != "" && !c.Handling.FieldFiltersOnExistingStates {
+		return valueMatches(h.Filters.Value, nil, false)
 	}
 	return false
 }
@@ -400,7 +407,7 @@ func matchMeta(checks []MetaCheck, body map[string]any, stanza string) bool {
 
 // Prematch reports whether any of the handlers has the object in scope. An
 // object that none has is handled in stealth mode: the operator stores
-// nothing on it and logs nothing about it (K1-160).
+// nothing on it and logs nothing about it (compat: filters-stealth).
 func Prematch(hs []*Handler, c *Cause) bool {
 	for _, h := range hs {
 		if h.prematches(c) {
@@ -411,7 +418,7 @@ func Prematch(hs []*Handler, c *Cause) bool {
 }
 
 // RequiresFinalizerFor reports whether a non-optional delete handler has
-// the object in scope, so that its deletion must wait (K1-291).
+// the object in scope, so that its deletion must wait (compat: persistence-finalizer).
 func RequiresFinalizerFor(hs []*Handler, c *Cause) bool {
 	for _, h := range hs {
 		if h.RequiresFinalizer() && h.prematches(c) {

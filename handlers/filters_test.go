@@ -46,11 +46,11 @@ func TestCheckValues(t *testing.T) {
 		{"int literal matches float64", 3, 3.0, true, true},
 		{"[]string matches []any", []string{"a", "b"}, []any{"a", "b"}, true, true},
 		{"map matches", map[string]int{"a": 1}, map[string]any{"a": int64(1)}, true, true},
-		{"present: empty string counts (K1-152)", Present, "", true, true},
+		{"present: empty string counts (compat: filters-markers)", Present, "", true, true},
 		{"present: absent", Present, nil, false, false},
 		{"absent: absent", Absent, nil, false, true},
 		{"absent: present", Absent, "", true, false},
-		{"callback (K1-153)", hasPrefix, "prod-eu", true, true},
+		{"callback (compat: filters-callbacks)", hasPrefix, "prod-eu", true, true},
 		{"callback false", hasPrefix, "dev", true, false},
 		{"callback sees nil when absent", func(v any) bool { return v == nil }, "ignored", false, true},
 	}
@@ -83,7 +83,7 @@ func TestLabelAndAnnotationFilters(t *testing.T) {
 		body   map[string]any
 		want   bool
 	}{
-		{"exact (K1-151)", map[string]any{"l": "v"}, nil, body(map[string]any{"l": "v"}, nil, nil), true},
+		{"exact (compat: filters-labels)", map[string]any{"l": "v"}, nil, body(map[string]any{"l": "v"}, nil, nil), true},
 		{"exact, other value", map[string]any{"l": "v"}, nil, body(map[string]any{"l": "other"}, nil, nil), false},
 		{"exact, missing", map[string]any{"l": "v"}, nil, body(nil, nil, nil), false},
 		{"present, empty value", map[string]any{"l": Present}, nil, body(map[string]any{"l": ""}, nil, nil), true},
@@ -143,6 +143,12 @@ func changeCause(reason causes.Reason, old, new map[string]any) *Cause {
 	return &Cause{Reason: reason, Old: old, New: new, Diff: diffbase.Compute(old, new), Body: new}
 }
 
+// onExisting sets Handling.FieldFiltersOnExistingStates on a cause.
+func onExisting(c *Cause) *Cause {
+	c.Handling.FieldFiltersOnExistingStates = true
+	return c
+}
+
 func TestFieldFiltersOfChangingHandlers(t *testing.T) {
 	value := func(v any) func(*Filters) { return func(f *Filters) { f.SetValue(v) } }
 	oldNew := func(o, n any) func(*Filters) {
@@ -161,23 +167,31 @@ func TestFieldFiltersOfChangingHandlers(t *testing.T) {
 		cause  *Cause
 		wanted bool
 	}{
-		// K1-154: create, resume and delete check the states that exist.
+		// (compat: filters-field): create, resume and delete check the old and the new state.
 		{"create, value matches", fieldHandler(causes.Create, "spec.field", value("world")), changeCause(causes.Create, nil, spec("field", "world")), true},
 		{"create, value differs", fieldHandler(causes.Create, "spec.field", value("world")), changeCause(causes.Create, nil, spec("field", "hello")), false},
 		{"create, field alone means present", fieldHandler(causes.Create, "spec.field", nil), changeCause(causes.Create, nil, spec("field", "x")), true},
 		{"create, field alone, absent", fieldHandler(causes.Create, "spec.field", nil), changeCause(causes.Create, nil, spec("other", "x")), false},
 		{"create, absent matches a missing field", fieldHandler(causes.Create, "spec.no-field", value(Absent)), changeCause(causes.Create, nil, spec("field", "x")), true},
-		// [diff] Kopf's code would match this: the missing old essence of a creation counts as the field absent.
-		{"create, absent does not match a present field", fieldHandler(causes.Create, "spec.field", value(Absent)), changeCause(causes.Create, nil, spec("field", "x")), false},
+		// As in Kopf's code, the missing old essence of a creation counts as the field absent...
+		{"create, absent matches a present field (the missing old state)", fieldHandler(causes.Create, "spec.field", value(Absent)), changeCause(causes.Create, nil, spec("field", "x")), true},
+		{"create, a callback sees the missing old state as nil", fieldHandler(causes.Create, "spec.field", value(func(v any) bool { return v == nil })), changeCause(causes.Create, nil, spec("field", "x")), true},
+		{"create, an exact value does not match the missing old state", fieldHandler(causes.Create, "spec.field", value("y")), changeCause(causes.Create, nil, spec("field", "x")), false},
+		{"delete of a never-handled object, absent", fieldHandler(causes.Delete, "spec.field", value(Absent)), changeCause(causes.Delete, nil, spec("field", "x")), true},
+		// ... unless Handling.FieldFiltersOnExistingStates: only the states that exist (the manual's reading).
+		{"existing states: create, absent does not match a present field", fieldHandler(causes.Create, "spec.field", value(Absent)), onExisting(changeCause(causes.Create, nil, spec("field", "x"))), false},
+		{"existing states: create, a callback is not called for the missing state", fieldHandler(causes.Create, "spec.field", value(func(v any) bool { return v == nil })), onExisting(changeCause(causes.Create, nil, spec("field", "x"))), false},
+		{"existing states: create, absent matches a missing field", fieldHandler(causes.Create, "spec.no-field", value(Absent)), onExisting(changeCause(causes.Create, nil, spec("field", "x"))), true},
+		{"existing states: update is unaffected", fieldHandler(causes.Update, "spec.field", value(Absent)), onExisting(changeCause(causes.Update, spec(), spec("field", "x"))), true},
 		{"delete, old or new", fieldHandler(causes.Delete, "spec.field", value("x")), changeCause(causes.Delete, spec("field", "x"), spec("field", "y")), true},
-		// K1-155: update and field handlers need the field to change; Value matches either side.
+		// (compat: filters-field-change): update and field handlers need the field to change; Value matches either side.
 		{"update x→y", fieldHandler(causes.Update, "spec.field", value("x")), changeCause(causes.Update, spec("field", "x"), spec("field", "y")), true},
 		{"update y→x", fieldHandler(causes.Update, "spec.field", value("x")), changeCause(causes.Update, spec("field", "y"), spec("field", "x")), true},
 		{"update y→z", fieldHandler(causes.Update, "spec.field", value("x")), changeCause(causes.Update, spec("field", "y"), spec("field", "z")), false},
 		{"update of another field while x", fieldHandler(causes.Update, "spec.field", value("x")), changeCause(causes.Update, spec("field", "x", "o", 1), spec("field", "x", "o", 2)), false},
 		{"update adds the field", fieldHandler(causes.Update, "spec.field", nil), changeCause(causes.Update, spec(), spec("field", "x")), true},
 		{"update removes the field", fieldHandler(causes.Update, "spec.field", nil), changeCause(causes.Update, spec("field", "x"), spec()), true},
-		// K1-156: old and new, each side separately.
+		// (compat: filters-old-new): old and new, each side separately.
 		{"added: old absent, new present", fieldHandler(causes.Update, "spec.field", oldNew(Absent, Present)), changeCause(causes.Update, spec(), spec("field", "x")), true},
 		{"changed is not added", fieldHandler(causes.Update, "spec.field", oldNew(Absent, Present)), changeCause(causes.Update, spec("field", "w"), spec("field", "x")), false},
 		{"old world, changed", fieldHandler(causes.Update, "spec.field", oldNew("world", nil)), changeCause(causes.Update, spec("field", "world"), spec("field", "x")), true},
@@ -209,7 +223,7 @@ func TestFieldFilterOfOneStateHandlersChecksTheBody(t *testing.T) {
 
 func TestPrematchIgnoresFieldChanges(t *testing.T) {
 	// An update handler on an unchanged field keeps the object in scope
-	// (K1-160: field changes are not part of the prematch).
+	// (compat: filters-stealth: field changes are not part of the prematch).
 	h := fieldHandler(causes.Update, "spec.field", nil)
 	c := changeCause(causes.Update, spec("field", "x", "o", 1), spec("field", "x", "o", 2))
 	if !Prematch([]*Handler{h}, c) {
@@ -232,7 +246,7 @@ func TestCallbacksRunLastAndSeeTheCause(t *testing.T) {
 	out := changeCause(causes.Update, spec("f", 1), spec("f", 2))
 	out.Body = body(map[string]any{"a": "2"}, nil, nil)
 	if h.matches(out) || calls != 0 {
-		t.Errorf("callbacks were called (%d) although the labels do not match (K1-150)", calls)
+		t.Errorf("callbacks were called (%d) although the labels do not match (compat: filters-all-kinds)", calls)
 	}
 	in := changeCause(causes.Update, spec("f", 1), spec("f", 2))
 	in.Body = body(map[string]any{"a": "1"}, nil, nil)
@@ -249,10 +263,10 @@ func TestCombinationErrors(t *testing.T) {
 		update    bool
 		want      string
 	}{
-		{"value and old (K1-157)", func(f *Filters) { f.SetValue(1); f.SetOld(2) }, true, true, "not both"},
+		{"value and old (compat: filters-errors)", func(f *Filters) { f.SetValue(1); f.SetOld(2) }, true, true, "not both"},
 		{"value without field", func(f *Filters) { f.SetValue(1) }, false, false, "need a field"},
 		{"new without field", func(f *Filters) { f.SetNew(1) }, false, true, "need a field"},
-		{"old on create (K1-156)", func(f *Filters) { f.SetOld(1) }, true, false, "only be used in update and field handlers"},
+		{"old on create (compat: filters-old-new)", func(f *Filters) { f.SetOld(1) }, true, false, "only be used in update and field handlers"},
 		{"nil value", func(f *Filters) { f.SetValue(nil) }, true, false, "nil is not a filter value"},
 		{"two fields", func(f *Filters) { f.SetField("spec.a"); f.SetField("spec.b") }, true, false, "two field filters"},
 		{"nil when", func(f *Filters) { f.AddWhen(nil) }, false, false, "nil"},
@@ -318,7 +332,7 @@ func TestFinalizerIsRequiredOnlyWhereADeleteHandlerMatches(t *testing.T) {
 }
 
 func TestFieldIDsAllowOneFunctionForSeveralFields(t *testing.T) {
-	// K1-161, K1-032: fn/spec.field and fn/spec.items are two handlers,
+	// (compat: filters-field-ids, handlers-dedup): fn/spec.field and fn/spec.items are two handlers,
 	// each with its own param and its field's old and new values.
 	var r Registry
 	for _, reg := range []struct{ field, param string }{{"spec.field", "fld"}, {"spec.items", "itm"}} {

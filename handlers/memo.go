@@ -30,7 +30,7 @@ func (m *Memo) Range(fn func(key string, value any) bool) {
 }
 
 // Copy returns a shallow copy: the keys are copied, the values shared. Each
-// object's memo starts as a copy of the operator's memo (K1-221), so a
+// object's memo starts as a copy of the operator's memo (compat: memos-operator), so a
 // pointer stored in the operator's memo before objects appear is shared by
 // all of them, while keys set later stay per object.
 func (m *Memo) Copy() *Memo {

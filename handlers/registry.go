@@ -37,7 +37,7 @@ type Registration struct {
 
 // AddChanging validates and records a changing handler.
 func (r *Registry) AddChanging(reg Registration) {
-	h := &Handler{Reason: reg.Reason, Fn: reg.Fn, Resource: reg.Resource}
+	h := &Handler{Reason: reg.Reason, Fn: reg.Fn, Resource: reg.Resource, AnyCause: reg.IsField}
 	if reg.Configure != nil {
 		reg.Configure(h)
 	}
@@ -71,7 +71,7 @@ func (r *Registry) AddChanging(reg Registration) {
 		}
 		h.Field = path
 		if id != "" && len(path) > 0 {
-			id += "/" + strings.Join(path, ".") // Kopf's suffix, K1-031
+			id += "/" + strings.Join(path, ".") // Kopf's suffix (compat: handlers-ids)
 		}
 	}
 	for _, err := range h.Filters.validate(len(h.Field) > 0, h.Reason == causes.Update) {
@@ -228,7 +228,7 @@ func RequiresFinalizer(hs []*Handler) bool {
 
 // ExtraFields returns the field paths that handlers watch (On.Field, or a
 // Field filter) outside the default essence, status or metadata.generation
-// for instance, so that they enter the essence (K1-038). spec and the labels
+// for instance, so that they enter the essence (compat: handlers-field-essence). spec and the labels
 // are in the essence already.
 func ExtraFields(hs []*Handler) [][]string {
 	var out [][]string
@@ -244,11 +244,12 @@ func ExtraFields(hs []*Handler) [][]string {
 }
 
 // Select returns the handlers to run for a cause, in registration order,
-// deduplicated by function and id (K1-032), among those whose filters match
-// (K1-150). Field handlers run on updates where their field changed, and
-// (per the manual, not Kopf's code) not on creation. Resume handlers join
+// deduplicated by function and id (compat: handlers-dedup), among those whose filters match
+// (compat: filters-all-kinds). Field handlers run on every cause that changes their field, a
+// creation with the field set included, as in Kopf's code (the manual says
+// updates; Handling.FieldHandlersOnUpdatesOnly). Resume handlers join
 // an update or deletion of an object first seen in the initial listing
-// (K1-041, K1-042).
+// (compat: handlers-resume, handlers-resume-deleted).
 func Select(hs []*Handler, c *Cause) []*Handler {
 	var out []*Handler
 	type key struct {
@@ -257,7 +258,7 @@ func Select(hs []*Handler, c *Cause) []*Handler {
 	}
 	seen := map[key]bool{}
 	for _, h := range hs {
-		if !selected(h, c.Reason, c.Initial) || !h.matches(c) {
+		if !selected(h, c) || !h.matches(c) {
 			continue
 		}
 		k := key{h.fnPtr, h.ID}
@@ -272,7 +273,14 @@ func Select(hs []*Handler, c *Cause) []*Handler {
 
 // selected applies the reason rules; the field's change is one of the
 // filters (matches).
-func selected(h *Handler, reason causes.Reason, initial bool) bool {
+func selected(h *Handler, c *Cause) bool {
+	reason, initial := c.Reason, c.Initial
+	if h.AnyCause && !c.Handling.FieldHandlersOnUpdatesOnly {
+		switch reason {
+		case causes.Create, causes.Update, causes.Resume, causes.Delete:
+			return true
+		}
+	}
 	switch h.Reason {
 	case causes.Resume:
 		switch reason {

@@ -22,9 +22,9 @@ type SpawnKind int
 
 const (
 	// KindDaemon runs the function once per object, for as long as it likes
-	// (K1-050).
+	// (compat: daemons-spawn).
 	KindDaemon SpawnKind = iota + 1
-	// KindTimer calls the function per object on a schedule (K1-070).
+	// KindTimer calls the function per object on a schedule (compat: timers-interval).
 	KindTimer
 )
 
@@ -48,23 +48,24 @@ type Spawning struct {
 	Kind SpawnKind
 	Fn   SpawnFunc
 
-	// InitialDelay postpones the first invocation after the object appears
-	// or the operator starts (K1-055, K1-073); InitialDelayFunc, when set,
-	// computes it from the object instead.
+	// InitialDelay postpones the first invocation after the object appears or
+	// the operator starts (compat: daemons-initial-delay,
+	// timers-initial-delay); InitialDelayFunc, when set, computes it from the
+	// object instead.
 	InitialDelay     time.Duration
 	InitialDelayFunc func(*Spawn) time.Duration
 
-	// Daemons: how a daemon is stopped (K1-053). Stopping is cooperative:
-	// the Stopped flag is set at once, the daemon's ctx is cancelled after
-	// CancellationBackoff, and after CancellationTimeout more a daemon still
-	// running is reported and abandoned. Without a timeout it is checked
-	// every CancellationPolling (0: the settings' default) and keeps its
-	// object from being deleted.
+	// Daemons: how a daemon is stopped (compat: daemons-stopping). Stopping is
+	// cooperative: the Stopped flag is set at once, the daemon's ctx is
+	// cancelled after CancellationBackoff, and after CancellationTimeout more a
+	// daemon still running is reported and abandoned. Without a timeout it is
+	// checked every CancellationPolling (0: the settings' default) and keeps
+	// its object from being deleted.
 	CancellationBackoff time.Duration
 	CancellationTimeout time.Duration
 	CancellationPolling time.Duration
 
-	// Timers: the schedule (K1-070..K1-074).
+	// Timers: the schedule (compat: timers).
 	Interval time.Duration
 	Idle     time.Duration
 	Sharp    bool
@@ -137,7 +138,7 @@ func (s *Stopper) Reason() error {
 
 // Spawn is the argument of daemons and timers. Object is the object as it
 // was when this invocation started; Live gives its latest state, which
-// a long-running daemon should read instead (K1-058).
+// a long-running daemon should read instead (compat: daemons-live).
 //
 // A daemon is asked to stop when its object is being deleted, stops matching
 // the filters, or the operator exits: Stopped turns true and Stopping is
@@ -186,7 +187,7 @@ func (s *Spawn) StopReason() error { return s.stopper.Reason() }
 //	for c.Sleep(ctx, 10*time.Second) { … }
 //
 // runs every 10 seconds and exits promptly when stopped (Kopf's
-// stopped.wait, K1-052).
+// stopped.wait; compat: daemons-stopped).
 func (s *Spawn) Sleep(ctx context.Context, d time.Duration) bool {
 	if s.Stopped() || ctx.Err() != nil {
 		return false
@@ -224,7 +225,7 @@ func (s *Spawn) Live() Object {
 
 // ApplyPatch sends what the daemon has written into Patch so far and clears
 // it, for daemons that report progress while they run; whatever is in Patch
-// when the daemon returns is sent anyway (K1-060).
+// when the daemon returns is sent anyway (compat: daemons-patch).
 func (s *Spawn) ApplyPatch(ctx context.Context) error {
 	if s.Patch == nil || s.Patch.IsEmpty() || s.apply == nil {
 		return nil
@@ -276,7 +277,7 @@ func (r *Registry) AddSpawning(reg SpawnRegistration) {
 	}
 	if f := s.Filters.Field; f != "" {
 		// A field filter makes the id field-specific, as for changing
-		// handlers (K1-031): kopfgo.Field("spec.x") → "fn/spec.x".
+		// handlers (compat: handlers-ids): kopfgo.Field("spec.x") → "fn/spec.x".
 		path, err := dicts.ParsePath(f)
 		check(err != nil, "%v", err)
 		s.Field = path

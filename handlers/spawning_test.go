@@ -73,8 +73,8 @@ func TestSpawningIDsAndDuplicates(t *testing.T) {
 	}
 }
 
-// K1-052: Sleep returns early, and false, once the stop is requested; the
-// first reason wins.
+// (compat: daemons-stopped): Sleep returns early, and false, once the stop is
+// requested; the first reason wins.
 func TestSpawnSleepReturnsEarlyOnStop(t *testing.T) {
 	clk := testingclock.NewFakeClock(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
 	stopper := NewStopper()

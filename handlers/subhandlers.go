@@ -14,7 +14,7 @@ import (
 	"github.com/kopfgo/kopfgo/internal/dicts"
 )
 
-// Sub-handlers (K1-044, K2-098, K2-099, the manual's "Idempotence"): a
+// Sub-handlers (compat: handlers-subhandlers; the manual's "Idempotence"): a
 // changing handler declares children, either with Execute or with Register;
 // each child is a handler of its own with the id "parent/child", its own
 // progress record, retries and result. Nothing of the children is kept in
@@ -161,7 +161,7 @@ func (s *scope) run(ctx context.Context, children []*Handler) error {
 	c := s.cycle.sub(s)
 	cause := &Cause{
 		Reason: c.Reason, Body: c.Body, Old: asMap(s.arg.Old), New: asMap(s.arg.New), Diff: s.arg.Diff,
-		Resource: c.Resource, Patch: c.Patch, Logger: c.Logger, Memo: c.Memo, chg: s.arg, obj: &s.arg.Object,
+		Resource: c.Resource, Patch: c.Patch, Logger: c.Logger, Memo: c.Memo, Handling: c.Handling, chg: s.arg, obj: &s.arg.Object,
 	}
 	c.Handlers = Select(children, cause)
 	now := c.Clock.Now()

@@ -82,7 +82,7 @@ func TestFailingSubhandlerDoesNotRerunItsSucceededSiblings(t *testing.T) {
 		t.Errorf("the parent is logged as failed:\n%s", w.logs)
 	}
 	if calls["a"] != 3 || calls["b"] != 1 || calls["c"] != 1 {
-		t.Errorf("children called a=%d b=%d c=%d times, want 3, 1, 1 (K1-044)", calls["a"], calls["b"], calls["c"])
+		t.Errorf("children called a=%d b=%d c=%d times, want 3, 1, 1 (compat: handlers-subhandlers)", calls["a"], calls["b"], calls["c"])
 	}
 	// One child per invocation of the parent, until the last one succeeds.
 	if calls["parent"] != 5 || out.Succeeded != 1 {
@@ -113,9 +113,10 @@ func TestFailingSubhandlerDoesNotRerunItsSucceededSiblings(t *testing.T) {
 }
 
 func TestIdempotenceExampleOfTheManual(t *testing.T) {
-	// K2-099: create_a succeeds on its 3rd attempt, create_b on its 7th; the
-	// parent enters once per child attempt and leaves once. (The manual
-	// says "~7" entries: it runs the children in parallel delays.)
+	// (compat: handlers-subhandlers): create_a succeeds on its 3rd attempt,
+	// create_b on its 7th; the parent enters once per child attempt and leaves
+	// once. (The manual says "~7" entries: it runs the children in parallel
+	// delays.)
 	w := newWorld(t)
 	calls := map[string]int{}
 	parent := w.handler("create", nil)
@@ -144,7 +145,7 @@ func TestIdempotenceExampleOfTheManual(t *testing.T) {
 }
 
 func TestRegisteredSubhandlersRunAfterTheParent(t *testing.T) {
-	// K2-098: task_def fails once; task_abc runs once in total.
+	// (compat: handlers-subhandlers): task_def fails once; task_abc runs once in total.
 	w := newWorld(t)
 	w.body["spec"] = map[string]any{"tasks": []any{"abc", "def"}}
 	calls := map[string]int{}

@@ -24,7 +24,7 @@ const (
 )
 
 // WatchEvent is the argument of event handlers: one raw event of the watch
-// stream (K1-033). Body is the object as the event carried it; for DELETED,
+// stream (compat: handlers-event). Body is the object as the event carried it; for DELETED,
 // its last state. (Kopf's "event-watching handlers"; kopfgo.Event posts
 // Kubernetes events, a different thing.)
 type WatchEvent struct {
@@ -150,7 +150,7 @@ func EventsFor(all []*EventHandler, res resources.Resource) []*EventHandler {
 // HandleEvent invokes the event handlers whose filters match, one after
 // another in registration order, deduplicated by function and id. Results
 // go into c.Patch; errors are logged and otherwise ignored, since nothing is
-// kept to retry them with (K1-033). invoke wraps each call (nil: call
+// kept to retry them with (compat: handlers-event). invoke wraps each call (nil: call
 // directly), as Cycle.Invoke does.
 func HandleEvent(ctx context.Context, hs []*EventHandler, typ EventType, c *Cause, invoke func(context.Context, func())) {
 	type key struct {
@@ -177,7 +177,7 @@ func HandleEvent(ctx context.Context, hs []*EventHandler, typ EventType, c *Caus
 			result any
 			err    error
 		)
-		c.Logger.Debug(fmt.Sprintf("Invoking handler '%s'.", h.ID))
+		c.Logger.Debug(fmt.Sprintf("Handler '%s' is invoked.", h.ID))
 		call := func() { result, err = safeEvent(ctx, h.Fn, arg) }
 		if invoke != nil {
 			invoke(ctx, call)

@@ -11,9 +11,9 @@ import (
 	"github.com/kopfgo/kopfgo/handlers"
 )
 
-// Index updates run in the informer's callback for every event of every
-// indexed object; lookups run in handlers. K1-238: updates and lookups cost
-// the same whatever the index's size.
+// Index updates run in the informer's callback for every event of every indexed
+// object; lookups run in handlers. (compat: indices-performance): updates and
+// lookups cost the same whatever the index's size.
 
 func keys(n int) []ObjectKey {
 	out := make([]ObjectKey, n)

@@ -1,5 +1,5 @@
 // Package indexing keeps in-memory indices of watched objects, as Kopf's
-// @kopf.index does (the manual's "In-memory indexing", K1-230..K1-242).
+// @kopf.index does (the manual's "In-memory indexing"; compat: indices).
 //
 // An indexing function turns each object into a map of keys to one value;
 // the index maps every key to the values of all the objects that produced
@@ -11,7 +11,7 @@
 // The reactor feeds indexers before it runs any handler of the object, and
 // holds every handler of the operator until all indices have seen the
 // initial listings, so that even the first creation handler sees complete
-// indices (K1-239).
+// indices (compat: indices-complete).
 //
 // The root package kopfgo re-exports Index and NewIndex; prefer it.
 package indexing

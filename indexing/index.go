@@ -12,12 +12,12 @@ type ObjectKey struct {
 	Namespace, Name, UID string
 }
 
-// Index is a read-only mapping of keys to the values that objects gave
-// under them (K1-232). It exists from registration on, empty until objects
-// arrive; a key exists only while some object gives a value for it, so a
-// key's values are never empty. Each object gives at most one value per
-// key. Safe for concurrent use; lookups and updates are O(1) per key
-// (K1-238).
+// Index is a read-only mapping of keys to the values that objects gave under
+// them (compat: indices-structure). It exists from registration on, empty until
+// objects arrive; a key exists only while some object gives a value for it, so
+// a key's values are never empty. Each object gives at most one value per key.
+// Safe for concurrent use; lookups and updates are O(1) per key (compat:
+// indices-performance).
 type Index[K comparable, V any] struct {
 	mu      sync.RWMutex
 	stores  map[K]*store[V]
@@ -107,7 +107,7 @@ func (st *store[V]) values() []V {
 
 // replace makes the object's values exactly those of result: new keys are
 // added, changed values replaced, and keys it no longer gives dropped
-// (K1-233). An empty result leaves the object with no values.
+// (compat: indices-structure). An empty result leaves the object with no values.
 func (ix *Index[K, V]) replace(obj ObjectKey, result map[K]V) {
 	ix.mu.Lock()
 	defer ix.mu.Unlock()

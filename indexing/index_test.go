@@ -40,7 +40,7 @@ func TestIndexStructure(t *testing.T) {
 		t.Errorf("key1 after re-indexing = %v", got)
 	}
 	// An object that stops giving a key leaves it; keys never hold nothing
-	// (K1-232).
+	// (compat: indices-structure).
 	ix.replace(obj("3"), map[string]string{})
 	if ix.Has("key2") {
 		t.Errorf("key2 still exists with %v after its only object left", ix.Get("key2"))
@@ -141,12 +141,12 @@ func TestIndexerFollowsEventsAndFilters(t *testing.T) {
 	if got := sorted(f.ix.Index().Get("x")); !slices.Equal(got, []string{"p1", "p2"}) {
 		t.Fatalf("x = %v", got)
 	}
-	// Stops matching the filters: removed at once (K1-235).
+	// Stops matching the filters: removed at once (compat: indices-removal).
 	f.event(pod("p1", nil), false)
 	if got := f.ix.Index().Get("x"); !slices.Equal(got, []string{"p2"}) {
 		t.Errorf("x after p1 lost its label = %v", got)
 	}
-	// Deleted: removed, and the key with it (K1-232).
+	// Deleted: removed, and the key with it (compat: indices-structure).
 	f.event(pod("p2", map[string]any{"app": "x"}), true)
 	if f.ix.Index().Has("x") {
 		t.Errorf("x still exists: %v", f.ix.Index().Get("x"))
@@ -154,7 +154,7 @@ func TestIndexerFollowsEventsAndFilters(t *testing.T) {
 }
 
 func TestIndexerNilResultKeepsTheOldValues(t *testing.T) {
-	// K1-234: nil skips; an empty map is a real (empty) result.
+	// (compat: indices-none): nil skips; an empty map is a real (empty) result.
 	result := map[string]string{"k": "v"}
 	f := newFeed(t, func(ctx context.Context, o *handlers.Object) (map[string]string, error) { return result, nil }, nil)
 	f.event(pod("p", nil), false)
@@ -171,7 +171,7 @@ func TestIndexerNilResultKeepsTheOldValues(t *testing.T) {
 }
 
 func TestIndexerErrorModes(t *testing.T) {
-	// K1-236. Each case: the object is indexed, then fails once, then its
+	// (compat: indices-errors). Each case: the object is indexed, then fails once, then its
 	// indexer would succeed again; we look at the index after the failure,
 	// after an event within the exclusion, and after one past it.
 	tests := []struct {
@@ -184,13 +184,13 @@ func TestIndexerErrorModes(t *testing.T) {
 	}{
 		{"ignored by default: stale values stay", errors.New("oops"), nil, true, true, true, "failed with an exception and will ignore it"},
 		{"panic is an error too", nil, nil, true, true, true, "panic: kaboom"},
-		{"temporary error: excluded for its delay", &handlers.TemporaryError{Err: errors.New("later"), Delay: 2 * time.Second}, nil, false, false, true, "excluded from the index for 2 seconds"},
+		{"temporary error: excluded for its delay", &handlers.TemporaryError{Err: errors.New("later"), Delay: 2 * time.Second}, nil, false, false, true, "Indexer 'idx' failed temporarily: later"},
 		{"errors mode temporary: excluded for the backoff", errors.New("x"),
-			func(h *handlers.Handler) { h.Errors = handlers.ErrorsTemporary; h.Backoff = 2 * time.Second }, false, false, true, "for 2 seconds"},
-		{"permanent error: excluded for good", &handlers.PermanentError{Err: errors.New("never")}, nil, false, false, false, "failed permanently"},
-		{"errors mode permanent", errors.New("x"), func(h *handlers.Handler) { h.Errors = handlers.ErrorsPermanent }, false, false, false, "failed permanently"},
+			func(h *handlers.Handler) { h.Errors = handlers.ErrorsTemporary; h.Backoff = 2 * time.Second }, false, false, true, "failed with an exception and will try again in 2 seconds: x"},
+		{"permanent error: excluded for good", &handlers.PermanentError{Err: errors.New("never")}, nil, false, false, false, "failed permanently: never"},
+		{"errors mode permanent", errors.New("x"), func(h *handlers.Handler) { h.Errors = handlers.ErrorsPermanent }, false, false, false, "failed with an exception and will stop now: x"},
 		{"retries escalate to permanent", &handlers.TemporaryError{Err: errors.New("later"), Delay: 2 * time.Second},
-			func(h *handlers.Handler) { h.Retries = 1 }, false, false, false, "failed permanently"},
+			func(h *handlers.Handler) { h.Retries = 1 }, false, false, false, "failed temporarily but will exceed 1 retries: later"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -251,7 +251,7 @@ func TestRegisterNamesTheIndexer(t *testing.T) {
 			ix, err := Register("pods", tt.fn, tt.configure)
 			if tt.want == "" {
 				if err != nil || ix.Spec().ID != "byName" || !slices.Equal(ix.Spec().Field, []string{"spec", "x"}) {
-					t.Errorf("err = %v, spec = %+v; want the name without a field suffix (K1-230)", err, ix.Spec())
+					t.Errorf("err = %v, spec = %+v; want the name without a field suffix (compat: indices-declare)", err, ix.Spec())
 				}
 				return
 			}

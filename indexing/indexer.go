@@ -15,7 +15,7 @@ import (
 
 // Func is an indexing function: the keys and values an object contributes.
 // A nil map (with a nil error) keeps what the object gave before, as Kopf's
-// None does (K1-234); an empty map removes it. It must be fast and free of
+// None does (compat: indices-none); an empty map removes it. It must be fast and free of
 // side effects: it runs on every watch event of every matching object, and
 // all handlers wait for it at startup.
 type Func[K comparable, V any] func(ctx context.Context, o *handlers.Object) (map[K]V, error)
@@ -52,7 +52,7 @@ type Indexer[K comparable, V any] struct {
 }
 
 // failure is the in-memory retry state of one object; never persisted, and
-// forgotten on success (K1-236).
+// forgotten on success (compat: indices-errors).
 type failure struct {
 	retries   int
 	started   time.Time
@@ -61,7 +61,7 @@ type failure struct {
 }
 
 // New returns an indexer running fn under the options in spec. Indexers
-// default to the ignored errors mode (K1-236): set spec.Errors before the
+// default to the ignored errors mode (compat: indices-errors): set spec.Errors before the
 // user's options apply.
 func New[K comparable, V any](spec *handlers.Handler, fn Func[K, V]) *Indexer[K, V] {
 	return &Indexer[K, V]{spec: spec, fn: fn, index: NewIndex[K, V](), fails: map[ObjectKey]*failure{}}
@@ -74,7 +74,7 @@ func (ix *Indexer[K, V]) Index() *Index[K, V] { return ix.index }
 func (ix *Indexer[K, V]) Spec() *handlers.Handler { return ix.spec }
 
 // Observe indexes the object, or removes it from the index when it is
-// deleted, stops matching the filters (K1-235), or fails (K1-236).
+// deleted, stops matching the filters (compat: indices-removal), or fails (compat: indices-errors).
 func (ix *Indexer[K, V]) Observe(ctx context.Context, ev Observation) {
 	c := ev.Cause
 	key := KeyOf(c.Body)
@@ -146,7 +146,7 @@ func (ix *Indexer[K, V]) fail(key ObjectKey, err error, ev Observation) {
 		}
 		switch ix.spec.Errors {
 		case handlers.ErrorsIgnored:
-			log.Error(fmt.Sprintf("Indexer '%s' failed with an exception and will ignore it (its values stay as they were): %s", id, err))
+			log.Error(fmt.Sprintf("Indexer '%s' failed with an exception and will ignore it: %s", id, err))
 			ix.mu.Lock()
 			delete(ix.fails, key)
 			ix.mu.Unlock()
@@ -169,22 +169,39 @@ func (ix *Indexer[K, V]) fail(key ObjectKey, err error, ev Observation) {
 		ix.fails[key] = f
 	}
 	f.retries++
+	// The lines are Kopf's for its handlers (indexers included): the object
+	// stays out of the index while it fails, as there.
+	title := handlers.Title("Indexer", id)
+	isTemp := temp != nil
+	var line string
 	switch {
+	case permanent && errors.Is(err, &handlers.PermanentError{}):
+		line = fmt.Sprintf("%s failed permanently: %s", title, err)
 	case permanent:
+		line = fmt.Sprintf("%s failed with an exception and will stop now: %s", title, err)
 	case ix.spec.Retries > 0 && f.retries >= ix.spec.Retries:
 		permanent = true
+		if isTemp {
+			line = fmt.Sprintf("%s failed temporarily but will exceed %d retries: %s", title, ix.spec.Retries, err)
+		} else {
+			line = fmt.Sprintf("%s failed with an exception and will stop now (it would exceed %d retries on the next attempt): %s", title, ix.spec.Retries, err)
+		}
 	case ix.spec.Timeout > 0 && ev.Now.Sub(f.started) >= ix.spec.Timeout:
 		permanent = true
+		if isTemp {
+			line = fmt.Sprintf("%s failed temporarily but will time out after %g seconds: %s", title, ix.spec.Timeout.Seconds(), err)
+		} else {
+			line = fmt.Sprintf("%s failed with an exception and will stop now (it would time out in %g seconds on the next attempt): %s", title, ix.spec.Timeout.Seconds(), err)
+		}
+	case isTemp:
+		line = fmt.Sprintf("%s failed temporarily: %s", title, err)
+	default:
+		line = fmt.Sprintf("%s failed with an exception and will try again in %g seconds: %s", title, delay.Seconds(), err)
 	}
 	f.permanent = permanent
 	f.until = ev.Now.Add(delay)
 	ix.mu.Unlock()
-
-	if permanent {
-		log.Error(fmt.Sprintf("Indexer '%s' failed permanently; the object is excluded from the index: %s", id, err))
-		return
-	}
-	log.Error(fmt.Sprintf("Indexer '%s' failed temporarily; the object is excluded from the index for %g seconds: %s", id, delay.Seconds(), err))
+	log.Error(line)
 }
 
 // KeyOf returns the key of an object in the indices' bookkeeping.
@@ -199,8 +216,8 @@ func KeyOf(body map[string]any) ObjectKey {
 
 // Register builds an indexer from a registration: the resource as the user
 // wrote it, the function, and the options. The index's name is the
-// function's name or the ID option, with no field suffix (K1-230); closures
-// need an ID. Indexers default to the ignored errors mode (K1-236). The
+// function's name or the ID option, with no field suffix (compat: indices-declare); closures
+// need an ID. Indexers default to the ignored errors mode (compat: indices-errors). The
 // indexer is returned even with errors, so that its index exists; the
 // errors, each naming the indexer, are for Run to report.
 func Register[K comparable, V any](resource string, fn Func[K, V], configure func(*handlers.Handler)) (*Indexer[K, V], error) {

@@ -130,9 +130,9 @@ func (s *AnnotationsStorage) Clear(essence map[string]any) map[string]any {
 	return removeEmptyStanzas(essence)
 }
 
-// storeMarker brands the prefix as Kopf-managed (K2-040), so that other
-// Kopf-style operators drop this operator's annotations from their
-// diff-bases instead of reacting to every record change ("ping-pong").
+// storeMarker brands the prefix as Kopf-managed (compat: persistence-marker),
+// so that other Kopf-style operators drop this operator's annotations from
+// their diff-bases instead of reacting to every record change ("ping-pong").
 // Prefixes starting with "kopf." are recognised without a marker.
 func storeMarker(k conventions.Keys, body map[string]any, p *patch.Patch) {
 	marker := k.Marker()

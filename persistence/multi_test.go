@@ -9,7 +9,7 @@ import (
 	"github.com/kopfgo/kopfgo/internal/patch"
 )
 
-// Kopf's documented multi-storage example (K2-035).
+// Kopf's documented multi-storage example (compat: persistence-progress-storages).
 func exampleMulti() *MultiStorage {
 	return &MultiStorage{Storages: []Storage{
 		&AnnotationsStorage{Prefix: "my-op.example.com"},
@@ -110,8 +110,9 @@ func TestDefaultIsSmartWithKopfDefaults(t *testing.T) {
 	}
 }
 
-// K2-036: an object left mid-cycle by Kopf's old status storage continues
-// from its status record; the record is purged at the end and never written.
+// (compat: persistence-progress-storages): an object left mid-cycle by Kopf's
+// old status storage continues from its status record; the record is purged at
+// the end and never written.
 func TestSmartReadsLegacyStatusAndPurgesIt(t *testing.T) {
 	s := Default()
 	legacy := map[string]any{"started": "2020-02-14T16:58:25.396364", "stopped": "2020-02-14T16:58:25.401844", "retries": float64(1), "success": true}

@@ -1,6 +1,6 @@
 // Package timers owns the schedules of timers: when a timer may fire given
 // its interval, its idle time and the object's last essential change, and
-// how long it sleeps after an invocation (K1-070..K1-075).
+// how long it sleeps after an invocation (compat: timers).
 //
 // It is pure: times come in as arguments, so every rule is a table test and
 // the runner (package daemons) drives it with the operator's clock, fake in

@@ -13,7 +13,7 @@ type Schedule struct {
 	// 0 means no idling.
 	Idle time.Duration
 	// Sharp keeps invocations on a grid of Interval measured from the
-	// invocation's start, rather than Interval after it ends (K1-071).
+	// invocation's start, rather than Interval after it ends (compat: timers-sharp).
 	Sharp bool
 }
 
@@ -33,7 +33,7 @@ const (
 // IdleLeft is how long the timer must still wait for the object to be
 // unchanged for Idle since its last essential change; 0 when it may fire.
 // Changes only ever postpone the timer: a new change moves lastChange on,
-// and the caller asks again after sleeping (K1-072).
+// and the caller asks again after sleeping (compat: timers-idle).
 func (s Schedule) IdleLeft(lastChange, now time.Time) time.Duration {
 	if s.Idle <= 0 {
 		return 0
@@ -43,12 +43,13 @@ func (s Schedule) IdleLeft(lastChange, now time.Time) time.Duration {
 
 // AfterSuccess is what to do after an invocation that started at started
 // and succeeded, now. Errors do not come here: their delays (a
-// TemporaryError's or the backoff) override the schedule (K1-075).
+// TemporaryError's or the backoff) override the schedule (compat: timers-errors).
 //
-// A regular timer sleeps a whole Interval after the invocation ends, so a
-// slow handler stretches the period (K1-070); a sharp timer sleeps what is
-// left of the current Interval, measured from the invocation's start, and
-// skips whole periods that a very slow invocation overran (K1-071).
+// A regular timer sleeps a whole Interval after the invocation ends, so a slow
+// handler stretches the period (compat: timers-interval); a sharp timer sleeps
+// what is left of the current Interval, measured from the invocation's start,
+// and skips whole periods that a very slow invocation overran (compat:
+// timers-sharp).
 func (s Schedule) AfterSuccess(started, now time.Time) (time.Duration, Next) {
 	switch {
 	case s.Interval > 0 && s.Sharp:
@@ -71,7 +72,7 @@ type Changes struct {
 }
 
 // NewChanges starts at now: the first sighting of an object counts as a
-// change, so idling postpones even the first invocation (K1-072).
+// change, so idling postpones even the first invocation (compat: timers-idle).
 func NewChanges(now time.Time) *Changes { return &Changes{last: now} }
 
 // Reset records a change at now.

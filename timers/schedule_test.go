@@ -19,10 +19,11 @@ func TestAfterSuccess(t *testing.T) {
 		delay    time.Duration
 		next     Next
 	}{
-		// K1-070: a whole interval after the end, whatever the handler took.
+		// (compat: timers-interval): a whole interval after the end, whatever
+		// the handler took.
 		{"interval after a quick handler", Schedule{Interval: s}, 0, 0, s, Sleep},
 		{"interval after a slow handler", Schedule{Interval: s}, 0, 500 * time.Millisecond, s, Sleep},
-		// K1-071: what is left of the grid period, from the start.
+		// (compat: timers-sharp): what is left of the grid period, from the start.
 		{"sharp after a quick handler", Schedule{Interval: s, Sharp: true}, 0, 0, s, Sleep},
 		{"sharp after 0.3s", Schedule{Interval: s, Sharp: true}, 0, 300 * time.Millisecond, 700 * time.Millisecond, Sleep},
 		{"sharp after 2.25 periods skips the overrun ones", Schedule{Interval: 2 * s, Sharp: true}, 10 * s, 14500 * time.Millisecond, 1500 * time.Millisecond, Sleep},
@@ -67,7 +68,7 @@ func TestIdleLeft(t *testing.T) {
 
 // TestSharpGridHoldsOverManyTicks drives a sharp timer for many periods with
 // handlers of varying durations: every invocation starts on the grid, which
-// a regular timer would drift off (K1-071).
+// a regular timer would drift off (compat: timers-sharp).
 func TestSharpGridHoldsOverManyTicks(t *testing.T) {
 	const period = time.Second
 	durations := []time.Duration{300, 0, 999, 1, 2500, 40, 1000, 700} // milliseconds

@@ -1,7 +1,7 @@
 // Package cli holds the command line shared by kopfgo.Main (a user's own
 // operator binary) and the kopfgo command (`kopfgo run PATH...`): the flags
-// of Kopf's `run` that apply to kopfgo (K2-069), their KOPF_RUN_*
-// environment variables (K2-070), their validation, the exit codes, and the
+// of Kopf's `run` that apply to kopfgo (compat: cli-flags), their KOPF_RUN_*
+// environment variables (compat: cli-flags), their validation, the exit codes, and the
 // handling of SIGINT/SIGTERM.
 //
 // It exists so that both commands accept exactly the same flags: `kopfgo

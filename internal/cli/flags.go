@@ -13,7 +13,7 @@ import (
 	"github.com/kopfgo/kopfgo/internal/logging"
 )
 
-// RunFlags are the options of `kopf run` that apply to kopfgo (K2-069),
+// RunFlags are the options of `kopf run` that apply to kopfgo (compat: cli-flags),
 // plus --kubeconfig and --context. Kopf's --peering, --priority and --dev
 // are left out until kopfgo peers; -m/--module has no meaning in Go.
 type RunFlags struct {
@@ -64,7 +64,7 @@ func (f *RunFlags) Bind(fs *pflag.FlagSet) {
 	fs.BoolVarP(&f.AllNamespaces, "all-namespaces", "A", false, usage("all-namespaces",
 		"serve the whole cluster through the cluster-wide API endpoints (the default without -n)"))
 	fs.BoolVar(&f.Standalone, "standalone", false, usage("standalone",
-		"disable peering: run as the only instance of the operator"))
+		"disable peering with other instances; kopfgo has no peering yet, so this does nothing"))
 	fs.BoolVarP(&f.Verbose, "verbose", "v", false, usage("verbose",
 		"log at DEBUG: what the operator is doing"))
 	fs.BoolVarP(&f.Debug, "debug", "d", false, usage("debug",
@@ -158,7 +158,7 @@ func parseBool(s string) (bool, error) {
 	return false, errors.New("not a boolean: use 1/0, true/false, yes/no or on/off")
 }
 
-// Level is the log level the verbosity flags ask for (K2-021).
+// Level is the log level the verbosity flags ask for (compat: logging-levels).
 func (f *RunFlags) Level() slog.Level {
 	switch {
 	case f.Debug || f.Verbose:

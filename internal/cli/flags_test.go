@@ -29,7 +29,7 @@ func parse(args []string, env map[string]string) (*RunFlags, *pflag.FlagSet, err
 
 var defaults = RunFlags{LogFormat: "full"}
 
-// K2-069, K2-070: every flag, its short form, its environment variable.
+// (compat: cli-flags): every flag, its short form, its environment variable.
 func TestRunFlags(t *testing.T) {
 	with := func(change func(f *RunFlags)) RunFlags { f := defaults; change(&f); return f }
 	tests := []struct {
@@ -121,7 +121,7 @@ func TestRunFlagsErrors(t *testing.T) {
 	}
 }
 
-// K2-021: the verbosity flags set the level; -v and -d win over -q.
+// (compat: logging-levels): the verbosity flags set the level; -v and -d win over -q.
 func TestLevel(t *testing.T) {
 	for _, tt := range []struct {
 		f    RunFlags

@@ -21,8 +21,10 @@ var exit = os.Exit
 // with 128+signal, and so does the ultimate timeout (if positive) when the
 // process has not exited that long after the first signal: a handler or
 // daemon that ignores its cancellation cannot keep the operator alive
-// forever. stop releases the signals.
-func SignalContext(parent context.Context, logger *slog.Logger, ultimate time.Duration) (ctx context.Context, stop func()) {
+// forever. ultimate is asked for the timeout when the first signal comes,
+// not before: startup handlers may change it after this is called. stop
+// releases the signals.
+func SignalContext(parent context.Context, logger *slog.Logger, ultimate func() time.Duration) (ctx context.Context, stop func()) {
 	ctx, cancel := context.WithCancel(parent)
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, StopSignals...)
@@ -36,8 +38,9 @@ func SignalContext(parent context.Context, logger *slog.Logger, ultimate time.Du
 			return
 		}
 		var deadline <-chan time.Time
-		if ultimate > 0 {
-			t := time.NewTimer(ultimate)
+		timeout := ultimate()
+		if timeout > 0 {
+			t := time.NewTimer(timeout)
 			defer t.Stop()
 			deadline = t.C
 		}
@@ -46,7 +49,7 @@ func SignalContext(parent context.Context, logger *slog.Logger, ultimate time.Du
 			logger.Warn(fmt.Sprintf("Signal %s is received again. Operator exits immediately.", SignalName(s)))
 			exit(SignalExitCode(s))
 		case <-deadline:
-			logger.Error(fmt.Sprintf("The operator has not exited within %s after the stop signal; it exits now.", ultimate))
+			logger.Error(fmt.Sprintf("The operator has not exited within %s after the stop signal; it exits now.", timeout))
 			exit(SignalExitCode(syscall.SIGKILL))
 		case <-done:
 		}

@@ -3,9 +3,9 @@ package config
 import "time"
 
 // Background tunes how daemons and timers are stopped (Kopf's
-// settings.background, K2-052). A daemon cannot be killed in Go: these
-// settings bound how long the operator waits for daemons that do not exit
-// when asked, never force them.
+// settings.background; compat: settings-background). A daemon cannot be killed
+// in Go: these settings bound how long the operator waits for daemons that do
+// not exit when asked, never force them.
 type Background struct {
 	// CancellationPolling is how often a daemon without a CancellationTimeout
 	// (and every timer) is checked, and logged, while it keeps running after
@@ -23,8 +23,8 @@ type Background struct {
 	InstantExitZeroTimeCycles int
 	// ExitTimeout is how long the operator's shutdown waits for daemons and
 	// timers that have no CancellationTimeout of their own, after their
-	// CancellationBackoff (K1-054). Those still running then are reported and
-	// left orphaned, and Run returns. Default 5s.
+	// CancellationBackoff (compat: daemons-exit). Those still running then are
+	// reported and left orphaned, and Run returns. Default 5s.
 	ExitTimeout time.Duration
 }
 

@@ -3,8 +3,8 @@ package config
 import "github.com/kopfgo/kopfgo/internal/logging"
 
 // Logging chooses which log messages go on, by logger name. It is not in
-// Kopf's settings, which leave this to Python's logging machinery (K2-016,
-// K2-053). The format and the level are not here either: they are set
+// Kopf's settings, which leave this to Python's logging machinery (compat: logging-names,
+// logging-filters). The format and the level are not here either: they are set
 // before the operator starts (flags, Options.Logger), as in Kopf, since a
 // startup handler would be too late for them; a filter is not.
 type Logging struct {

@@ -170,7 +170,7 @@ func TestBindsToTheConfiguredHostOnly(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
-	_, rest, _ := strings.Cut(line, "Serving liveness probes at http://")
+	_, rest, _ := strings.Cut(line, " at http://") // "Serving health status at http://..."
 	addr, _, _ := strings.Cut(rest, "/")
 	if host, _, _ := net.SplitHostPort(addr); host != "127.0.0.1" {
 		t.Errorf("served at %q, want 127.0.0.1 only", addr)

@@ -1,5 +1,5 @@
 // Package hierarchies holds Kopf's helpers for parent-child hierarchies
-// (kopf/_kits/hierarchies.py, K2-078..K2-085): owner references, labels,
+// (kopf/_kits/hierarchies.py; compat: hierarchies): owner references, labels,
 // naming and namespaces of the children an operator creates. They change
 // objects in memory only and never call the API; the caller creates the
 // children afterwards.

@@ -61,7 +61,7 @@ func TestAppendOwnerReference(t *testing.T) {
 	}{
 		{"body without metadata", func() any { return body(`{"kind":"Pod"}`) }, nil,
 			`{"kind":"Pod","metadata":{"ownerReferences":[` + ownerRefJSON + `]}}`},
-		{"already owned: no duplicate (K2-080)", func() any {
+		{"already owned: no duplicate (compat: hierarchies-owner-references)", func() any {
 			return body(`{"metadata":{"ownerReferences":[{"uid":"uid-owner","name":"old"}]}}`)
 		}, nil, `{"metadata":{"ownerReferences":[{"name":"old","uid":"uid-owner"}]}}`},
 		{"another owner is kept", func() any { return body(`{"metadata":{"ownerReferences":[` + other + `]}}`) }, nil,
@@ -154,13 +154,13 @@ func TestLabel(t *testing.T) {
 		want string
 	}{
 		{"no metadata", `{}`, nil, `{"metadata":{"labels":{"somelabel":"somevalue"}}}`},
-		{"existing key kept (K2-078)", `{"metadata":{"labels":{"somelabel":"keep","x":"y"}}}`, nil,
+		{"existing key kept (compat: hierarchies-labels)", `{"metadata":{"labels":{"somelabel":"keep","x":"y"}}}`, nil,
 			`{"metadata":{"labels":{"somelabel":"keep","x":"y"}}}`},
 		{"forced", `{"metadata":{"labels":{"somelabel":"keep"}}}`, []LabelOption{ForcedOption{}},
 			`{"metadata":{"labels":{"somelabel":"somevalue"}}}`},
-		{"nested (K2-079)", `{"spec":{"template":{"spec":{}}}}`, []LabelOption{NestedOption{"spec.template"}},
+		{"nested (compat: hierarchies-labels)", `{"spec":{"template":{"spec":{}}}}`, []LabelOption{NestedOption{"spec.template"}},
 			`{"metadata":{"labels":{"somelabel":"somevalue"}},"spec":{"template":{"metadata":{"labels":{"somelabel":"somevalue"}},"spec":{}}}}`},
-		{"nested missing: not created (K2-079)", `{"spec":{}}`, []LabelOption{NestedOption{"spec.template"}},
+		{"nested missing: not created (compat: hierarchies-labels)", `{"spec":{}}`, []LabelOption{NestedOption{"spec.template"}},
 			`{"metadata":{"labels":{"somelabel":"somevalue"}},"spec":{}}`},
 		{"nested null: not created", `{"spec":{"template":null}}`, []LabelOption{NestedOption{"spec.template"}},
 			`{"metadata":{"labels":{"somelabel":"somevalue"}},"spec":{"template":null}}`},
@@ -229,7 +229,7 @@ func TestHarmonizeNaming(t *testing.T) {
 		opts []NamingOption
 		want string
 	}{
-		{"unnamed (K2-082)", `{}`, nil, `{"metadata":{"generateName":"kopf-example-1-"}}`},
+		{"unnamed (compat: hierarchies-naming)", `{}`, nil, `{"metadata":{"generateName":"kopf-example-1-"}}`},
 		{"unnamed strict", `{}`, []NamingOption{StrictOption{}}, `{"metadata":{"name":"kopf-example-1"}}`},
 		{"named: kept", `{"metadata":{"name":"mine"}}`, nil, `{"metadata":{"name":"mine"}}`},
 		{"generate-named: kept", `{"metadata":{"generateName":"mine-"}}`, []NamingOption{StrictOption{}}, `{"metadata":{"generateName":"mine-"}}`},
@@ -265,7 +265,7 @@ func TestAdjustNamespace(t *testing.T) {
 		opts          []NamespaceOption
 		want          string
 	}{
-		{"absent (K2-083)", `{}`, "ns1", nil, `{"metadata":{"namespace":"ns1"}}`},
+		{"absent (compat: hierarchies-namespace)", `{}`, "ns1", nil, `{"metadata":{"namespace":"ns1"}}`},
 		{"null", `{"metadata":{"namespace":null}}`, "ns1", nil, `{"metadata":{"namespace":"ns1"}}`},
 		{"present: kept", `{"metadata":{"namespace":"mine"}}`, "ns1", nil, `{"metadata":{"namespace":"mine"}}`},
 		{"forced", `{"metadata":{"namespace":"mine"}}`, "ns1", []NamespaceOption{ForcedOption{}}, `{"metadata":{"namespace":"ns1"}}`},
@@ -291,8 +291,8 @@ func TestAdjustNamespace(t *testing.T) {
 	}
 }
 
-// K2-084: adopt with strict, forced and nested on a Deployment, as a body
-// and as a typed object.
+// (compat: hierarchies-adopt): adopt with strict, forced and nested on a
+// Deployment, as a body and as a typed object.
 func TestAdopt(t *testing.T) {
 	wantLabels := `{"other":"x","somelabel":"somevalue"}`
 	opts := []AdoptOption{StrictOption{}, ForcedOption{}, NestedOption{"spec.template"}}

@@ -117,7 +117,7 @@ func (t target) meta() map[string]any {
 
 // nested resolves a dotted path (e.g. "spec.template") to a structure that
 // has metadata of its own. A missing structure is not an error: there is
-// nothing to change (K2-079).
+// nothing to change (compat: hierarchies-labels).
 func (t target) nested(p string) (target, bool, error) {
 	keys := strings.Split(p, ".")
 	if t.m != nil {

@@ -241,7 +241,7 @@ var ErrNoCredentials = errors.New("no credentials were retrieved from the login 
 // valid item; a 401 invalidates it and the next item is tried; an empty vault
 // runs the login handlers again (re-authentication), with credentials once
 // found invalid ignored, so that a login handler returning the same bad
-// token cannot loop forever (K2-011, K2-012).
+// token cannot loop forever (compat: activities-reauth, activities-expiration).
 type Vault struct {
 	login func(ctx context.Context) ([]*ConnectionInfo, error)
 	clock clock.PassiveClock

@@ -196,3 +196,45 @@ func TestVaultRetriesAFuncTransportHandedBack(t *testing.T) {
 		t.Errorf("logins %d, want 2", *logins)
 	}
 }
+
+// Credentials are dropped when their Expiration passes; with none left, the
+// vault logs in again before the next request, without waiting for a 401.
+// Among valid ones, the highest Priority is used (compat: activities-expiration,
+// diff-vault-order).
+func TestVaultDropsExpiredCredentialsAndPrefersTheHighestPriority(t *testing.T) {
+	clk := testingclock.NewFakeClock(time.Now())
+	rounds := [][]*ConnectionInfo{
+		{
+			{Server: "https://k:6443", Token: "low", Priority: 1, Expiration: clk.Now().Add(2 * time.Minute)},
+			{Server: "https://k:6443", Token: "high", Priority: 2, Expiration: clk.Now().Add(time.Minute)},
+		},
+		{{Server: "https://k:6443", Token: "fresh", Priority: 3}},
+	}
+	logins := 0
+	v := NewVault(func(context.Context) ([]*ConnectionInfo, error) {
+		logins++
+		if logins > len(rounds) {
+			return nil, nil
+		}
+		return rounds[logins-1], nil
+	}, clk)
+	for range 10 { // the choice within a priority is random: ask often
+		c, err := v.Get(t.Context())
+		if err != nil || c.Token != "high" {
+			t.Fatalf("Get = %v, %v; want the priority-2 token", c, err)
+		}
+	}
+	clk.Step(time.Minute)
+	c, err := v.Get(t.Context())
+	if err != nil || c.Token != "low" {
+		t.Fatalf("after the expiration: Get = %v, %v; want the remaining token", c, err)
+	}
+	if logins != 1 {
+		t.Errorf("logins %d, want 1: a valid token is left", logins)
+	}
+	clk.Step(time.Minute)
+	c, err = v.Get(t.Context())
+	if err != nil || c.Token != "fresh" || logins != 2 {
+		t.Fatalf("all expired: Get = %v, %v after %d logins; want the second login's token", c, err, logins)
+	}
+}

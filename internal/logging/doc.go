@@ -1,4 +1,4 @@
-// Package logging writes kopfgo's logs in Kopf's formats (K2-018..K2-021):
+// Package logging writes kopfgo's logs in Kopf's formats (compat: logging):
 // "full" (the default: timestamp, logger name, level, message), "plain" (the
 // message only) and "json" (one object per line with message, severity,
 // timestamp and, for object-related records, a reference to the object).
@@ -17,8 +17,8 @@
 // and as extra top-level fields in JSON.
 //
 // Loggers carry Kopf's names ("kopf", "kopf.objects",
-// "kopf.activities.<activity>"), and a Filter under WithFilter drops records
-// by name and content (K2-016, K2-053). Event posting tees object loggers
-// Beneath the filter, so that one filter governs both the log and the
-// events.
+// "kopf.activities.<activity>"), and a Filter under WithFilter drops records by
+// name and content (compat: logging-names, logging-filters). Event posting tees
+// object loggers Beneath the filter, so that one filter governs both the log
+// and the events.
 package logging

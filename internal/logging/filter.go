@@ -12,10 +12,10 @@ import (
 // It sees the record's message, level, time and the attributes of the call
 // (not those added by With), and is called from many goroutines at once.
 //
-// Kopf users control noise through Python's named loggers (K2-016, K2-053);
-// a Filter is the Go way to do the same with kopfgo's names: "kopf" for the
-// operator, "kopf.objects" for messages about objects, and
-// "kopf.activities.<activity>" for activities, e.g.
+// Kopf users control noise through Python's named loggers (compat:
+// logging-names, logging-filters); a Filter is the Go way to do the same with
+// kopfgo's names: "kopf" for the operator, "kopf.objects" for messages about
+// objects, and "kopf.activities.<activity>" for activities, e.g.
 // "kopf.activities.authentication" for (re-)authentication.
 type Filter func(logger string, r slog.Record) bool
 

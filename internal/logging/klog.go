@@ -12,7 +12,6 @@ import (
 
 // KlogVerbosity is klog's -v in debug mode: 6 shows every API request with
 // its method, URL, status and latency, which is the "API traffic" of Kopf's
-// --debug (K2-021).
 const KlogVerbosity = 6
 
 // KlogName is the logger name of client-go's messages.

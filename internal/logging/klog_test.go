@@ -10,8 +10,8 @@ import (
 	"k8s.io/klog/v2"
 )
 
-// K2-021: client-go's internals show only with --debug, at DEBUG, in the
-// operator's format; never in klog's own format on stderr.
+// (compat: logging-levels): client-go's internals show only with --debug, at
+// DEBUG, in the operator's format; never in klog's own format on stderr.
 func TestInstallKlog(t *testing.T) {
 	t.Cleanup(func() {
 		klog.ClearLogger()

@@ -34,10 +34,12 @@ func lines(t *testing.T, cfg Config, fn func(l *slog.Logger)) []string {
 	return strings.Split(out, "\n")
 }
 
-// The full format's header (K2-018): [asctime] name-20 [level-8] message.
+// The full format's header (compat: logging-formats): [asctime] name-20
+// [level-8] message.
 var fullHeader = regexp.MustCompile(`^\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}\] (.{20}) \[(.{8})\] (.*)$`)
 
-// K2-018, K2-019: the text formats, the prefix and its switches.
+// (compat: logging-formats, logging-prefix): the text formats, the prefix and
+// its switches.
 func TestTextFormats(t *testing.T) {
 	tests := []struct {
 		name   string
@@ -125,7 +127,7 @@ func TestTextFormats(t *testing.T) {
 	}
 }
 
-// The acceptance regex of K2-018, literally.
+// The acceptance regex of (compat: logging-formats), literally.
 func TestFullFormatAcceptance(t *testing.T) {
 	got := lines(t, Config{}, func(l *slog.Logger) { WithObject(l, nsRef).Info("hello") })
 	re := regexp.MustCompile(`^\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}\] .{20} \[INFO {4}\] `)
@@ -164,7 +166,7 @@ func parseJSONLines(t *testing.T, ls []string) []map[string]any {
 
 var jsonTimestamp = regexp.MustCompile(`^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}\+00:00$`)
 
-// K2-018, K2-019, K2-020: the json format, its refkey and prefix.
+// (compat: logging-formats, logging-prefix): the json format, its refkey and prefix.
 func TestJSONFormat(t *testing.T) {
 	nsObj := map[string]any{"apiVersion": "kopf.dev/v1", "kind": "KopfExample", "name": "kopf-example-1", "uid": "uid-1", "namespace": "default"}
 	clObj := map[string]any{"apiVersion": "kopf.dev/v1", "kind": "ClusterThing", "name": "thing-1", "uid": "uid-2", "namespace": nil}
@@ -339,7 +341,7 @@ type myErr struct{ msg string }
 
 func (e *myErr) Error() string { return e.msg }
 
-// K2-021: the level filters; Enabled agrees.
+// (compat: logging-levels): the level filters; Enabled agrees.
 func TestLevels(t *testing.T) {
 	logAll := func(l *slog.Logger) {
 		l.Debug("d")

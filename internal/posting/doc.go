@@ -1,5 +1,5 @@
 // Package posting posts Kubernetes Events about objects, as Kopf's posting
-// engine does (K2-072..K2-077): calls queue events without blocking, from
+// engine does (compat: events): calls queue events without blocking, from
 // any goroutine, and one background goroutine per operator posts them as
 // core v1 Events in Kopf's shape. Posting is best-effort: a failed post is
 // logged as a warning and never fails a handler.

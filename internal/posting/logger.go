@@ -11,10 +11,10 @@ import (
 const LoggingReason = "Logging"
 
 // Logger returns l, also posting its messages at or above Settings.Level as
-// events about ref when Settings.Loggers is on (K2-023). Otherwise it
+// events about ref when Settings.Loggers is on (compat: events-loggers). Otherwise it
 // returns l itself, so the default costs nothing. The events are posted
 // beneath l's filter (logging.WithFilter): a message the filter drops is
-// neither written nor posted (K2-053).
+// neither written nor posted (compat: logging-filters).
 func (p *Poster) Logger(l *slog.Logger, ref Ref) *slog.Logger {
 	if p == nil || !p.cfg.Settings.Loggers || p.cfg.Settings.Disabled || ref.isEvent() {
 		return l

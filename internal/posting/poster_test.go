@@ -96,7 +96,7 @@ func newPoster(s config.Posting, c *fakeClient, log *logBuf) *Poster {
 	return New(cfg)
 }
 
-// K2-075: the event's shape is Kopf's.
+// (compat: events-shape): the event's shape is Kopf's.
 func TestEventShape(t *testing.T) {
 	c := &fakeClient{}
 	p := newPoster(config.Posting{}, c, nil)
@@ -130,7 +130,7 @@ func TestEventShape(t *testing.T) {
 	}
 }
 
-// K2-075: events about cluster-scoped objects go to the credentials'
+// (compat: events-shape): events about cluster-scoped objects go to the credentials'
 // default namespace, else "default"; the involvedObject gets it too, as the
 // API requires.
 func TestClusterScopedObjectsNamespace(t *testing.T) {
@@ -156,8 +156,8 @@ func TestClusterScopedObjectsNamespace(t *testing.T) {
 	}
 }
 
-// K2-022, K2-073: Disabled gates everything; the level gates Info, Warn and
-// Exception but not Event.
+// (compat: events-gates, events-shortcuts): Disabled gates everything; the
+// level gates Info, Warn and Exception but not Event.
 func TestGates(t *testing.T) {
 	calls := []struct {
 		name string
@@ -202,7 +202,8 @@ func TestGates(t *testing.T) {
 	}
 }
 
-// K2-076: no events about events, silently, whatever posts them.
+// (compat: events-not-about-events): no events about events, silently, whatever
+// posts them.
 func TestNoEventsAboutEvents(t *testing.T) {
 	c := &fakeClient{}
 	p := newPoster(config.Posting{Loggers: true}, c, nil)
@@ -226,8 +227,8 @@ func TestNoEventsAboutEvents(t *testing.T) {
 	}
 }
 
-// K2-073: Exception's reason defaults to the error's type, its message is
-// "<message> <error>".
+// (compat: events-shortcuts): Exception's reason defaults to the error's type,
+// its message is "<message> <error>".
 func TestException(t *testing.T) {
 	for _, tc := range []struct {
 		name            string
@@ -289,8 +290,9 @@ type ExportedValueError struct{}
 
 func (ExportedValueError) Error() string { return "exported value" }
 
-// K2-075: long messages keep Kopf's head and tail; the API's limit is never
-// exceeded, even with multi-byte characters, and no rune is split.
+// (compat: events-shape): long messages keep Kopf's head and tail; the API's
+// limit is never exceeded, even with multi-byte characters, and no rune is
+// split.
 func TestTruncate(t *testing.T) {
 	ascii := func(n int) string {
 		var b strings.Builder
@@ -319,7 +321,8 @@ func TestTruncate(t *testing.T) {
 	}
 }
 
-// K2-077: a failed post is a warning, and the next events still go out.
+// (compat: events-background): a failed post is a warning, and the next events
+// still go out.
 func TestFailedPostIsLoggedAndSkipped(t *testing.T) {
 	c := &fakeClient{fail: func(n int) error {
 		if n == 0 {
@@ -404,7 +407,7 @@ func TestInvalidEvents(t *testing.T) {
 	drain(p)
 }
 
-// K2-023: with Loggers on, object-logger messages at or above the level
+// (compat: events-loggers): with Loggers on, object-logger messages at or above the level
 // become events with reason Logging and a type by level, independent of the
 // log's own level; off, the logger is returned as is.
 func TestLoggerPosting(t *testing.T) {
@@ -437,8 +440,8 @@ func TestLoggerPosting(t *testing.T) {
 	}
 }
 
-// K2-053: a message that the logger's filter drops is neither written nor
-// posted; the others are both.
+// (compat: logging-filters): a message that the logger's filter drops is
+// neither written nor posted; the others are both.
 func TestLoggerPostingIsFiltered(t *testing.T) {
 	c := &fakeClient{}
 	written := &logBuf{}

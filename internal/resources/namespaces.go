@@ -5,11 +5,11 @@ import (
 	"strings"
 )
 
-// Namespaces is the operator's namespace scope, from -n patterns (K2-047).
-// Each pattern is an exact name, or comma-separated globs with * and ?,
-// where a leading "!" negates a glob: the rightmost glob that matches a
-// namespace decides, and a pattern that starts with a negation implies a
-// leading "*". A namespace is served if any pattern matches it.
+// Namespaces is the operator's namespace scope, from -n patterns (compat:
+// scope-namespaces). Each pattern is an exact name, or comma-separated globs
+// with * and ?, where a leading "!" negates a glob: the rightmost glob that
+// matches a namespace decides, and a pattern that starts with a negation
+// implies a leading "*". A namespace is served if any pattern matches it.
 type Namespaces struct {
 	patterns []string
 }

@@ -130,7 +130,7 @@ func (s Selector) String() string {
 }
 
 // Matches reports whether the selector names the resource. Without a version,
-// only the preferred version matches (K1-132).
+// only the preferred version matches (compat: resources-preferred).
 func (s Selector) Matches(r Resource) bool {
 	if s.GroupSet && s.Group != r.Group {
 		return false
@@ -147,7 +147,7 @@ func (s Selector) Matches(r Resource) bool {
 
 // Select resolves the selector among discovered resources. A name matching
 // resources of several groups is ambiguous and not served, except that the
-// core group wins as in kubectl (K1-138).
+// core group wins as in kubectl (compat: resources-ambiguous).
 func (s Selector) Select(all []Resource) ([]Resource, error) {
 	var found []Resource
 	for _, r := range all {

@@ -43,9 +43,10 @@ func (s *scenario) hasFinalizer(name string) bool {
 	return causes.HasFinalizer(s.get(name).Object, config.DefaultFinalizer)
 }
 
-// K1-050, K1-057, K1-291: a daemon puts the finalizer on its object; on
-// deletion it is asked to stop with ErrResourceDeleted, and the finalizer
-// stays until it has exited. Its exit wakes the object: no touch patch.
+// (compat: daemons-spawn, daemons-finalizer, persistence-finalizer): a daemon
+// puts the finalizer on its object; on deletion it is asked to stop with
+// ErrResourceDeleted, and the finalizer stays until it has exited. Its exit
+// wakes the object: no touch patch.
 func TestDaemonHoldsItsObjectUntilItExits(t *testing.T) {
 	s := newScenario(t)
 	started := make(chan struct{}, 1)
@@ -84,7 +85,7 @@ func TestDaemonHoldsItsObjectUntilItExits(t *testing.T) {
 	}
 }
 
-// K1-056, K1-057: a daemon that returns is done for its object, whose
+// (compat: daemons-errors, daemons-finalizer): a daemon that returns is done for its object, whose
 // finalizer then goes without any deletion; its result is in status.
 func TestDaemonThatReturnsReleasesTheFinalizer(t *testing.T) {
 	s := newScenario(t)
@@ -110,7 +111,7 @@ func TestDaemonThatReturnsReleasesTheFinalizer(t *testing.T) {
 	}
 }
 
-// K1-290: delete handlers run while the daemons stop, once; the finalizer
+// (compat: handlers-order): delete handlers run while the daemons stop, once; the finalizer
 // goes when both are done, in the pass the daemon's exit wakes.
 func TestDeleteHandlersRunOnceWhileDaemonsStop(t *testing.T) {
 	s := newScenario(t)
@@ -150,7 +151,7 @@ func TestDeleteHandlersRunOnceWhileDaemonsStop(t *testing.T) {
 	}
 }
 
-// K1-054: Run returns once the daemons have exited or been abandoned, even
+// (compat: daemons-exit): Run returns once the daemons have exited or been abandoned, even
 // when one ignores every signal: the exit timeout bounds the wait.
 func TestRunReturnsDespiteAStubbornDaemon(t *testing.T) {
 	s := newScenario(t)
