@@ -223,7 +223,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	// Once quiet, the operator's memory is compared with its baseline: a
 	// process that restarted under load and then drained must not keep
 	// what it held for the objects.
-	rssAfter := r.op.rss()
+	rssAfter := r.settledRSS(rssBefore)
 	took := time.Since(started)
 	r.op.stop()
 
@@ -569,4 +569,16 @@ func (s *supervisor) rss() int64 {
 		}
 	}
 	return 0
+}
+
+// settledRSS waits up to a minute for the idle operator's memory to come
+// back within 10% of before: Go returns freed memory to the system
+// gradually, so the first reading after a burst overstates what is held.
+func (r *run) settledRSS(before int64) int64 {
+	rss := r.op.rss()
+	for deadline := time.Now().Add(time.Minute); rss > before*110/100 && time.Now().Before(deadline); {
+		time.Sleep(2 * time.Second)
+		rss = r.op.rss()
+	}
+	return rss
 }

@@ -11,6 +11,8 @@ import (
 	"encoding/json"
 	"encoding/pem"
 	"fmt"
+	"io"
+	"log"
 	"math/big"
 	"net"
 	"net/http"
@@ -153,13 +155,15 @@ func Start(cfg *rest.Config) (*Proxy, error) {
 			DialContext:         (&net.Dialer{Timeout: 5 * time.Second}).DialContext,
 		},
 		FlushInterval: -1, // watch streams event by event
+		// Resets and drops are what it is for: no complaints about them.
+		ErrorLog: log.New(io.Discard, "", 0),
 		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
 			// The API server is down or restarting: what a load balancer
 			// in front of it answers.
 			writeStatus(w, http.StatusBadGateway, "faultproxy: upstream: "+err.Error())
 		},
 	}
-	p.srv = &http.Server{Handler: p, ReadHeaderTimeout: 10 * time.Second}
+	p.srv = &http.Server{Handler: p, ReadHeaderTimeout: 10 * time.Second, ErrorLog: log.New(io.Discard, "", 0)}
 	go p.srv.Serve(ln)
 	return p, nil
 }
