@@ -379,16 +379,18 @@ func (r *run) create(ctx context.Context) {
 // one full cycle of the schedule, so that every kind is injected).
 func (r *run) inject(ctx context.Context) {
 	for i := 0; ; i++ {
-		if i >= len(schedule) && r.gone.Load() >= int64(r.cfg.N)*9/10 {
-			return
-		}
-		if i >= 4*len(schedule) {
-			return // the workload is stuck: the report will say so
-		}
 		select {
 		case <-time.After(r.cfg.FaultEvery):
 		case <-ctx.Done():
 			return
+		}
+		// The last fault strikes with a quarter of the objects still to go,
+		// so that the quiescence measured after it is the recovery's.
+		if i >= len(schedule) && r.gone.Load() >= int64(r.cfg.N)*3/4 {
+			return
+		}
+		if i >= 4*len(schedule) {
+			return // the workload is stuck: the report will say so
 		}
 		kind := schedule[i%len(schedule)]
 		r.journal.mark("fault", kind)
@@ -576,7 +578,7 @@ func (s *supervisor) rss() int64 {
 // gradually, so the first reading after a burst overstates what is held.
 func (r *run) settledRSS(before int64) int64 {
 	rss := r.op.rss()
-	for deadline := time.Now().Add(time.Minute); rss > before*110/100 && time.Now().Before(deadline); {
+	for deadline := time.Now().Add(time.Minute); (rss == 0 || rss > before*110/100) && time.Now().Before(deadline); {
 		time.Sleep(2 * time.Second)
 		rss = r.op.rss()
 	}

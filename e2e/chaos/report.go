@@ -235,7 +235,9 @@ func (r *run) report(quiescence, took time.Duration, rssBefore, rssAfter int64) 
 			fail("fault %s was never injected", kind)
 		}
 	}
-	if rssBefore > 0 && rssAfter > rssBefore*110/100 {
+	if rssBefore == 0 || rssAfter == 0 {
+		fail("the operator's memory could not be read (before %d, after %d bytes)", rssBefore, rssAfter)
+	} else if rssAfter > rssBefore*110/100 {
 		fail("the operator's memory after the run is %.1f MB, more than 10%% over %.1f MB before", rep.RSSAfterMB, rep.RSSBeforeMB)
 	}
 	return rep, nil
