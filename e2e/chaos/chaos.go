@@ -160,7 +160,9 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if err := c.Apply(ctx, []byte("apiVersion: v1\nkind: Namespace\nmetadata: {name: "+namespace+"}\n")); err != nil {
 		return nil, err
 	}
-	if r.dyn, err = dynamic.NewForConfig(c.RESTConfig()); err != nil {
+	driverCfg := c.RESTConfig()
+	driverCfg.QPS, driverCfg.Burst = 500, 1000 // the driver must not be the bottleneck
+	if r.dyn, err = dynamic.NewForConfig(driverCfg); err != nil {
 		return nil, err
 	}
 	if r.proxy, err = faultproxy.Start(c.RESTConfig()); err != nil {
@@ -573,12 +575,12 @@ func (s *supervisor) rss() int64 {
 	return 0
 }
 
-// settledRSS waits up to a minute for the idle operator's memory to come
+// settledRSS waits up to two minutes for the idle operator's memory to come
 // back within 10% of before: Go returns freed memory to the system
 // gradually, so the first reading after a burst overstates what is held.
 func (r *run) settledRSS(before int64) int64 {
 	rss := r.op.rss()
-	for deadline := time.Now().Add(time.Minute); (rss == 0 || rss > before*110/100) && time.Now().Before(deadline); {
+	for deadline := time.Now().Add(2 * time.Minute); (rss == 0 || rss > before*110/100) && time.Now().Before(deadline); {
 		time.Sleep(2 * time.Second)
 		rss = r.op.rss()
 	}
