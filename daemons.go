@@ -28,7 +28,9 @@ var (
 	// filters; the daemon is spawned again when it matches again.
 	ErrFiltersMismatch = handlers.ErrFiltersMismatch
 	// ErrOperatorExiting: the operator is stopping; the daemon is spawned
-	// again when the operator starts again.
+	// again when the operator starts again. It is also context.Cause of the
+	// ctx of a changing handler still running when the operator's exit
+	// cancels it (after Settings.Queueing.ExitTimeout).
 	ErrOperatorExiting = handlers.ErrOperatorExiting
 )
 

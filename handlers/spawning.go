@@ -84,7 +84,8 @@ func (s *Spawning) Call(ctx context.Context, arg *Spawn) (any, error) {
 type SpawnFunc func(ctx context.Context, s *Spawn) (any, error)
 
 // The reasons a daemon or timer is stopped, given by Spawn.StopReason and by
-// context.Cause of its ctx.
+// context.Cause of its ctx. ErrOperatorExiting is also the cause of the ctx
+// of any handler still running when the operator's exit cancels it.
 var (
 	ErrResourceDeleted = errors.New("stopped: the object is being deleted")
 	ErrFiltersMismatch = errors.New("stopped: the object no longer matches the handler's filters")
