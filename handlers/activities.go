@@ -61,7 +61,13 @@ type ActivityEnv struct {
 type ActivityError struct {
 	Kind     ActivityKind
 	Failures map[string]string // handler id → last message
+	// errs are the handlers' errors, for errors.Is and errors.As: a
+	// *RetriesExceededError, a *HandlerTimeoutError, or their own.
+	errs []error
 }
+
+// Unwrap returns the errors the failed handlers ended with.
+func (e *ActivityError) Unwrap() []error { return e.errs }
 
 func (e *ActivityError) Error() string {
 	msg := fmt.Sprintf("%s activity failed:", e.Kind)
@@ -80,11 +86,12 @@ func RunActivity(ctx context.Context, kind ActivityKind, hs []*ActivityHandler, 
 		mu       sync.Mutex
 		results  = map[string]any{}
 		failures = map[string]string{}
+		errs     []error
 		wg       sync.WaitGroup
 	)
 	for _, ah := range hs {
 		wg.Go(func() {
-			value, msg, ok := runOne(ctx, kind, ah, env)
+			value, msg, err, ok := runOne(ctx, kind, ah, env)
 			mu.Lock()
 			defer mu.Unlock()
 			switch {
@@ -92,6 +99,9 @@ func RunActivity(ctx context.Context, kind ActivityKind, hs []*ActivityHandler, 
 				results[ah.ID] = value
 			case !ok:
 				failures[ah.ID] = msg
+				if err != nil {
+					errs = append(errs, err)
+				}
 			}
 		})
 	}
@@ -100,14 +110,14 @@ func RunActivity(ctx context.Context, kind ActivityKind, hs []*ActivityHandler, 
 		return results, err
 	}
 	if len(failures) > 0 {
-		return results, &ActivityError{Kind: kind, Failures: failures}
+		return results, &ActivityError{Kind: kind, Failures: failures, errs: errs}
 	}
 	return results, nil
 }
 
 // runOne drives one activity handler through Kopf's handling cycle with an
 // in-memory progress storage, sleeping on the injected clock between tries.
-func runOne(ctx context.Context, kind ActivityKind, ah *ActivityHandler, env ActivityEnv) (value any, msg string, ok bool) {
+func runOne(ctx context.Context, kind ActivityKind, ah *ActivityHandler, env ActivityEnv) (value any, msg string, err error, ok bool) {
 	store := &memoryStorage{}
 	h := ah.Handler
 	if kind == Probe {
@@ -135,19 +145,19 @@ func runOne(ctx context.Context, kind ActivityKind, ah *ActivityHandler, env Act
 		out := c.Run(ctx)
 		if out.Done {
 			if out.Failed > 0 {
-				return nil, store.last.Message, false
+				return nil, store.last.Message, out.Err, false
 			}
-			return value, "", true
+			return value, "", nil, true
 		}
 		if ctx.Err() != nil {
-			return nil, ctx.Err().Error(), false
+			return nil, ctx.Err().Error(), ctx.Err(), false
 		}
 		if out.Delay > 0 {
 			t := env.Clock.NewTimer(out.Delay)
 			select {
 			case <-ctx.Done():
 				t.Stop()
-				return nil, ctx.Err().Error(), false
+				return nil, ctx.Err().Error(), ctx.Err(), false
 			case <-t.C():
 			}
 		}

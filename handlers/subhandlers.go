@@ -177,7 +177,10 @@ func (s *scope) run(ctx context.Context, children []*Handler) error {
 		}
 	}
 	if next != nil {
-		next.rec = c.attempt(ctx, next.h, next.rec)
+		// A child's permanent failure counts as finished (compat:
+		// handlers-subhandlers): the parent goes on, so its error stays in
+		// the child's record.
+		next.rec, _ = c.attempt(ctx, next.h, next.rec)
 		c.Storage.Store(next.h.ID, next.rec, c.Body, c.Patch)
 	}
 	delay := time.Duration(math.MaxInt64)
