@@ -23,7 +23,7 @@ func TestDependencies(t *testing.T) {
 		"github.com/kopfgo/kopfgo/diffbase",
 		"github.com/kopfgo/kopfgo/internal/conventions",
 		"github.com/kopfgo/kopfgo/internal/dicts",
-		"github.com/kopfgo/kopfgo/internal/patch",
+		"github.com/kopfgo/kopfgo/patch",
 		"github.com/kopfgo/kopfgo/internal/unjson", // diff-base parsing, via diffbase
 		"github.com/kopfgo/kopfgo/causes",
 		"golang.org/x/crypto/blake2b", // annotation key hashing, via conventions

@@ -22,7 +22,7 @@ func TestDependencies(t *testing.T) {
 	allowed := []string{
 		"github.com/kopfgo/kopfgo/internal/conventions",
 		"github.com/kopfgo/kopfgo/internal/dicts",
-		"github.com/kopfgo/kopfgo/internal/patch",
+		"github.com/kopfgo/kopfgo/patch",
 		"github.com/kopfgo/kopfgo/internal/unjson",
 		"github.com/kopfgo/kopfgo/diffbase",
 		"golang.org/x/crypto/blake2b", // annotation key hashing, via conventions
