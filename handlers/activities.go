@@ -11,6 +11,7 @@ import (
 
 	"github.com/kopfgo/kopfgo/causes"
 	"github.com/kopfgo/kopfgo/internal/config"
+	"github.com/kopfgo/kopfgo/internal/resources"
 	"github.com/kopfgo/kopfgo/patch"
 	"github.com/kopfgo/kopfgo/persistence"
 )
@@ -205,33 +206,10 @@ func (r *Registry) AddActivity(kind ActivityKind, fn any, call func(ctx context.
 	if configure != nil {
 		configure(&ah.Handler)
 	}
-	full, derived := FuncName(fn)
-	ah.FuncName, ah.fnPtr = full, funcPtr(fn)
-	what := fmt.Sprintf("On.%s handler %s", titleCase(string(kind)), full)
-	var errs []error
-	if funcPtr(fn) == 0 {
-		errs = append(errs, fmt.Errorf("On.%s handler: the handler function is nil", titleCase(string(kind))))
-	}
-	if ah.ID == "" {
-		ah.ID = derived
-		if ah.ID == "" && funcPtr(fn) != 0 {
-			errs = append(errs, fmt.Errorf("%s: a closure or function literal has no stable name; give it kopfgo.ID(\"...\")", what))
-		}
-	}
-	if ah.Retries < 0 || ah.Backoff < 0 || ah.Timeout < 0 {
-		errs = append(errs, fmt.Errorf("%s: Retries, Backoff and Timeout must not be negative", what))
-	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	for _, o := range r.activities {
-		if len(errs) == 0 && o.Kind == kind && o.ID == ah.ID {
-			errs = append(errs, fmt.Errorf("%s: duplicate handler id %q; give one of them another kopfgo.ID", what, ah.ID))
-		}
-	}
-	for _, err := range errs {
-		r.errs = append(r.errs, fmt.Errorf("%w: %w", ErrRegistration, err))
-	}
-	if len(errs) == 0 {
+	what, errs := ah.validate(registration{call: "On." + titleCase(string(kind)), noun: "handler", fn: fn})
+	if r.record("activity "+string(kind), resources.Selector{}, what, &ah.Handler, errs) == nil {
+		r.mu.Lock()
+		defer r.mu.Unlock()
 		r.activities = append(r.activities, ah)
 	}
 }

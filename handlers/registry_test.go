@@ -70,7 +70,7 @@ func TestDuplicateIDs(t *testing.T) {
 	r.AddChanging(Registration{Resource: "kopfexamples", Reason: causes.Create, Fn: namedFn})
 	r.AddChanging(Registration{Resource: "kopfexamples", Reason: causes.Create, Fn: otherFn,
 		Configure: func(h *Handler) { h.ID = "namedFn" }})
-	if err := r.Err(); err == nil || !strings.Contains(err.Error(), `duplicate handler id "namedFn"`) {
+	if err := r.Err(); err == nil || !strings.Contains(err.Error(), `duplicate id "namedFn"`) {
 		t.Fatalf("err = %v", err)
 	}
 	// The same function for create and resume is fine (deduplicated at run).

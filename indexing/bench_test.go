@@ -83,7 +83,7 @@ func BenchmarkIndexGet(b *testing.B) {
 // BenchmarkIndexerObserve is the whole path of one event: the filters, the
 // user's function, the update.
 func BenchmarkIndexerObserve(b *testing.B) {
-	ix, err := Register("pods", func(ctx context.Context, o *handlers.Object) (map[string]string, error) {
+	ix, err := Register(&handlers.Registry{}, "pods", func(ctx context.Context, o *handlers.Object) (map[string]string, error) {
 		return map[string]string{o.Labels["parent"]: o.Name}, nil
 	}, func(h *handlers.Handler) {
 		h.ID = "by_parent"

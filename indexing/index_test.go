@@ -102,7 +102,7 @@ type feed struct {
 }
 
 func newFeed(t *testing.T, fn Func[string, string], configure func(*handlers.Handler)) *feed {
-	ix, err := Register("pods", fn, func(h *handlers.Handler) {
+	ix, err := Register(&handlers.Registry{}, "pods", fn, func(h *handlers.Handler) {
 		h.ID = "idx"
 		if configure != nil {
 			configure(h)
@@ -248,7 +248,7 @@ func TestRegisterNamesTheIndexer(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			ix, err := Register("pods", tt.fn, tt.configure)
+			ix, err := Register(&handlers.Registry{}, "pods", tt.fn, tt.configure)
 			if tt.want == "" {
 				if err != nil || ix.Spec().ID != "byName" || !slices.Equal(ix.Spec().Field, []string{"spec", "x"}) {
 					t.Errorf("err = %v, spec = %+v; want the name without a field suffix (compat: indices-declare)", err, ix.Spec())

@@ -10,7 +10,6 @@ import (
 
 	"github.com/kopfgo/kopfgo/handlers"
 	"github.com/kopfgo/kopfgo/internal/dicts"
-	"github.com/kopfgo/kopfgo/internal/resources"
 )
 
 // Func is an indexing function: the keys and values an object contributes.
@@ -197,53 +196,12 @@ func KeyOf(body map[string]any) ObjectKey {
 	}
 }
 
-// Register builds an indexer from a registration: the resource as the user
-// wrote it, the function, and the options. The index's name is the
-// function's name or the ID option, with no field suffix (compat: indices-declare); closures
-// need an ID. Indexers default to the ignored errors mode (compat: indices-errors). The
-// indexer is returned even with errors, so that its index exists; the
-// errors, each naming the indexer, are for Run to report.
-func Register[K comparable, V any](resource string, fn Func[K, V], configure func(*handlers.Handler)) (*Indexer[K, V], error) {
-	h := &handlers.Handler{Resource: resource, Errors: handlers.ErrorsIgnored}
-	if configure != nil {
-		configure(h)
-	}
-	full, derived := handlers.FuncName(fn)
-	h.FuncName = full
-	what := fmt.Sprintf("NewIndex(%q) indexer %s", resource, full)
-	if h.ID != "" {
-		what = fmt.Sprintf("NewIndex(%q) indexer %q (%s)", resource, h.ID, full)
-	} else {
-		h.ID = derived
-	}
-	var errs []error
-	switch {
-	case fn == nil:
-		errs = append(errs, errors.New("the index function is nil"))
-	case h.ID == "":
-		errs = append(errs, errors.New("a closure or function literal has no stable name; give it kopfgo.ID(\"...\"), the index's name"))
-	}
-	if h.Filters.Field != "" {
-		path, err := dicts.ParsePath(h.Filters.Field)
-		if err != nil {
-			errs = append(errs, err)
-		}
-		h.Field = path
-	}
-	if err := h.Filters.Validate(len(h.Field) > 0, false); err != nil {
-		errs = append(errs, err)
-	}
-	if h.Retries < 0 || h.Backoff < 0 || h.Timeout < 0 {
-		errs = append(errs, errors.New("Retries, Backoff and Timeout must not be negative"))
-	}
-	sel, err := resources.Parse(resource)
-	if err != nil {
-		errs = append(errs, err)
-	}
-	h.Selector = sel
-	ix := New(h, fn)
-	if err := errors.Join(errs...); err != nil {
-		return ix, fmt.Errorf("%s: %w", what, err)
-	}
-	return ix, nil
+// Register builds an indexer from a registration (the resource as the user
+// wrote it, the function, the options), validated and recorded in reg as
+// every handler is (Registry.AddIndex). The indexer is returned even with
+// errors, so that its index exists; the errors, each naming the indexer,
+// are returned too, and kept in reg for Run to report.
+func Register[K comparable, V any](reg *handlers.Registry, resource string, fn Func[K, V], configure func(*handlers.Handler)) (*Indexer[K, V], error) {
+	spec, err := reg.AddIndex(resource, fn, configure)
+	return New(spec, fn), err
 }
