@@ -48,8 +48,8 @@ type SpawnOption interface {
 
 // The options of every handler kind (ID, Retries, Backoff, Timeout, Errors,
 // Param) fit daemons and timers too.
-func (o HandlerOption) applyDaemon(s *handlers.Spawning) { o(&s.Handler) }
-func (o HandlerOption) applyTimer(s *handlers.Spawning)  { o(&s.Handler) }
+func (o handlerOption) applyDaemon(s *handlers.Spawning) { o(&s.Handler) }
+func (o handlerOption) applyTimer(s *handlers.Spawning)  { o(&s.Handler) }
 
 type spawnOption func(*handlers.Spawning)
 

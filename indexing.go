@@ -26,7 +26,7 @@ type IndexFunc[K comparable, V any] = indexing.Func[K, V]
 // Backoff, Timeout, and the filters.
 type IndexOption interface{ applyIndex(*handlers.Handler) }
 
-func (o HandlerOption) applyIndex(h *handlers.Handler) { o(h) }
+func (o handlerOption) applyIndex(h *handlers.Handler) { o(h) }
 
 // NewIndex registers an index of the resource's objects on op (use
 // kopfgo.Default() for the operator kopfgo run runs) and returns it; Go
