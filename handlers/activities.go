@@ -57,9 +57,9 @@ type ActivityEnv struct {
 	DefaultBackoff time.Duration
 }
 
-// ActivityError is the permanent failure of activity handlers: the reason
+// activityError is the permanent failure of activity handlers: the reason
 // an operator does not start (startup) or cannot authenticate (login).
-type ActivityError struct {
+type activityError struct {
 	Kind     ActivityKind
 	Failures map[string]string // handler id → last message
 	// errs are the handlers' errors, for errors.Is and errors.As: a
@@ -68,9 +68,9 @@ type ActivityError struct {
 }
 
 // Unwrap returns the errors the failed handlers ended with.
-func (e *ActivityError) Unwrap() []error { return e.errs }
+func (e *activityError) Unwrap() []error { return e.errs }
 
-func (e *ActivityError) Error() string {
+func (e *activityError) Error() string {
 	msg := fmt.Sprintf("%s activity failed:", e.Kind)
 	for id, m := range e.Failures {
 		msg += fmt.Sprintf(" handler %q: %s;", id, m)
@@ -111,7 +111,7 @@ func RunActivity(ctx context.Context, kind ActivityKind, hs []*ActivityHandler, 
 		return results, err
 	}
 	if len(failures) > 0 {
-		return results, &ActivityError{Kind: kind, Failures: failures, errs: errs}
+		return results, &activityError{Kind: kind, Failures: failures, errs: errs}
 	}
 	return results, nil
 }

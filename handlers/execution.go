@@ -223,7 +223,7 @@ func (c *Cycle) attempt(ctx context.Context, h *Handler, prev *persistence.Recor
 	}
 	runtime := now.Sub(*rec.Started)
 	log := c.Logger
-	title := Title("Handler", h.ID)
+	title := titleOf("Handler", h.ID)
 
 	fail := func(msg string, err error) (*persistence.Record, error) {
 		log.Error(msg)

@@ -51,7 +51,7 @@ const (
 // every mistake found, each a plain error (the caller prefixes the
 // description).
 func (h *Handler) validate(reg registration) (what string, errs []error) {
-	full, derived := FuncName(reg.fn)
+	full, derived := funcName(reg.fn)
 	h.FuncName, h.fnPtr = full, funcPtr(reg.fn)
 	name := full
 	switch {

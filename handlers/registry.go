@@ -60,13 +60,6 @@ func (r *Registry) AddChanging(reg Registration) {
 	}
 }
 
-// AddError records a registration problem found by a caller.
-func (r *Registry) AddError(err error) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.errs = append(r.errs, fmt.Errorf("%w: %w", ErrRegistration, err))
-}
-
 func titleCase(s string) string {
 	if s == "" {
 		return s
@@ -152,16 +145,6 @@ func ForResource[H interface{ ServesResource(resources.Resource) bool }](all []H
 
 // ServesResource reports whether the handler's selector matches res.
 func (h *Handler) ServesResource(res resources.Resource) bool { return h.Selector.Matches(res) }
-
-// RequiresFinalizer reports whether any of the handlers needs the finalizer.
-func RequiresFinalizer(hs []*Handler) bool {
-	for _, h := range hs {
-		if h.RequiresFinalizer() {
-			return true
-		}
-	}
-	return false
-}
 
 // ExtraFields returns the field paths that handlers watch (On.Field, or a
 // Field filter) outside the default essence, status or metadata.generation

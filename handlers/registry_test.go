@@ -28,7 +28,7 @@ func TestFuncNameDerivesStableIDs(t *testing.T) {
 		{ChangeFunc(closure), ""},
 	}
 	for _, tt := range tests {
-		if _, got := FuncName(tt.fn); got != tt.want {
+		if _, got := funcName(tt.fn); got != tt.want {
 			t.Errorf("FuncName = %q, want %q", got, tt.want)
 		}
 	}

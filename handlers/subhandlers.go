@@ -91,7 +91,7 @@ func Execute(ctx context.Context, fns map[string]ChangeFunc) error {
 			if key == "" {
 				return fmt.Errorf("%w: %s: a sub-handler needs a non-empty id as its key", ErrRegistration, what)
 			}
-			full, _ := FuncName(fn)
+			full, _ := funcName(fn)
 			children = append(children, &Handler{
 				ID: s.parent.ID + "/" + key, Reason: s.cycle.Reason, Fn: fn,
 				FuncName: full, fnPtr: funcPtr(fn), Resource: s.parent.Resource,

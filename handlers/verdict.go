@@ -46,9 +46,9 @@ func (v Verdict) Log(log *slog.Logger) {
 	log.Log(context.Background(), v.level, v.line)
 }
 
-// Title is how framework logs name a handler: "Handler 'create_fn'",
+// titleOf is how framework logs name a handler: "Handler 'create_fn'",
 // "Daemon 'monitor'", "Timer 'ping'", as in Kopf.
-func Title(kind, id string) string { return fmt.Sprintf("%s '%s'", kind, id) }
+func titleOf(kind, id string) string { return fmt.Sprintf("%s '%s'", kind, id) }
 
 // Expired fails a handler before an attempt when its Timeout has passed
 // since the first attempt or its Retries are used up; retries counts the

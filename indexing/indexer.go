@@ -59,11 +59,10 @@ type failure struct {
 	permanent bool
 }
 
-// New returns an indexer running fn under the options in spec. Indexers
-// default to the ignored errors mode (compat: indices-errors): set spec.Errors before the
-// user's options apply.
-func New[K comparable, V any](spec *handlers.Handler, fn Func[K, V]) *Indexer[K, V] {
-	return &Indexer[K, V]{spec: spec, fn: fn, index: NewIndex[K, V](), fails: map[ObjectKey]*failure{}}
+// newIndexer returns an indexer running fn under the options in spec (see
+// Register).
+func newIndexer[K comparable, V any](spec *handlers.Handler, fn Func[K, V]) *Indexer[K, V] {
+	return &Indexer[K, V]{spec: spec, fn: fn, index: newIndex[K, V](), fails: map[ObjectKey]*failure{}}
 }
 
 // Index returns the index the indexer maintains.
@@ -76,7 +75,7 @@ func (ix *Indexer[K, V]) Spec() *handlers.Handler { return ix.spec }
 // deleted, stops matching the filters (compat: indices-removal), or fails (compat: indices-errors).
 func (ix *Indexer[K, V]) Observe(ctx context.Context, ev Observation) {
 	c := ev.Cause
-	key := KeyOf(c.Body)
+	key := keyOf(c.Body)
 	if ev.Deleted {
 		ix.index.discard(key)
 		ix.mu.Lock()
@@ -186,8 +185,8 @@ func (ix *Indexer[K, V]) fail(key ObjectKey, err error, ev Observation) {
 	log.Error(fmt.Sprintf("Indexer '%s' failed temporarily; the object is excluded from the index for %g seconds: %s", id, delay.Seconds(), err))
 }
 
-// KeyOf returns the key of an object in the indices' bookkeeping.
-func KeyOf(body map[string]any) ObjectKey {
+// keyOf returns the key of an object in the indices' bookkeeping.
+func keyOf(body map[string]any) ObjectKey {
 	meta := dicts.Map(body, "metadata")
 	return ObjectKey{
 		Namespace: dicts.String(meta, "namespace"),
@@ -203,5 +202,5 @@ func KeyOf(body map[string]any) ObjectKey {
 // are returned too, and kept in reg for Run to report.
 func Register[K comparable, V any](reg *handlers.Registry, resource string, fn Func[K, V], configure func(*handlers.Handler)) (*Indexer[K, V], error) {
 	spec, err := reg.AddIndex(resource, fn, configure)
-	return New(spec, fn), err
+	return newIndexer(spec, fn), err
 }
