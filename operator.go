@@ -138,10 +138,13 @@ func (op *Operator) Run(ctx context.Context) error {
 		clk = clock.RealClock{}
 	}
 	env := handlers.ActivityEnv{Clock: clk, Memo: op.memo, Settings: &settings}
-	activity := func(ctx context.Context, kind handlers.ActivityKind) (map[string]any, error) {
+	runActivity := func(ctx context.Context, kind handlers.ActivityKind, hs []*handlers.ActivityHandler) (map[string]any, error) {
 		env.Logger = logging.Named(logger, "kopf.activities."+string(kind))
 		env.DefaultBackoff = settings.WithDefaults().Execution.DefaultBackoff
-		return handlers.RunActivity(ctx, kind, op.reg.Activities(kind), env)
+		return handlers.RunActivity(ctx, kind, hs, env)
+	}
+	activity := func(ctx context.Context, kind handlers.ActivityKind) (map[string]any, error) {
+		return runActivity(ctx, kind, op.reg.Activities(kind))
 	}
 
 	if _, err := activity(ctx, handlers.Startup); err != nil {
@@ -161,8 +164,8 @@ func (op *Operator) Run(ctx context.Context) error {
 		}
 	}()
 
-	cfg, err := op.credentials(ctx, logger, clk, func(ctx context.Context) (map[string]any, error) {
-		return activity(ctx, handlers.Login)
+	cfg, err := op.credentials(ctx, logger, clk, func(ctx context.Context, hs []*handlers.ActivityHandler) (map[string]any, error) {
+		return runActivity(ctx, handlers.Login, hs)
 	})
 	if err != nil {
 		if ctx.Err() != nil {
@@ -231,15 +234,13 @@ func (op *Operator) logger() *slog.Logger {
 }
 
 // credentials returns the cluster connection: the login handlers' if there
-// are any (with re-authentication on 401), else the configured or found one.
-func (op *Operator) credentials(ctx context.Context, logger *slog.Logger, clk clock.WithTicker, login func(context.Context) (map[string]any, error)) (*rest.Config, error) {
-	if len(op.reg.Activities(handlers.Login)) == 0 {
-		if op.opts.RESTConfig != nil {
-			return op.opts.RESTConfig, nil
-		}
-		return kube.LoadConfig(op.opts.Kubeconfig, op.opts.Context)
-	}
+// are any (with re-authentication on 401), else the built-in login's.
+// login runs login handlers as the login activity.
+func (op *Operator) credentials(ctx context.Context, logger *slog.Logger, clk clock.WithTicker, login func(context.Context, []*handlers.ActivityHandler) (map[string]any, error)) (*rest.Config, error) {
 	authLog := logging.Named(logger, "kopf.activities.authentication")
+	if len(op.reg.Activities(handlers.Login)) == 0 {
+		return op.builtinLogin(ctx, authLog, login)
+	}
 	var vault *kube.Vault
 	vault = kube.NewVault(func(ctx context.Context) ([]*kube.ConnectionInfo, error) {
 		round := "Initial authentication"
@@ -247,7 +248,7 @@ func (op *Operator) credentials(ctx context.Context, logger *slog.Logger, clk cl
 			round = "Re-authentication"
 		}
 		authLog.Info(round + " has been initiated.")
-		results, err := login(ctx)
+		results, err := login(ctx, op.reg.Activities(handlers.Login))
 		var items []*kube.ConnectionInfo
 		var unusable []error
 		for id, v := range results {
@@ -281,6 +282,50 @@ func (op *Operator) credentials(ctx context.Context, logger *slog.Logger, clk cl
 	cfg := first.RESTConfig()
 	cfg.BearerToken, cfg.Username, cfg.Password = "", "", ""
 	cfg.WrapTransport = vault.Transport
+	return cfg, nil
+}
+
+// builtinLogin is the login of an operator without login handlers: the
+// REST config given in Options, else the kubeconfig or the pod's service
+// account. It runs as Kopf's fallback login activity runs, with its id and
+// lines ("Activity 'login_via_client' succeeded."), which Kopf's users and
+// its example suite count; unlike a login handler's credentials, the config
+// keeps what ConnectionInfo cannot hold (exec and auth-provider plugins),
+// which renew themselves.
+func (op *Operator) builtinLogin(ctx context.Context, authLog *slog.Logger, login func(context.Context, []*handlers.ActivityHandler) (map[string]any, error)) (*rest.Config, error) {
+	var cfg *rest.Config
+	var loadErr error
+	fallback := &handlers.ActivityHandler{
+		Handler: handlers.Handler{ID: "login_via_client", Errors: handlers.ErrorsIgnored},
+		Kind:    handlers.Login,
+		Call: func(ctx context.Context, a *handlers.Activity) (any, error) {
+			if op.opts.RESTConfig != nil {
+				cfg = op.opts.RESTConfig
+				a.Logger.Debug("Client is configured via the operator's REST config.")
+				return nil, nil
+			}
+			var source string
+			cfg, source, loadErr = kube.LoadConfigFrom(op.opts.Kubeconfig, op.opts.Context)
+			if loadErr != nil {
+				return nil, loadErr
+			}
+			a.Logger.Debug("Client is configured " + source + ".")
+			return nil, nil
+		},
+	}
+	authLog.Info("Initial authentication has been initiated.")
+	_, err := login(ctx, []*handlers.ActivityHandler{fallback})
+	switch {
+	case err != nil:
+		return nil, err
+	case cfg == nil:
+		authLog.Warn("Initial authentication has failed: no credentials were retrieved from the login handlers.")
+		if loadErr == nil {
+			loadErr = ctx.Err()
+		}
+		return nil, loadErr
+	}
+	authLog.Info("Initial authentication has finished.")
 	return cfg, nil
 }
 
@@ -336,12 +381,14 @@ func (r Registrar) Update(resource string, fn ChangeFunc, opts ...ChangeOption) 
 	})
 }
 
-// Field registers a handler for updates that change the field (a dotted
-// path such as "spec.field"), added and removed included; Value, OldValue
-// and NewValue filter the change further (compat: handlers-field, filters-field-change, filters-old-new). Old, New
-// and Diff are relative to the field. [diff] Following Kopf's manual, it
-// does not fire on creation (Kopf's code does when the field is set); for
-// that, register a creation handler with the Field option.
+// Field registers a handler for changes of the field (a dotted path such as
+// "spec.field"), added and removed included; Value, OldValue and NewValue
+// filter the change further (compat: handlers-field, filters-field-change, filters-old-new). Old, New and Diff are
+// relative to the field. As Kopf's code runs them, field handlers serve
+// every cause that changes the field: updates, the creation of an object
+// with the field set (reason create), a deletion after an unhandled change;
+// Settings.Handling.FieldHandlersOnUpdatesOnly keeps them to updates, as
+// Kopf's manual says.
 func (r Registrar) Field(resource, field string, fn ChangeFunc, opts ...ChangeOption) {
 	r.add(resource, causes.Update, field, true, fn, func(h *handlers.Handler) {
 		for _, o := range opts {

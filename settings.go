@@ -18,6 +18,7 @@ type (
 	ScanningSettings    = config.Scanning
 	ProcessSettings     = config.Process
 	PostingSettings     = config.Posting
+	HandlingSettings    = config.Handling
 )
 
 // DefaultFinalizer is the finalizer Kopf and kopfgo put on objects by default.

@@ -193,6 +193,7 @@ func (d *daemon) attempt(st *attempts) handlers.Verdict {
 	}
 	runtime := now.Sub(st.started)
 	title := h.Title()
+	log.Debug(title + " is invoked.") // as Kopf, before the checks of timeouts and retries
 	if v, expired := handlers.Expired(&h.Handler, title, st.retries, runtime); expired {
 		v.Log(log)
 		return v

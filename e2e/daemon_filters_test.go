@@ -18,8 +18,10 @@ import (
 func TestDaemonsAndTimersFollowTheirFilters(t *testing.T) {
 	ns := namespace(t)
 	var starts, running, ticks atomic.Int32
+	var cu caughtUp
 	stops := make(chan error, 10)
-	embedded(t, ns, func(op *kopfgo.Operator) {
+	log := embedded(t, ns, func(op *kopfgo.Operator) {
+		cu.register(op)
 		op.Daemon("kopfexamples", func(ctx context.Context, s *kopfgo.Spawn) (any, error) {
 			starts.Add(1)
 			running.Add(1)
@@ -37,7 +39,12 @@ func TestDaemonsAndTimersFollowTheirFilters(t *testing.T) {
 	obj["metadata"].(map[string]any)["labels"] = map[string]any{"run": "no"}
 	created := createKex(t, ns, obj)
 	name := created.GetName()
-	settle()
+	// Once the operator has handled the creation, a daemon or timer it
+	// spawned would also have made it put its finalizer on the object.
+	cu.wait(t, ns, name)
+	if fin := getKex(t, ns, name).GetFinalizers(); len(fin) != 0 {
+		t.Errorf("finalizers = %v on an object no daemon or timer matches", fin)
+	}
 	if n := starts.Load(); n != 0 {
 		t.Fatalf("the daemon started %d times on an object its filter excludes", n)
 	}
@@ -59,9 +66,15 @@ func TestDaemonsAndTimersFollowTheirFilters(t *testing.T) {
 		t.Fatal("the daemon was not stopped when its filter stopped matching")
 	}
 	eventually(t, waitShort, "the daemon gone", func() (bool, error) { return running.Load() == 0, nil })
-	settle() // a tick already under way may still land
+	// The timer's goroutine has ended (a tick under way has landed); once
+	// the operator has handled every change since, nothing needs the
+	// finalizer: a timer spawned again would.
+	log.WaitFor(t, "["+ns+"/"+name+"] Timer 'ticker' has exited on request", 1)
 	before := ticks.Load()
-	settle()
+	cu.wait(t, ns, name)
+	if fin := getKex(t, ns, name).GetFinalizers(); len(fin) != 0 {
+		t.Errorf("finalizers = %v after the daemon's and the timer's filters stopped matching", fin)
+	}
 	if after := ticks.Load(); after != before {
 		t.Errorf("the timer kept ticking (%d → %d) after its filter stopped matching", before, after)
 	}

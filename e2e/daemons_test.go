@@ -356,7 +356,11 @@ func TestDaemonRestartsOnTemporaryErrorsAndEndsWhenItReturns(t *testing.T) {
 		}
 		return map[string]any{"finished": true}, nil
 	}
-	register := func(op *kopfgo.Operator) { op.Daemon("kopfexamples", retrying, kopfgo.ID("retrying")) }
+	var cu caughtUp
+	register := func(op *kopfgo.Operator) {
+		op.Daemon("kopfexamples", retrying, kopfgo.ID("retrying"))
+		cu.register(op)
+	}
 	op := startOperator(t, ns, kopfgo.Settings{}, register)
 	createKex(t, ns, kexNamed(t, "r"))
 	got := waitKex(t, ns, "r", "the result and no finalizer", func(u *unstructured.Unstructured) bool {
@@ -372,8 +376,12 @@ func TestDaemonRestartsOnTemporaryErrorsAndEndsWhenItReturns(t *testing.T) {
 	if op.log.Count("Removing the finalizer, as there are no handlers requiring it.") != 1 {
 		t.Error("the finalizer was not removed as no longer required")
 	}
+	// A daemon spawned again would need the finalizer again.
 	patchKex(t, ns, "r", `{"spec":{"field":"again"}}`)
-	settle()
+	cu.wait(t, ns, "r")
+	if fin := getKex(t, ns, "r").GetFinalizers(); len(fin) != 0 {
+		t.Errorf("finalizers = %v after a change: a returned daemon is not restarted", fin)
+	}
 	if n := len(j.get("r").retries); n != 4 {
 		t.Errorf("%d invocations after a change, want 4: a returned daemon is not restarted", n)
 	}
@@ -418,7 +426,10 @@ func TestTimerAndDaemonErrorsModes(t *testing.T) {
 	if got := fmt.Sprint(j.get("flaky").retries[:5]); got != "[0 1 2 3 0]" {
 		t.Errorf("the flaky timer's retries = %s, want [0 1 2 3 0]", got)
 	}
-	settle()
+	// Both have ended for good: their goroutines are gone, so their counts
+	// are final.
+	op.log.WaitFor(t, "Timer 'doomed' has exited on its own", 1)
+	op.log.WaitFor(t, "Daemon 'ignored' has exited on its own", 1)
 	if calls("doomed") != 1 || calls("ignored") != 1 {
 		t.Errorf("doomed ran %d times, ignored %d; want once each", calls("doomed"), calls("ignored"))
 	}
@@ -446,7 +457,11 @@ func TestRestartRestartsDaemonsAndNeverTwiceAtOnce(t *testing.T) {
 		j.exit(d.Name, context.Cause(ctx))
 		return nil, nil
 	}
-	register := func(op *kopfgo.Operator) { op.Daemon("kopfexamples", monitor, kopfgo.ID("monitor")) }
+	var cu caughtUp
+	register := func(op *kopfgo.Operator) {
+		op.Daemon("kopfexamples", monitor, kopfgo.ID("monitor"))
+		cu.register(op)
+	}
 	names := []string{"x-1", "x-2", "x-3"}
 	for _, n := range names {
 		createKex(t, ns, kexNamed(t, n))
@@ -461,7 +476,9 @@ func TestRestartRestartsDaemonsAndNeverTwiceAtOnce(t *testing.T) {
 			patchKex(t, ns, n, fmt.Sprintf(`{"status":{"round":%d}}`, i), "status")
 		}
 	}
-	settle()
+	for _, n := range names {
+		cu.wait(t, ns, n) // every event handled: a second daemon would have started by now
+	}
 	op.stop(t)
 	for _, n := range names {
 		e := j.get(n)

@@ -9,7 +9,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -39,7 +38,7 @@ func TestExample07Subhandlers(t *testing.T) {
 
 	deleteKex(t, ns, obj.GetName())
 	waitGone(t, ns, obj.GetName())
-	settle()
+	waitLog(t, op, reallyDeleted(ns, obj.GetName()), 1)
 	assertCount(t, op, "=== Handling creation for", 2)
 }
 
@@ -76,7 +75,17 @@ func TestExample08Events(t *testing.T) {
 	waitLog(t, op2, `"type":null`, 1)
 	deleteKex(t, ns, name)
 	waitLog(t, op2, `"type":"DELETED"`, 1)
-	settle()
+	// The DELETED event is the last; once normal_event_fn (registered after
+	// event_fn_with_error) has succeeded for it, both handlers are done with
+	// every event, and the stopped operator's log is complete.
+	if err := op2.WaitUntil(context.Background(), waitShort, "the DELETED event handled", func() bool {
+		return op2.Count("Handler 'normal_event_fn' succeeded.") >= op2.Count("Event received:")
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := op2.Stop(waitShort); err != nil {
+		t.Fatal(err)
+	}
 	// Every event reached both handlers; the failing one is logged and
 	// ignored, never retried.
 	for _, p := range []interface{ Count(string) int }{op, op2} {
@@ -119,7 +128,7 @@ func TestExample11FilteringHandlers(t *testing.T) {
 	// A change to another value than the filter's: nothing runs.
 	patchKex(t, ns, name, `{"spec":{"field":"other"}}`)
 	waitHandledWith(t, ns, name, `"field":"other"`)
-	waitLog(t, op, "Field daemon is stopped (stopped: the object no longer matches the handler's filters).", 1)
+	waitLog(t, op, "["+ns+"/"+name+"] Daemon 'daemon_with_field/spec.field' has exited on request", 1)
 	patchKex(t, ns, name, `{"spec":{"field":"value"}}`)
 	waitHandledWith(t, ns, name, `"field":"value"`)
 	assertCount(t, op, "Field change is satisfied.", 0)
@@ -129,7 +138,7 @@ func TestExample11FilteringHandlers(t *testing.T) {
 
 	deleteKex(t, ns, name)
 	waitGone(t, ns, name)
-	settle()
+	waitLog(t, op, reallyDeleted(ns, name), 1)
 	assertCount(t, op, "Field change is satisfied.", 1)
 	assertCount(t, op, "Label is matching.", 1)
 }
@@ -140,6 +149,9 @@ func TestExample16Indexing(t *testing.T) {
 		createLabelledPod(t, ns, fmt.Sprintf("pod-%d", i), map[string]string{"app": "kopfgo-idx"})
 	}
 	port := freeTCPPort(t)
+	// The timer reports the running pods of kube-system and default; here,
+	// of the test's namespace.
+	t.Setenv("RUNNING_PODS_NAMESPACES", ns)
 	op := runOperator(t, "./examples/16-indexing", ns, "--liveness=http://127.0.0.1:"+port+"/healthz")
 	obj := createKex(t, ns, objYAML(t))
 	name := obj.GetName()
@@ -157,36 +169,30 @@ func TestExample16Indexing(t *testing.T) {
 		return fmt.Sprint(body["pod_count"]) == "3" && fmt.Sprint(body["pod_names"]) == "[pod-0 pod-1 pod-2]", nil
 	})
 
-	status := func(u *unstructured.Unstructured) (int64, []string) {
-		n, _, _ := unstructured.NestedInt64(u.Object, "status", "pod-count")
-		running, _, _ := unstructured.NestedStringSlice(u.Object, "status", "running-pods")
-		return n, running
+	running := func(u *unstructured.Unstructured) ([]string, bool) {
+		pods, ok, _ := unstructured.NestedStringSlice(u.Object, "status", "running-pods")
+		return pods, ok
 	}
-	waitKex(t, ns, name, "3 pods, none running, in status", func(u *unstructured.Unstructured) bool {
-		n, running := status(u)
-		_, ok, _ := unstructured.NestedStringSlice(u.Object, "status", "running-pods")
-		return n == 3 && ok && len(running) == 0
+	waitKex(t, ns, name, "no running pods in status", func(u *unstructured.Unstructured) bool {
+		pods, ok := running(u)
+		return ok && len(pods) == 0
 	})
-	waitLog(t, op, "Pods by label: app=kopfgo-idx: pod-0,pod-1,pod-2", 1)
+	waitLog(t, op, "["+ns+"/"+name+"] Pods by label: app=kopfgo-idx: pod-0,pod-1,pod-2", 1)
+	waitLog(t, op, "["+ns+"/"+name+"] Timer 'intervalled' succeeded.", 1)
 
 	// A pod starts running (as a kubelet would report it), another goes;
-	// the next event of the KopfExample reports both from the indices.
+	// the timer's next report shows both, from the indices.
 	_, err := kube(t).CoreV1().Pods(ns).Patch(context.Background(), "pod-1", types.MergePatchType,
 		[]byte(`{"status":{"phase":"Running"}}`), metav1.PatchOptions{}, "status")
 	if err != nil {
 		t.Fatal(err)
 	}
 	deletePod(t, ns, "pod-2")
-	// The pods' events reach the indices, not the KopfExample: poke it
-	// until a report shows them.
-	poke := 0
-	eventually(t, waitShort, "2 pods, one running, in status", func() (bool, error) {
-		poke++
-		patchKex(t, ns, name, fmt.Sprintf(`{"metadata":{"labels":{"poke":"%d"}}}`, poke))
-		time.Sleep(200 * time.Millisecond)
-		n, running := status(getKex(t, ns, name))
-		return n == 2 && slices.Equal(running, []string{ns + "::pod-1"}), nil
+	waitKex(t, ns, name, "one running pod in status", func(u *unstructured.Unstructured) bool {
+		pods, _ := running(u)
+		return slices.Equal(pods, []string{ns + "::pod-1"})
 	})
+	waitLog(t, op, "["+ns+"/"+name+"] Pods by label: app=kopfgo-idx: pod-0,pod-1", 1)
 
 	deleteKex(t, ns, name)
 	waitGone(t, ns, name)

@@ -15,9 +15,9 @@ func TestExample13Hooks(t *testing.T) {
 	ns := namespace(t)
 	port := freeTCPPort(t)
 	op := runOperator(t, "./examples/13-hooks", ns, "--liveness=http://127.0.0.1:"+port+"/healthz")
-	waitLog(t, op, "Handler 'startup_fn_retried' succeeded.", 1)
+	waitLog(t, op, "Activity 'startup_fn_retried' succeeded.", 1)
 	assertCount(t, op, "failed temporarily: Going to succeed in", 3)
-	assertCount(t, op, "Handler 'startup_fn_simple' succeeded.", 1)
+	assertCount(t, op, "Activity 'startup_fn_simple' succeeded.", 1)
 	waitLog(t, op, "Initial authentication has finished.", 1)
 
 	pod := &corev1.Pod{
@@ -49,5 +49,5 @@ func TestExample13Hooks(t *testing.T) {
 	}
 	assertCount(t, op, "Cleaning up...", 1)
 	assertCount(t, op, "["+ns+"/served] Serving is finished by request.", 1)
-	assertCount(t, op, "Handler 'cleanup_fn' succeeded.", 1)
+	assertCount(t, op, "Activity 'cleanup_fn' succeeded.", 1)
 }

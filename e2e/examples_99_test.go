@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -12,6 +13,16 @@ import (
 func TestExample99AllAtOnce(t *testing.T) {
 	ns := namespace(t)
 	op := runOperator(t, "./examples/99-all-at-once", ns)
+	// The startup handlers: one at once, one after 3 temporary failures;
+	// nothing is served before both have succeeded.
+	waitLog(t, op, "Serving ", 1)
+	assertCount(t, op, "Starting in 1s...", 1)
+	assertCount(t, op, "'startup_fn_simple' succeeded.", 1)
+	for n := 3; n >= 1; n-- {
+		assertCount(t, op, fmt.Sprintf("'startup_fn_retried' failed temporarily: Going to succeed in %ds", n), 1)
+	}
+	assertCount(t, op, "Starting retried...", 1)
+	assertCount(t, op, "'startup_fn_retried' succeeded.", 1)
 	obj := createKex(t, ns, objYAML(t))
 	name := obj.GetName()
 
@@ -46,4 +57,11 @@ func TestExample99AllAtOnce(t *testing.T) {
 	deleteKex(t, ns, name)
 	waitGone(t, ns, name)
 	assertCount(t, op, "Handler 'delete' succeeded.", 1)
+
+	// The cleanup handler runs on exit, and the exit waits for it.
+	if err := op.Stop(waitShort); err != nil {
+		t.Fatal(err)
+	}
+	assertCount(t, op, "Cleaning up in 3s...", 1)
+	assertCount(t, op, "'cleanup_fn' succeeded.", 1)
 }

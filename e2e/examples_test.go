@@ -5,6 +5,7 @@ package e2e
 import (
 	"context"
 	"regexp"
+	"strings"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -32,9 +33,11 @@ func TestExample01Minimal(t *testing.T) {
 	}
 	assertNoProgress(t, got)
 
+	// The deletion does not run the creation handler again: checked once
+	// the operator has seen the object gone.
 	deleteKex(t, ns, obj.GetName())
 	waitGone(t, ns, obj.GetName())
-	settle()
+	waitLog(t, op, reallyDeleted(ns, obj.GetName()), 1)
 	assertCount(t, op, "Handler 'create_fn' succeeded.", 1)
 }
 
@@ -78,12 +81,29 @@ func TestExample03Exceptions(t *testing.T) {
 	op := runOperator(t, "./examples/03-exceptions", ns)
 	obj := createKex(t, ns, objYAML(t))
 
-	waitLog(t, op, "Creation is processed: 0 succeeded; 1 failed.", 1)
-	assertCount(t, op, "Handler 'create_fn' failed temporarily: First failure.", 1)
-	assertCount(t, op, "Handler 'create_fn' failed with an exception and will try again in 1 seconds: Second failure.", 1)
-	assertCount(t, op, "Handler 'create_fn' failed permanently: Third failure, the final one.", 1)
-	assertCount(t, op, "Handler 'create_fn' succeeded.", 0)
-	// The diff-base is stored even though the handler failed: the next change
+	waitLog(t, op, "Creation is processed: 1 succeeded; 3 failed.", 1)
+	for line, n := range map[string]int{
+		"Handler 'instant_failure_with_only_a_message' failed permanently: Fail once and for all.":                                                                                            1,
+		"Handler 'eventual_success_with_a_few_messages' failed temporarily: Expected recoverable error.":                                                                                      3,
+		"Handler 'eventual_success_with_a_few_messages' succeeded.":                                                                                                                           1,
+		"Handler 'eventual_failure_with_tracebacks' failed with an exception and will try again in 1 seconds: ":                                                                               2,
+		"Handler 'eventual_failure_with_tracebacks' failed with an exception and will stop now (it would exceed 3 retries on the next attempt): An error that is supposed to be recoverable.": 1,
+		"Handler 'instant_failure_with_traceback' failed with an exception and will stop now: An error that is supposed to be recoverable.":                                                   1,
+		"Handler 'instant_failure_with_traceback' is invoked.":                                                                                                                                1,
+	} {
+		// A final failure's line is also the message of its progress
+		// record, in a "Patching with: ..." line: not counted.
+		got := 0
+		for _, l := range op.Lines() {
+			if strings.Contains(l, line) && !strings.Contains(l, "Patching with: ") {
+				got++
+			}
+		}
+		if got != n {
+			t.Errorf("%d log lines contain %q, want %d", got, line, n)
+		}
+	}
+	// The diff-base is stored even though handlers failed: the next change
 	// is an update, not a creation again (compat: errors-permanent).
 	got := waitKex(t, ns, obj.GetName(), "the diff-base and no progress", handled)
 	assertNoProgress(t, got)
@@ -98,8 +118,8 @@ func TestExample05Handlers(t *testing.T) {
 	obj := createKex(t, ns, objYAML(t))
 	name := obj.GetName()
 
-	waitLog(t, op, "Creation is processed: 2 succeeded; 0 failed.", 1)
-	for _, line := range []string{"CREATED 1st", "CREATED 2nd", "Handler 'create_fn_1' succeeded.", "Handler 'create_fn_2' succeeded."} {
+	waitLog(t, op, "Creation is processed: 3 succeeded; 0 failed.", 1)
+	for _, line := range []string{"CREATED 1st", "CREATED 2nd", "Handler 'create_fn_1' succeeded.", "Handler 'create_fn_2' succeeded.", "FIELD CHANGED: <nil> -> value"} {
 		assertCount(t, op, line, 1)
 	}
 	if fin := waitKex(t, ns, name, "handled", handled).GetFinalizers(); len(fin) != 1 || fin[0] != "kopf.zalando.org/KopfFinalizerMarker" {
@@ -109,7 +129,7 @@ func TestExample05Handlers(t *testing.T) {
 	// A spec change: one update and one field handler call.
 	patchKex(t, ns, name, `{"spec":{"field":"other"}}`)
 	waitLog(t, op, "Updating is processed: 2 succeeded; 0 failed.", 1)
-	assertCount(t, op, `UPDATED: [["change",["spec","field"],"value","other"]]`, 1)
+	assertCount(t, op, "UPDATED", 1)
 	assertCount(t, op, "FIELD CHANGED: value -> other", 1)
 
 	// A status change is not a change of the object.
@@ -117,9 +137,8 @@ func TestExample05Handlers(t *testing.T) {
 	// A label change is: the update handler runs, the field handler does not.
 	patchKex(t, ns, name, `{"metadata":{"labels":{"newlabel":"yes"}}}`)
 	waitLog(t, op, "Updating is processed: 1 succeeded; 0 failed.", 1)
-	assertCount(t, op, `UPDATED: [["add",["metadata","labels","newlabel"],null,"yes"]]`, 1)
 	assertCount(t, op, "UPDATED", 2)
-	assertCount(t, op, "FIELD CHANGED", 1)
+	assertCount(t, op, "FIELD CHANGED", 2)
 
 	// A restart resumes the object once.
 	if err := op.Stop(waitShort); err != nil {

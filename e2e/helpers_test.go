@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -26,6 +27,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/yaml"
 
+	"github.com/kopfgo/kopfgo"
 	"github.com/kopfgo/kopfgo/e2e/cluster"
 	"github.com/kopfgo/kopfgo/e2e/runner"
 )
@@ -233,10 +235,75 @@ func assertCount(t *testing.T, p *runner.Process, substr string, n int) {
 	}
 }
 
-// settle gives the operator time to do something it should not do (a second
-// invocation, say) before the test asserts it did not. It is not a timing
-// assertion: the test passes however fast the operator is.
-func settle() { time.Sleep(2 * time.Second) }
+// caughtUp proves that an operator has handled every change of an object
+// made so far, for the checks that something did NOT happen: an event
+// handler of the operator notes the markers patched into the objects'
+// status. The operator handles an object's events one at a time, in order,
+// each pass to its end (its patches included) before the next; a status
+// change is no change of the object to its handlers. So once the operator
+// has seen a marker patched after it had seen an earlier one, the pass that
+// saw the earlier one, and every pass before it, is over. Two markers are
+// needed because a pass may merge several events and run the event handlers
+// before it handles the change.
+type caughtUp struct {
+	mu   sync.Mutex
+	seen map[string]int // namespace/name → the highest marker seen
+}
+
+const (
+	caughtUpID     = "e2e_caught_up" // the event handler's id, in its log lines
+	caughtUpMarker = "e2eCaughtUp"   // the status field of the markers
+)
+
+var caughtUpSeq atomic.Int64
+
+// register adds the marker-noting event handler to op.
+func (c *caughtUp) register(op *kopfgo.Operator) {
+	op.On.Event("kopfexamples", func(ctx context.Context, e *kopfgo.WatchEvent) (any, error) {
+		n, err := strconv.Atoi(fmt.Sprint(e.Status[caughtUpMarker]))
+		if err != nil {
+			return nil, nil // no marker yet
+		}
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if c.seen == nil {
+			c.seen = map[string]int{}
+		}
+		key := e.Namespace + "/" + e.Name
+		c.seen[key] = max(c.seen[key], n)
+		return nil, nil
+	}, kopfgo.ID(caughtUpID))
+}
+
+// wait returns once the operator has handled every change of the object
+// made before the call.
+func (c *caughtUp) wait(t *testing.T, ns, name string) {
+	t.Helper()
+	c.waitIn(t, dyn(t), ns, name)
+}
+
+// waitIn is wait on a cluster of the test's own.
+func (c *caughtUp) waitIn(t *testing.T, d dynamic.Interface, ns, name string) {
+	t.Helper()
+	for range 2 {
+		n := int(caughtUpSeq.Add(1))
+		marker := fmt.Sprintf(`{"status":{%q:"%d"}}`, caughtUpMarker, n)
+		if _, err := d.Resource(kexGVR).Namespace(ns).Patch(context.Background(), name, types.MergePatchType, []byte(marker), metav1.PatchOptions{}, "status"); err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, waitShort, fmt.Sprintf("the operator to see marker %d of %s/%s", n, ns, name), func() (bool, error) {
+			c.mu.Lock()
+			defer c.mu.Unlock()
+			return c.seen[ns+"/"+name] >= n, nil
+		})
+	}
+}
+
+// reallyDeleted is Kopf's line for an object's DELETED event: once it is
+// logged, the operator is done with the object for good.
+func reallyDeleted(ns, name string) string {
+	return "[" + ns + "/" + name + "] Deleted, really deleted, and we are notified."
+}
 
 func mustJSON(t *testing.T, v any) string {
 	t.Helper()

@@ -96,16 +96,71 @@ func (c *calls) all() []*kopfgo.Change {
 
 func (c *calls) count() int { return len(c.all()) }
 
+// TestFieldHandlersOnUpdatesOnly: with Settings.Handling's manual readings,
+// a field handler does not run on creation, and Absent does not match the
+// missing old state of a creation.
+func TestFieldHandlersOnUpdatesOnly(t *testing.T) {
+	ns := namespace(t)
+	var creates, absent, fields calls
+	opts := kopfgo.Options{Namespaces: []string{ns}}
+	opts.Settings.Handling.FieldHandlersOnUpdatesOnly = true
+	opts.Settings.Handling.FieldFiltersOnExistingStates = true
+	log := embeddedWith(t, opts, func(op *kopfgo.Operator) {
+		op.On.Create("kopfexamples", creates.fn, kopfgo.ID("create"))
+		op.On.Create("kopfexamples", absent.fn, kopfgo.ID("absent"), kopfgo.Field("spec.field"), kopfgo.Value(kopfgo.Absent))
+		op.On.Field("kopfexamples", "spec.field", fields.fn, kopfgo.ID("field"))
+	})
+	obj := createKex(t, ns, objYAML(t))
+	log.WaitFor(t, "Creation is processed: 1 succeeded; 0 failed.", 1)
+	if n, a := fields.count(), absent.count(); n != 0 || a != 0 {
+		t.Errorf("on creation: field handler called %d times, Absent-filtered creation handler %d times; want 0, 0", n, a)
+	}
+	patchKex(t, ns, obj.GetName(), `{"spec":{"field":"changed"}}`)
+	log.WaitFor(t, "Updating is processed: 1 succeeded; 0 failed.", 1)
+	if f := fields.all(); len(f) != 1 || f[0].Reason != kopfgo.ReasonUpdate {
+		t.Errorf("field handler calls = %d, want 1 with reason update", len(f))
+	}
+}
+
+// TestAbsentFieldFilterMatchesEveryCreation: as in Kopf's code, the missing
+// old state of a creation counts as the field absent.
+func TestAbsentFieldFilterMatchesEveryCreation(t *testing.T) {
+	ns := namespace(t)
+	var absent calls
+	log := embedded(t, ns, func(op *kopfgo.Operator) {
+		op.On.Create("kopfexamples", absent.fn, kopfgo.ID("absent"), kopfgo.Field("spec.field"), kopfgo.Value(kopfgo.Absent))
+	})
+	createKex(t, ns, objYAML(t)) // spec.field is set
+	log.WaitFor(t, "Creation is processed: 1 succeeded; 0 failed.", 1)
+	if n := absent.count(); n != 1 {
+		t.Errorf("Absent-filtered creation handler called %d times, want 1", n)
+	}
+}
+
 func TestUpdateAndFieldHandlersGetTheExactDiff(t *testing.T) {
 	ns := namespace(t)
 	var creates, updates, fields calls
+	var cu caughtUp
 	log := embedded(t, ns, func(op *kopfgo.Operator) {
+		cu.register(op)
 		op.On.Create("kopfexamples", creates.fn, kopfgo.ID("create"))
 		op.On.Update("kopfexamples", updates.fn, kopfgo.ID("update"))
 		op.On.Field("kopfexamples", "spec.field", fields.fn, kopfgo.ID("field"))
 	})
 	obj := createKex(t, ns, objYAML(t))
-	log.WaitFor(t, "Creation is processed: 1 succeeded; 0 failed.", 1)
+	// As in Kopf's code, the field handler runs on the creation of an
+	// object with the field set, with reason create.
+	log.WaitFor(t, "Creation is processed: 2 succeeded; 0 failed.", 1)
+	f := fields.all()
+	if len(f) != 1 {
+		t.Fatalf("field handler called %d times on creation, want 1", len(f))
+	}
+	if f[0].Reason != kopfgo.ReasonCreate || f[0].Old != nil || f[0].New != "value" || mustJSON(t, f[0].Diff) != `[["add",[],null,"value"]]` {
+		t.Errorf("field handler on creation saw reason=%s old=%v new=%v diff=%s", f[0].Reason, f[0].Old, f[0].New, mustJSON(t, f[0].Diff))
+	}
+	if p := getKex(t, ns, obj.GetName()).GetAnnotations()["kopf.zalando.org/last-handled-configuration"]; !strings.Contains(p, `"field":"value"`) {
+		t.Errorf("diff-base after creation = %s", p)
+	}
 
 	patchKex(t, ns, obj.GetName(), `{"spec":{"field":"changed","items":["item1","item2","item3"]}}`)
 	log.WaitFor(t, "Updating is processed: 2 succeeded; 0 failed.", 1)
@@ -116,27 +171,27 @@ func TestUpdateAndFieldHandlersGetTheExactDiff(t *testing.T) {
 		`[["change",["spec","field"],"value","changed"],["change",["spec","items"],["item1","item2"],["item1","item2","item3"]]]`; got != want {
 		t.Errorf("update diff = %s\nwant          %s", got, want)
 	}
-	f := fields.all()
-	if len(f) != 1 {
-		t.Fatalf("field handler called %d times, want 1", len(f))
+	f = fields.all()
+	if len(f) != 2 {
+		t.Fatalf("field handler called %d times, want 2 (create, update)", len(f))
 	}
-	if f[0].Old != "value" || f[0].New != "changed" || mustJSON(t, f[0].Diff) != `[["change",[],"value","changed"]]` {
-		t.Errorf("field handler saw old=%v new=%v diff=%s", f[0].Old, f[0].New, mustJSON(t, f[0].Diff))
+	if f[1].Reason != kopfgo.ReasonUpdate || f[1].Old != "value" || f[1].New != "changed" || mustJSON(t, f[1].Diff) != `[["change",[],"value","changed"]]` {
+		t.Errorf("field handler saw reason=%s old=%v new=%v diff=%s", f[1].Reason, f[1].Old, f[1].New, mustJSON(t, f[1].Diff))
 	}
 
 	// A status change is not a change; a label change is, for update only.
 	patchKex(t, ns, obj.GetName(), `{"status":{"something":"else"}}`, "status")
 	patchKex(t, ns, obj.GetName(), `{"metadata":{"labels":{"somelabel":null,"other":"x"}}}`)
 	log.WaitFor(t, "Updating is processed: 1 succeeded; 0 failed.", 1)
-	settle()
+	cu.wait(t, ns, obj.GetName()) // both patches handled, whatever the order
 	if n := updates.count(); n != 2 {
 		t.Fatalf("update handler called %d times, want 2 (spec, label; not status)", n)
 	}
 	if got := mustJSON(t, updates.all()[1].Diff); got != `[["add",["metadata","labels","other"],null,"x"],["remove",["metadata","labels","somelabel"],"somevalue",null]]` {
 		t.Errorf("label diff = %s", got)
 	}
-	if n := fields.count(); n != 1 {
-		t.Errorf("field handler called %d times, want 1", n)
+	if n := fields.count(); n != 2 {
+		t.Errorf("field handler called %d times, want 2 (create, update)", n)
 	}
 	if n := creates.count(); n != 1 {
 		t.Errorf("create handler called %d times, want 1", n)

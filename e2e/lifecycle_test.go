@@ -115,7 +115,7 @@ func TestSigtermDuringLongHandlerPersistsProgress(t *testing.T) {
 		t.Fatalf("SIGTERM: %v (want exit 0)", err)
 	}
 	t.Logf("the operator exited %s after SIGTERM", time.Since(start).Round(time.Millisecond))
-	assertCount(t, op, "is interrupted by the operator's exit", 1)
+	assertCount(t, op, "is cancelled. Will escalate.", 1)
 	assertCount(t, op, "CLEANUP RAN", 1)
 	var rec map[string]any
 	raw := getKex(t, ns, created.GetName()).GetAnnotations()["kopf.zalando.org/create"]

@@ -108,12 +108,15 @@ func TestTakesOverObjectsHandledByKopf(t *testing.T) {
 	pending := createKex(t, ns, obj2)
 
 	var h1, h2 calls
+	var cu caughtUp
 	log := embedded(t, ns, func(op *kopfgo.Operator) {
 		op.On.Create("kopfexamples", h1.fn, kopfgo.ID("h1"))
 		op.On.Create("kopfexamples", h2.fn, kopfgo.ID("h2"))
+		cu.register(op)
 	})
 	log.WaitFor(t, "Creation is processed: 2 succeeded; 0 failed.", 1)
-	settle()
+	cu.wait(t, ns, byKopf.GetName())
+	cu.wait(t, ns, pending.GetName())
 	if n := h1.count(); n != 0 {
 		t.Errorf("h1 ran %d times although Kopf recorded its success", n)
 	}
@@ -124,7 +127,7 @@ func TestTakesOverObjectsHandledByKopf(t *testing.T) {
 	if c[0].Name != pending.GetName() || c[0].Retry != 2 || c[0].Started.Format("2006-01-02T15:04:05.000000") != "2026-01-02T03:04:05.123456" {
 		t.Errorf("h2 saw name=%s retry=%d started=%v; want the pending object, retry 2, Kopf's started", c[0].Name, c[0].Retry, c[0].Started)
 	}
-	if n := log.Count("[" + ns + "/" + byKopf.GetName() + "] Handler"); n != 0 {
+	if n := log.Count("[" + ns + "/" + byKopf.GetName() + "] Handler 'h"); n != 0 {
 		t.Errorf("handlers ran for the object Kopf had handled")
 	}
 	// What kopfgo wrote parses as Kopf's: a diff-base with a trailing newline.

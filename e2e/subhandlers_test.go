@@ -41,7 +41,9 @@ func TestSubhandlerRetriesAloneAndTheParentResultIsDeliveredOnce(t *testing.T) {
 		}
 	}
 	var midCycle []string
+	var cu caughtUp
 	log := embedded(t, ns, func(op *kopfgo.Operator) {
+		cu.register(op)
 		op.On.Create("kopfexamples", func(ctx context.Context, c *kopfgo.Change) (any, error) {
 			n := count("create_fn")
 			err := kopfgo.Execute(ctx, map[string]kopfgo.ChangeFunc{
@@ -65,7 +67,7 @@ func TestSubhandlerRetriesAloneAndTheParentResultIsDeliveredOnce(t *testing.T) {
 	obj := createKex(t, ns, objYAML(t))
 	log.WaitFor(t, "Creation is processed: 1 succeeded; 0 failed.", 1)
 	got := waitKex(t, ns, obj.GetName(), "handled", handled)
-	settle()
+	cu.wait(t, ns, obj.GetName()) // no child runs again in a later pass
 
 	mu.Lock()
 	defer mu.Unlock()

@@ -139,7 +139,7 @@ func runOne(ctx context.Context, kind ActivityKind, ah *ActivityHandler, env Act
 	for {
 		c := &Cycle{
 			Reason:   causes.Reason(kind),
-			Title:    fmt.Sprintf("Activity %q", string(kind)),
+			Kind:     "Activity",
 			Handlers: []*Handler{&h}, Body: map[string]any{}, Patch: &patch.Patch{},
 			Storage: store, Clock: env.Clock, Logger: env.Logger, DefaultBackoff: env.DefaultBackoff,
 		}

@@ -7,12 +7,15 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"slices"
+	"strings"
 	"time"
 
 	"k8s.io/utils/clock"
 
 	"github.com/kopfgo/kopfgo/causes"
 	"github.com/kopfgo/kopfgo/diffbase"
+	"github.com/kopfgo/kopfgo/internal/config"
 	"github.com/kopfgo/kopfgo/internal/dicts"
 	"github.com/kopfgo/kopfgo/internal/resources"
 	"github.com/kopfgo/kopfgo/patch"
@@ -29,7 +32,11 @@ type Cycle struct {
 	Reason causes.Reason
 	// Title names the cause in logs ("Creation is processed: …"); default:
 	// the reason's title.
-	Title    string
+	Title string
+	// Kind names the handlers in logs ("Handler 'x' succeeded."); default
+	// "Handler". Activities are "Activity", and their cycle logs no
+	// "is processed" line, as in Kopf.
+	Kind     string
 	Handlers []*Handler // selected for this cause, in registration order
 	// Known are all handlers of the resource: their stale records (from a
 	// superseded cause) are purged when the cause is done.
@@ -44,6 +51,8 @@ type Cycle struct {
 	Clock    clock.PassiveClock
 	Logger   *slog.Logger
 	Memo     *Memo
+	// Handling is passed on to the selection of sub-handlers.
+	Handling config.Handling
 	// DefaultBackoff is the retry delay after arbitrary errors of handlers
 	// without their own Backoff.
 	DefaultBackoff time.Duration
@@ -136,7 +145,7 @@ func (c *Cycle) Run(ctx context.Context) Outcome {
 	if title == "" {
 		title = c.Reason.Title()
 	}
-	if len(c.Handlers) > 0 {
+	if len(c.Handlers) > 0 && c.Kind == "" {
 		// Kopf says nothing of a cause without handlers (compat: logging-lines): every
 		// object found at start-up would log a line otherwise.
 		c.Logger.Info(fmt.Sprintf("%s is processed: %d succeeded; %d failed.", title, out.Succeeded, out.Failed))
@@ -156,7 +165,7 @@ func (c *Cycle) delayOf(s state, now time.Time) time.Duration {
 // purpose belongs to a superseded cause and does not count for this one.
 func (c *Cycle) fetch() []state {
 	states := make([]state, len(c.Handlers))
-	superseded := 0
+	var extras []extra
 	for i, h := range c.Handlers {
 		states[i].h = h
 		rec, err := c.Storage.Fetch(h.ID, c.Body)
@@ -165,16 +174,40 @@ func (c *Cycle) fetch() []state {
 			continue
 		}
 		if rec != nil && rec.Purpose != "" && rec.Purpose != string(c.Reason) {
-			superseded++
+			extras = countExtra(extras, rec)
 			c.stale = append(c.stale, rec.Subrefs...)
 			continue
 		}
 		states[i].rec = rec
 	}
-	if superseded > 0 {
-		c.Logger.Info(fmt.Sprintf("Earlier handling is superseded by %s: %d handlers start afresh.", c.Reason.Title(), superseded))
+	for _, e := range extras {
+		c.Logger.Info(fmt.Sprintf("%s is superseded by %s: %d succeeded; %d failed; %d left to the moment.",
+			causes.Reason(e.purpose).Title(), strings.ToLower(c.Reason.Title()), e.succeeded, e.failed, e.running))
 	}
 	return states
+}
+
+// extra counts the records of one superseded purpose, for Kopf's line.
+type extra struct {
+	purpose                    string
+	succeeded, failed, running int
+}
+
+func countExtra(extras []extra, rec *persistence.Record) []extra {
+	i := slices.IndexFunc(extras, func(e extra) bool { return e.purpose == rec.Purpose })
+	if i < 0 {
+		extras = append(extras, extra{purpose: rec.Purpose})
+		i = len(extras) - 1
+	}
+	switch {
+	case rec.Success:
+		extras[i].succeeded++
+	case rec.Failure:
+		extras[i].failed++
+	default:
+		extras[i].running++
+	}
+	return extras
 }
 
 // purge removes the records of the cause's handlers, of every handler of the
@@ -223,7 +256,13 @@ func (c *Cycle) attempt(ctx context.Context, h *Handler, prev *persistence.Recor
 	}
 	runtime := now.Sub(*rec.Started)
 	log := c.Logger
-	title := titleOf("Handler", h.ID)
+	kind := c.Kind
+	if kind == "" {
+		kind = "Handler"
+	}
+	title := Title(kind, h.ID)
+	// Kopf says so before its checks of timeouts and retries.
+	log.Debug(title + " is invoked.")
 
 	fail := func(msg string, err error) (*persistence.Record, error) {
 		log.Error(msg)
@@ -241,7 +280,7 @@ func (c *Cycle) attempt(ctx context.Context, h *Handler, prev *persistence.Recor
 		// nothing about the handler, so the attempt does not count; the
 		// record keeps its start time and retries, and the handler runs
 		// again, at once, when the operator restarts.
-		log.Warn(fmt.Sprintf("Handler '%s' is interrupted by the operator's exit; it runs again on the next start.", h.ID))
+		log.Warn(title + " is cancelled. Will escalate.")
 		rec.Message = "interrupted by the operator's exit"
 		return &rec, nil
 	}
@@ -250,7 +289,7 @@ func (c *Cycle) attempt(ctx context.Context, h *Handler, prev *persistence.Recor
 	if sub.pending && (err == nil || errors.Is(err, ErrSubhandlersPending)) {
 		// Not a failure: the parent is invoked again when a child is due,
 		// and its result is delivered only once all children are done.
-		log.Debug(fmt.Sprintf("Handler '%s' has unfinished sub-handlers. Will retry soon.", h.ID))
+		log.Debug(title + " has unfinished sub-handlers. Will retry soon.")
 		until := end.Add(sub.delay)
 		rec.Delayed, rec.Message = &until, ""
 		return &rec, nil
@@ -313,7 +352,6 @@ func (c *Cycle) invoke(ctx context.Context, h *Handler, rec persistence.Record, 
 	}
 	sub = &scope{cycle: c, parent: h, arg: arg, up: c.parent}
 	ctx = context.WithValue(ctx, scopeKey{}, sub)
-	logger.Debug(fmt.Sprintf("Invoking handler '%s'.", h.ID))
 	call := func() {
 		result, err = safeCall(ctx, h.Fn, arg)
 		if err == nil && len(sub.registered) > 0 && !sub.executed {

@@ -172,6 +172,8 @@ func TestPermanentFailures(t *testing.T) {
 		{"errors mode permanent", errors.New("x"), func(h *Handler) { h.Errors = ErrorsPermanent }, 1, "failed with an exception and will stop now: x"},
 		{"retries exhausted", errors.New("x"), func(h *Handler) { h.Retries = 3; h.Backoff = time.Second }, 3, "would exceed 3 retries"},
 		{"timeout look-ahead", &TemporaryError{Err: errors.New("x"), Delay: 2 * time.Second}, func(h *Handler) { h.Timeout = 5 * time.Second }, 3, "failed temporarily but will time out after 5 seconds: x"},
+		{"timeout look-ahead of an arbitrary error", errors.New("x"), func(h *Handler) { h.Timeout = 5 * time.Second; h.Backoff = 2 * time.Second }, 3,
+			"failed with an exception and will stop now (it would time out in 5 seconds on the next attempt): x"},
 		{"panic", nil, func(h *Handler) { h.Errors = ErrorsPermanent }, 1, "panic: kaboom"},
 	}
 	for _, tt := range tests {
@@ -273,5 +275,27 @@ func TestCycleWithoutHandlersIsDoneSilently(t *testing.T) {
 	}
 	if v, ok := p.Annotations()["kopf.zalando.org/create_fn"]; !ok || v != nil {
 		t.Errorf("stale record not purged: patch %v", p.Map())
+	}
+}
+
+// TestSupersededCauseIsReportedAsKopf: a creation left unfinished when the
+// object is deleted is reported in Kopf's words, with the counts of its
+// records, and its handlers start afresh for the deletion.
+func TestSupersededCauseIsReportedAsKopf(t *testing.T) {
+	w := newWorld(t)
+	first := w.handler("a", func(c *Change) (any, error) { return nil, nil })
+	second := w.handler("b", func(c *Change) (any, error) { return nil, nil })
+	if out, _ := w.pass(first, second); out.Done {
+		t.Fatal("the creation is done in one pass; the test needs it unfinished")
+	}
+	p := &patch.Patch{}
+	c := &Cycle{
+		Reason: causes.Delete, Handlers: []*Handler{first, second}, Known: []*Handler{first, second}, Body: w.body, Patch: p,
+		Storage: persistence.NewAnnotationsStorage(), Clock: w.clock,
+		Logger: slog.New(slog.NewTextHandler(w.logs, nil)), DefaultBackoff: 60 * time.Second,
+	}
+	c.Run(context.Background())
+	if want := "Creation is superseded by deletion: 1 succeeded; 0 failed; 0 left to the moment."; !strings.Contains(w.logs.String(), want) {
+		t.Errorf("no %q in:\n%s", want, w.logs)
 	}
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/kopfgo/kopfgo/causes"
 	"github.com/kopfgo/kopfgo/diffbase"
+	"github.com/kopfgo/kopfgo/internal/config"
 	"github.com/kopfgo/kopfgo/internal/dicts"
 	"github.com/kopfgo/kopfgo/internal/resources"
 	"github.com/kopfgo/kopfgo/patch"
@@ -245,6 +246,9 @@ type Cause struct {
 	Patch    *patch.Patch
 	Logger   *slog.Logger
 	Memo     *Memo
+	// Handling chooses Kopf's code or its manual where they disagree
+	// (field handlers on creation, field filters of a missing old state).
+	Handling config.Handling
 
 	obj *Object
 	chg *Change
@@ -316,7 +320,7 @@ func (h *Handler) matches(c *Cause) bool {
 		if !h.matchesFieldValues(c) {
 			return false
 		}
-		if h.Reason == causes.Update && !h.matchesFieldChange(c) {
+		if (h.Reason == causes.Update || h.AnyCause) && !h.matchesFieldChange(c) {
 			return false
 		}
 	}
@@ -324,10 +328,11 @@ func (h *Handler) matches(c *Cause) bool {
 }
 
 // matchesFieldValues checks the field's value in the states the cause has:
-// the new essence, and the old one when the object was handled before.
-// Kopf's code also checks the missing old essence of a creation, as if the
-// field were absent there, so that Absent matches every creation; kopfgo
-// checks only the states that exist, as the manual describes ([diff]).
+// the new essence and the old one. As in Kopf's code, the missing old
+// essence of an object never handled counts as a state without the field,
+// so that Absent matches every creation; with
+// Settings.Handling.FieldFiltersOnExistingStates, only the states that
+// exist are checked, as the manual describes.
 func (h *Handler) matchesFieldValues(c *Cause) bool {
 	if c.New != nil {
 		v, ok := dicts.Get(c.New, h.Field)
@@ -340,6 +345,8 @@ func (h *Handler) matchesFieldValues(c *Cause) bool {
 		if valueMatches(h.Filters.Value, v, ok) {
 			return true
 		}
+	} else if c.Reason != "" && !c.Handling.FieldFiltersOnExistingStates {
+		return valueMatches(h.Filters.Value, nil, false)
 	}
 	return false
 }

@@ -143,6 +143,12 @@ func changeCause(reason causes.Reason, old, new map[string]any) *Cause {
 	return &Cause{Reason: reason, Old: old, New: new, Diff: diffbase.Compute(old, new), Body: new}
 }
 
+// onExisting sets Handling.FieldFiltersOnExistingStates on a cause.
+func onExisting(c *Cause) *Cause {
+	c.Handling.FieldFiltersOnExistingStates = true
+	return c
+}
+
 func TestFieldFiltersOfChangingHandlers(t *testing.T) {
 	value := func(v any) func(*Filters) { return func(f *Filters) { f.SetValue(v) } }
 	oldNew := func(o, n any) func(*Filters) {
@@ -161,14 +167,22 @@ func TestFieldFiltersOfChangingHandlers(t *testing.T) {
 		cause  *Cause
 		wanted bool
 	}{
-		// (compat: filters-field): create, resume and delete check the states that exist.
+		// (compat: filters-field): create, resume and delete check the old and the new state.
 		{"create, value matches", fieldHandler(causes.Create, "spec.field", value("world")), changeCause(causes.Create, nil, spec("field", "world")), true},
 		{"create, value differs", fieldHandler(causes.Create, "spec.field", value("world")), changeCause(causes.Create, nil, spec("field", "hello")), false},
 		{"create, field alone means present", fieldHandler(causes.Create, "spec.field", nil), changeCause(causes.Create, nil, spec("field", "x")), true},
 		{"create, field alone, absent", fieldHandler(causes.Create, "spec.field", nil), changeCause(causes.Create, nil, spec("other", "x")), false},
 		{"create, absent matches a missing field", fieldHandler(causes.Create, "spec.no-field", value(Absent)), changeCause(causes.Create, nil, spec("field", "x")), true},
-		// [diff] Kopf's code would match this: the missing old essence of a creation counts as the field absent.
-		{"create, absent does not match a present field", fieldHandler(causes.Create, "spec.field", value(Absent)), changeCause(causes.Create, nil, spec("field", "x")), false},
+		// As in Kopf's code, the missing old essence of a creation counts as the field absent...
+		{"create, absent matches a present field (the missing old state)", fieldHandler(causes.Create, "spec.field", value(Absent)), changeCause(causes.Create, nil, spec("field", "x")), true},
+		{"create, a callback sees the missing old state as nil", fieldHandler(causes.Create, "spec.field", value(func(v any) bool { return v == nil })), changeCause(causes.Create, nil, spec("field", "x")), true},
+		{"create, an exact value does not match the missing old state", fieldHandler(causes.Create, "spec.field", value("y")), changeCause(causes.Create, nil, spec("field", "x")), false},
+		{"delete of a never-handled object, absent", fieldHandler(causes.Delete, "spec.field", value(Absent)), changeCause(causes.Delete, nil, spec("field", "x")), true},
+		// ... unless Handling.FieldFiltersOnExistingStates: only the states that exist (the manual's reading).
+		{"existing states: create, absent does not match a present field", fieldHandler(causes.Create, "spec.field", value(Absent)), onExisting(changeCause(causes.Create, nil, spec("field", "x"))), false},
+		{"existing states: create, a callback is not called for the missing state", fieldHandler(causes.Create, "spec.field", value(func(v any) bool { return v == nil })), onExisting(changeCause(causes.Create, nil, spec("field", "x"))), false},
+		{"existing states: create, absent matches a missing field", fieldHandler(causes.Create, "spec.no-field", value(Absent)), onExisting(changeCause(causes.Create, nil, spec("field", "x"))), true},
+		{"existing states: update is unaffected", fieldHandler(causes.Update, "spec.field", value(Absent)), onExisting(changeCause(causes.Update, spec(), spec("field", "x"))), true},
 		{"delete, old or new", fieldHandler(causes.Delete, "spec.field", value("x")), changeCause(causes.Delete, spec("field", "x"), spec("field", "y")), true},
 		// (compat: filters-field-change): update and field handlers need the field to change; Value matches either side.
 		{"update x→y", fieldHandler(causes.Update, "spec.field", value("x")), changeCause(causes.Update, spec("field", "x"), spec("field", "y")), true},

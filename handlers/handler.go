@@ -16,8 +16,12 @@ type Handler struct {
 	// ID keys the handler's progress and results; see DeriveID.
 	ID string
 	// Reason is the cause the handler serves: create, update, delete or
-	// resume. Field handlers serve updates of their Field.
+	// resume. Field handlers have Update and AnyCause.
 	Reason causes.Reason
+	// AnyCause: an On.Field handler, which, as in Kopf's code (its reason
+	// is None), serves every cause in which its field changes, unless
+	// Settings.Handling.FieldHandlersOnUpdatesOnly keeps it to updates.
+	AnyCause bool
 	// Field, when set, restricts the handler to changes of this path: the
 	// handler sees Old, New and Diff relative to it.
 	Field    []string

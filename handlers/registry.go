@@ -39,7 +39,7 @@ type Registration struct {
 
 // AddChanging validates and records a changing handler.
 func (r *Registry) AddChanging(reg Registration) {
-	h := &Handler{Reason: reg.Reason, Fn: reg.Fn}
+	h := &Handler{Reason: reg.Reason, Fn: reg.Fn, AnyCause: reg.IsField}
 	if reg.Configure != nil {
 		reg.Configure(h)
 	}
@@ -165,8 +165,9 @@ func ExtraFields(hs []*Handler) [][]string {
 
 // Select returns the handlers to run for a cause, in registration order,
 // deduplicated by function and id (compat: handlers-dedup), among those whose filters match
-// (compat: filters-all-kinds). Field handlers run on updates where their field changed, and
-// (per the manual, not Kopf's code) not on creation. Resume handlers join
+// (compat: filters-all-kinds). Field handlers run on every cause that changes their field, a
+// creation with the field set included, as in Kopf's code (the manual says
+// updates; Handling.FieldHandlersOnUpdatesOnly). Resume handlers join
 // an update or deletion of an object first seen in the initial listing
 // (compat: handlers-resume, handlers-resume-deleted).
 func Select(hs []*Handler, c *Cause) []*Handler {
@@ -177,7 +178,7 @@ func Select(hs []*Handler, c *Cause) []*Handler {
 	}
 	seen := map[key]bool{}
 	for _, h := range hs {
-		if !selected(h, c.Reason, c.Initial) || !h.matches(c) {
+		if !selected(h, c) || !h.matches(c) {
 			continue
 		}
 		k := key{h.fnPtr, h.ID}
@@ -192,7 +193,14 @@ func Select(hs []*Handler, c *Cause) []*Handler {
 
 // selected applies the reason rules; the field's change is one of the
 // filters (matches).
-func selected(h *Handler, reason causes.Reason, initial bool) bool {
+func selected(h *Handler, c *Cause) bool {
+	reason, initial := c.Reason, c.Initial
+	if h.AnyCause && !c.Handling.FieldHandlersOnUpdatesOnly {
+		switch reason {
+		case causes.Create, causes.Update, causes.Resume, causes.Delete:
+			return true
+		}
+	}
 	switch h.Reason {
 	case causes.Resume:
 		switch reason {

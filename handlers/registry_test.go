@@ -8,6 +8,7 @@ import (
 
 	"github.com/kopfgo/kopfgo/causes"
 	"github.com/kopfgo/kopfgo/diffbase"
+	"github.com/kopfgo/kopfgo/internal/config"
 )
 
 func namedFn(ctx context.Context, c *Change) (any, error) { return nil, nil }
@@ -104,23 +105,35 @@ func TestFieldHandlerIDAndSelection(t *testing.T) {
 	base := map[string]any{"spec": map[string]any{"field": "a", "other": "a"}}
 	fieldChanged := map[string]any{"spec": map[string]any{"field": "b", "other": "a"}}
 	otherChanged := map[string]any{"spec": map[string]any{"field": "a", "other": "b"}}
+	noField := map[string]any{"spec": map[string]any{"other": "a"}}
+	updatesOnly := config.Handling{FieldHandlersOnUpdatesOnly: true}
 	tests := []struct {
 		reason   causes.Reason
 		old, new map[string]any
 		initial  bool
+		handling config.Handling
 		want     string
 	}{
-		{causes.Update, base, fieldChanged, false, "namedFn/spec.field,otherFn"},
-		{causes.Update, base, otherChanged, false, "otherFn"},
-		{causes.Update, base, otherChanged, true, "otherFn,res"},
-		{causes.Resume, base, base, true, "res"},
-		{causes.Create, nil, fieldChanged, false, ""},
-		{causes.Delete, base, base, true, ""},
+		{causes.Update, base, fieldChanged, false, config.Handling{}, "namedFn/spec.field,otherFn"},
+		{causes.Update, base, otherChanged, false, config.Handling{}, "otherFn"},
+		{causes.Update, base, otherChanged, true, config.Handling{}, "otherFn,res"},
+		{causes.Resume, base, base, true, config.Handling{}, "res"},
+		// As in Kopf's code (the field handler's reason is None): a creation
+		// with the field set changes the field, and so does a deletion of an
+		// object whose field changed since it was last handled.
+		{causes.Create, nil, fieldChanged, false, config.Handling{}, "namedFn/spec.field"},
+		{causes.Create, nil, noField, false, config.Handling{}, ""},
+		{causes.Delete, base, base, true, config.Handling{}, ""},
+		{causes.Delete, base, fieldChanged, false, config.Handling{}, "namedFn/spec.field"},
+		// The manual's reading: updates only.
+		{causes.Create, nil, fieldChanged, false, updatesOnly, ""},
+		{causes.Delete, base, fieldChanged, false, updatesOnly, ""},
+		{causes.Update, base, fieldChanged, false, updatesOnly, "namedFn/spec.field,otherFn"},
 	}
 	for _, tt := range tests {
-		c := &Cause{Reason: tt.reason, Initial: tt.initial, Old: tt.old, New: tt.new, Diff: diffbase.Compute(tt.old, tt.new)}
+		c := &Cause{Reason: tt.reason, Initial: tt.initial, Old: tt.old, New: tt.new, Diff: diffbase.Compute(tt.old, tt.new), Handling: tt.handling}
 		if got := ids(Select(hs, c)); got != tt.want {
-			t.Errorf("Select(%s, initial=%v) = %q, want %q", tt.reason, tt.initial, got, tt.want)
+			t.Errorf("Select(%s, initial=%v, %+v) = %q, want %q", tt.reason, tt.initial, tt.handling, got, tt.want)
 		}
 	}
 }

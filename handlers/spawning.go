@@ -69,7 +69,7 @@ type Spawning struct {
 }
 
 // Title names the handler in logs: "Daemon 'id'" or "Timer 'id'".
-func (s *Spawning) Title() string { return titleOf(s.Kind.String(), s.ID) }
+func (s *Spawning) Title() string { return Title(s.Kind.String(), s.ID) }
 
 // Call invokes the function; a panic becomes a PanicError.
 func (s *Spawning) Call(ctx context.Context, arg *Spawn) (any, error) {

@@ -139,7 +139,7 @@ func (s *scope) run(ctx context.Context, children []*Handler) error {
 	c := s.cycle.sub(s)
 	cause := &Cause{
 		Reason: c.Reason, Body: c.Body, Old: asMap(s.arg.Old), New: asMap(s.arg.New), Diff: s.arg.Diff,
-		Resource: c.Resource, Patch: c.Patch, Logger: c.Logger, Memo: c.Memo, chg: s.arg, obj: &s.arg.Object,
+		Resource: c.Resource, Patch: c.Patch, Logger: c.Logger, Memo: c.Memo, Handling: c.Handling, chg: s.arg, obj: &s.arg.Object,
 	}
 	c.Handlers = Select(children, cause)
 	now := c.Clock.Now()

@@ -46,9 +46,9 @@ func (v Verdict) Log(log *slog.Logger) {
 	log.Log(context.Background(), v.level, v.line)
 }
 
-// titleOf is how framework logs name a handler: "Handler 'create_fn'",
+// Title is how framework logs name a handler: "Handler 'create_fn'",
 // "Daemon 'monitor'", "Timer 'ping'", as in Kopf.
-func titleOf(kind, id string) string { return fmt.Sprintf("%s '%s'", kind, id) }
+func Title(kind, id string) string { return fmt.Sprintf("%s '%s'", kind, id) }
 
 // Expired fails a handler before an attempt when its Timeout has passed
 // since the first attempt or its Retries are used up; retries counts the
@@ -85,11 +85,17 @@ func Judge(h *Handler, title string, err error, retries int, runtime, defaultBac
 	if errors.As(err, &pnc) {
 		stack = pnc.Stack
 	}
+	// Kopf words the timeout differently for the two kinds of errors:
+	// "will time out after N seconds", "it would time out in N seconds".
+	timeoutWord := "after"
+	if !errors.As(err, &temp) {
+		timeoutWord = "in"
+	}
 	// lookahead fails a retry that could not happen in time: it says what
 	// would end it, and the error it ends with (err inside).
 	lookahead := func(delay time.Duration) (string, error) {
 		if h.Timeout > 0 && runtime+delay >= h.Timeout {
-			return fmt.Sprintf("time out after %s", seconds(h.Timeout)), &HandlerTimeoutError{ID: h.ID, Timeout: h.Timeout, Runtime: runtime, Err: err}
+			return fmt.Sprintf("time out %s %s", timeoutWord, seconds(h.Timeout)), &HandlerTimeoutError{ID: h.ID, Timeout: h.Timeout, Runtime: runtime, Err: err}
 		}
 		if h.Retries > 0 && retries >= h.Retries {
 			return fmt.Sprintf("exceed %d retries", h.Retries), &RetriesExceededError{ID: h.ID, Retries: h.Retries, Err: err}

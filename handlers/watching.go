@@ -122,7 +122,7 @@ func HandleEvent(ctx context.Context, hs []*EventHandler, typ EventType, c *Caus
 			result any
 			err    error
 		)
-		c.Logger.Debug(fmt.Sprintf("Invoking handler '%s'.", h.ID))
+		c.Logger.Debug(fmt.Sprintf("Handler '%s' is invoked.", h.ID))
 		call := func() { result, err = safeEvent(ctx, h.Fn, arg) }
 		if invoke != nil {
 			invoke(ctx, call)

@@ -184,13 +184,13 @@ func TestIndexerErrorModes(t *testing.T) {
 	}{
 		{"ignored by default: stale values stay", errors.New("oops"), nil, true, true, true, "failed with an exception and will ignore it"},
 		{"panic is an error too", nil, nil, true, true, true, "panic: kaboom"},
-		{"temporary error: excluded for its delay", &handlers.TemporaryError{Err: errors.New("later"), Delay: 2 * time.Second}, nil, false, false, true, "excluded from the index for 2 seconds"},
+		{"temporary error: excluded for its delay", &handlers.TemporaryError{Err: errors.New("later"), Delay: 2 * time.Second}, nil, false, false, true, "Indexer 'idx' failed temporarily: later"},
 		{"errors mode temporary: excluded for the backoff", errors.New("x"),
-			func(h *handlers.Handler) { h.Errors = handlers.ErrorsTemporary; h.Backoff = 2 * time.Second }, false, false, true, "for 2 seconds"},
-		{"permanent error: excluded for good", &handlers.PermanentError{Err: errors.New("never")}, nil, false, false, false, "failed permanently"},
-		{"errors mode permanent", errors.New("x"), func(h *handlers.Handler) { h.Errors = handlers.ErrorsPermanent }, false, false, false, "failed permanently"},
+			func(h *handlers.Handler) { h.Errors = handlers.ErrorsTemporary; h.Backoff = 2 * time.Second }, false, false, true, "failed with an exception and will try again in 2 seconds: x"},
+		{"permanent error: excluded for good", &handlers.PermanentError{Err: errors.New("never")}, nil, false, false, false, "failed permanently: never"},
+		{"errors mode permanent", errors.New("x"), func(h *handlers.Handler) { h.Errors = handlers.ErrorsPermanent }, false, false, false, "failed with an exception and will stop now: x"},
 		{"retries escalate to permanent", &handlers.TemporaryError{Err: errors.New("later"), Delay: 2 * time.Second},
-			func(h *handlers.Handler) { h.Retries = 1 }, false, false, false, "failed permanently"},
+			func(h *handlers.Handler) { h.Retries = 1 }, false, false, false, "failed temporarily but will exceed 1 retries: later"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -144,7 +144,7 @@ func (ix *Indexer[K, V]) fail(key ObjectKey, err error, ev Observation) {
 		}
 		switch ix.spec.Errors {
 		case handlers.ErrorsIgnored:
-			log.Error(fmt.Sprintf("Indexer '%s' failed with an exception and will ignore it (its values stay as they were): %s", id, err))
+			log.Error(fmt.Sprintf("Indexer '%s' failed with an exception and will ignore it: %s", id, err))
 			ix.mu.Lock()
 			delete(ix.fails, key)
 			ix.mu.Unlock()
@@ -167,22 +167,39 @@ func (ix *Indexer[K, V]) fail(key ObjectKey, err error, ev Observation) {
 		ix.fails[key] = f
 	}
 	f.retries++
+	// The lines are Kopf's for its handlers (indexers included): the object
+	// stays out of the index while it fails, as there.
+	title := handlers.Title("Indexer", id)
+	isTemp := temp != nil
+	var line string
 	switch {
+	case permanent && errors.Is(err, &handlers.PermanentError{}):
+		line = fmt.Sprintf("%s failed permanently: %s", title, err)
 	case permanent:
+		line = fmt.Sprintf("%s failed with an exception and will stop now: %s", title, err)
 	case ix.spec.Retries > 0 && f.retries >= ix.spec.Retries:
 		permanent = true
+		if isTemp {
+			line = fmt.Sprintf("%s failed temporarily but will exceed %d retries: %s", title, ix.spec.Retries, err)
+		} else {
+			line = fmt.Sprintf("%s failed with an exception and will stop now (it would exceed %d retries on the next attempt): %s", title, ix.spec.Retries, err)
+		}
 	case ix.spec.Timeout > 0 && ev.Now.Sub(f.started) >= ix.spec.Timeout:
 		permanent = true
+		if isTemp {
+			line = fmt.Sprintf("%s failed temporarily but will time out after %g seconds: %s", title, ix.spec.Timeout.Seconds(), err)
+		} else {
+			line = fmt.Sprintf("%s failed with an exception and will stop now (it would time out in %g seconds on the next attempt): %s", title, ix.spec.Timeout.Seconds(), err)
+		}
+	case isTemp:
+		line = fmt.Sprintf("%s failed temporarily: %s", title, err)
+	default:
+		line = fmt.Sprintf("%s failed with an exception and will try again in %g seconds: %s", title, delay.Seconds(), err)
 	}
 	f.permanent = permanent
 	f.until = ev.Now.Add(delay)
 	ix.mu.Unlock()
-
-	if permanent {
-		log.Error(fmt.Sprintf("Indexer '%s' failed permanently; the object is excluded from the index: %s", id, err))
-		return
-	}
-	log.Error(fmt.Sprintf("Indexer '%s' failed temporarily; the object is excluded from the index for %g seconds: %s", id, delay.Seconds(), err))
+	log.Error(line)
 }
 
 // keyOf returns the key of an object in the indices' bookkeeping.

@@ -21,13 +21,12 @@ func init() {
 }
 
 func createFn(ctx context.Context, c *kopfgo.Change) (any, error) {
-	duration, _ := c.Spec["duration"].(string)
-	if duration == "" {
-		duration = "0"
+	duration, field := any(0), any("default-value") // Kopf's spec.get(..., default)
+	if v, ok := c.Spec["duration"]; ok {
+		duration = v
 	}
-	field, _ := c.Spec["field"].(string)
-	if field == "" {
-		field = "default-value"
+	if v, ok := c.Spec["field"]; ok {
+		field = v
 	}
 	pod := &corev1.Pod{
 		Spec: corev1.PodSpec{
@@ -35,8 +34,8 @@ func createFn(ctx context.Context, c *kopfgo.Change) (any, error) {
 				Name:    "the-only-one",
 				Image:   "busybox",
 				Command: []string{"sh", "-x", "-c"},
-				Args:    []string{fmt.Sprintf("echo \"FIELD=$FIELD\"\nsleep %s\n", duration)},
-				Env:     []corev1.EnvVar{{Name: "FIELD", Value: field}},
+				Args:    []string{fmt.Sprintf("echo \"FIELD=$FIELD\"\nsleep %v\n", duration)},
+				Env:     []corev1.EnvVar{{Name: "FIELD", Value: fmt.Sprint(field)}},
 			}},
 		},
 	}

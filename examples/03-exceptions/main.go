@@ -1,32 +1,52 @@
-// Package exceptions shows how errors are handled: a TemporaryError retries
-// after its delay, any other error after the handler's backoff, and a
-// PermanentError stops the retries. Run:
+// Package exceptions shows how errors are handled, with four creation
+// handlers that fail in different ways: a PermanentError at once, a
+// TemporaryError until the 4th attempt, an arbitrary error retried until its
+// Retries run out, and an arbitrary error under ErrorsPermanent. Run:
 //
 //	kopfgo run ./examples/03-exceptions
 package exceptions
 
 import (
 	"context"
-	"errors"
 	"time"
 
 	"github.com/kopfgo/kopfgo"
 )
 
 func init() {
-	kopfgo.On.Create("kopfexamples", createFn, kopfgo.ID("create_fn"), kopfgo.Backoff(time.Second))
+	kopfgo.On.Create("kopfexamples", instantFailureWithOnlyAMessage,
+		kopfgo.ID("instant_failure_with_only_a_message"))
+	kopfgo.On.Create("kopfexamples", eventualSuccessWithAFewMessages,
+		kopfgo.ID("eventual_success_with_a_few_messages"))
+	kopfgo.On.Create("kopfexamples", eventualFailureWithTracebacks,
+		kopfgo.ID("eventual_failure_with_tracebacks"), kopfgo.Retries(3), kopfgo.Backoff(time.Second))
+	kopfgo.On.Create("kopfexamples", instantFailureWithTraceback,
+		kopfgo.ID("instant_failure_with_traceback"), kopfgo.Errors(kopfgo.ErrorsPermanent), kopfgo.Backoff(time.Second))
 }
 
-// MyError is an arbitrary error, retried after the handler's backoff.
-var MyError = errors.New("Second failure.")
+// MyError is an arbitrary error: neither temporary nor permanent by itself,
+// so the handler's errors mode decides (retried after the backoff by
+// default). Go errors carry no traceback, unlike Kopf's exceptions: the log
+// shows the error's message only.
+type MyError struct{ msg string }
 
-func createFn(ctx context.Context, c *kopfgo.Change) (any, error) {
-	switch c.Retry {
-	case 0:
-		return nil, kopfgo.TemporaryMsg("First failure.", time.Second)
-	case 1:
-		return nil, MyError
-	default:
-		return nil, kopfgo.PermanentMsg("Third failure, the final one.")
+func (e *MyError) Error() string { return e.msg }
+
+func instantFailureWithOnlyAMessage(ctx context.Context, c *kopfgo.Change) (any, error) {
+	return nil, kopfgo.PermanentMsg("Fail once and for all.")
+}
+
+func eventualSuccessWithAFewMessages(ctx context.Context, c *kopfgo.Change) (any, error) {
+	if c.Retry < 3 { // 0, 1, 2, 3
+		return nil, kopfgo.TemporaryMsg("Expected recoverable error.", time.Second)
 	}
+	return nil, nil
+}
+
+func eventualFailureWithTracebacks(ctx context.Context, c *kopfgo.Change) (any, error) {
+	return nil, &MyError{"An error that is supposed to be recoverable."}
+}
+
+func instantFailureWithTraceback(ctx context.Context, c *kopfgo.Change) (any, error) {
+	return nil, &MyError{"An error that is supposed to be recoverable."}
 }

@@ -11,7 +11,7 @@ import (
 	"github.com/kopfgo/kopfgo"
 )
 
-const resource = "kopf.dev/v1/kopfexamples"
+const resource = "kopfexamples"
 
 func init() {
 	kopfgo.On.Resume(resource, resumeFn1, kopfgo.ID("resume_fn_1"))
@@ -45,7 +45,7 @@ func createFn2(ctx context.Context, c *kopfgo.Change) (any, error) {
 }
 
 func updateFn(ctx context.Context, c *kopfgo.Change) (any, error) {
-	c.Logger.Info(fmt.Sprintf("UPDATED: %s", mustJSON(c.Diff)))
+	c.Logger.Info("UPDATED")
 	return nil, nil
 }
 

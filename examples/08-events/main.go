@@ -25,9 +25,9 @@ func eventFnWithError(ctx context.Context, e *kopfgo.WatchEvent) (any, error) {
 }
 
 func normalEventFn(ctx context.Context, e *kopfgo.WatchEvent) (any, error) {
-	raw, err := json.Marshal(map[string]any{"type": e.Raw["type"], "object": map[string]any{
-		"name": e.Name, "resourceVersion": e.Meta["resourceVersion"], "spec": e.Spec,
-	}})
+	// The raw event as it came: {"object": {...}, "type": "ADDED"}, with
+	// type null for the objects of the initial listing.
+	raw, err := json.Marshal(e.Raw)
 	if err != nil {
 		return nil, err
 	}

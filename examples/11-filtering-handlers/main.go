@@ -8,7 +8,6 @@ package filtering
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	"github.com/kopfgo/kopfgo"
@@ -23,8 +22,9 @@ func init() {
 		kopfgo.Labels{"somelabel": kopfgo.Present})
 	kopfgo.On.Create(kex, logs("Label is absent."), kopfgo.ID("create_with_labels_absent"),
 		kopfgo.Labels{"nonexistent": kopfgo.Absent})
-	// A value callback sees the value only; checks of the rest of the
-	// object go to When, which runs after all other filters.
+	// Kopf's callbacks (say_yes, say_no) see the value and the spec; a
+	// kopfgo value callback sees the value only, so the check of the spec
+	// goes to When, which runs after all other filters: the same verdict.
 	kopfgo.On.Create(kex, logs("Label callback matching."), kopfgo.ID("create_with_labels_callback_matching"),
 		kopfgo.Labels{"somelabel": sayYes}, kopfgo.When(hasField))
 
@@ -60,14 +60,14 @@ func init() {
 		kopfgo.Field("spec.field"), kopfgo.Value("value"))
 }
 
+// fieldDaemon pings every second until it is asked to stop: on deletion,
+// on the operator's exit, or when spec.field is no longer "value".
 func fieldDaemon(ctx context.Context, s *kopfgo.Spawn) (any, error) {
-	for {
+	for !s.Stopped() && ctx.Err() == nil {
 		s.Logger.Info("Field daemon is satisfied.")
-		if !s.Sleep(ctx, 5*time.Second) {
-			s.Logger.Info(fmt.Sprintf("Field daemon is stopped (%v).", context.Cause(ctx)))
-			return nil, nil
-		}
+		s.Sleep(ctx, time.Second)
 	}
+	return nil, nil
 }
 
 func sayYes(v any) bool { return v == "somevalue" }

@@ -19,12 +19,14 @@ import (
 
 // tasks are the background tasks, one per pod, by namespace and name. They
 // are the example's own goroutines: the cleanup handler stops them and waits
-// for them, so that none outlives the operator.
-var tasks = struct {
+// for them, so that none outlives the operator. The registry is set up by a
+// startup handler, as Kopf's example creates its lock: nothing is watched
+// until the startup handlers have succeeded.
+var tasks struct {
 	sync.Mutex
 	stoppers map[string]map[string]context.CancelFunc
 	wg       sync.WaitGroup
-}{stoppers: map[string]map[string]context.CancelFunc{}}
+}
 
 func init() {
 	kopfgo.On.Startup(startupFnSimple, kopfgo.ID("startup_fn_simple"))
@@ -37,7 +39,10 @@ func init() {
 }
 
 func startupFnSimple(ctx context.Context, a *kopfgo.Activity) error {
-	a.Logger.Info("Initialising the task registry...")
+	a.Logger.Info("Initialising the task-lock...")
+	tasks.Lock()
+	defer tasks.Unlock()
+	tasks.stoppers = map[string]map[string]context.CancelFunc{}
 	return nil
 }
 
@@ -63,9 +68,16 @@ func cleanupFn(ctx context.Context, a *kopfgo.Activity) error {
 	return nil
 }
 
-// loginFn logs in with the kubeconfig, like the built-in login, but with
-// credentials that expire after 30 seconds: the operator then logs in again.
+// loginFn logs in with the kubeconfig, like the built-in login, but slowly
+// and with credentials that expire after 30 seconds: the operator then logs
+// in again.
 func loginFn(ctx context.Context, a *kopfgo.Activity) (*kopfgo.ConnectionInfo, error) {
+	a.Logger.Info("Logging in in 2s...")
+	select {
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case <-time.After(2 * time.Second):
+	}
 	info, err := kopfgo.LoginWithKubeconfig("", "")
 	if err != nil || info == nil {
 		return info, err
@@ -117,7 +129,7 @@ func podTask(ctx context.Context, e *kopfgo.WatchEvent) (any, error) {
 			case <-taskCtx.Done():
 				logger.Info("Serving is finished by request.")
 				return
-			case <-time.After(time.Duration(1+rand.IntN(3)) * time.Second):
+			case <-time.After(time.Duration(1+rand.IntN(10)) * time.Second): // 1..10 s
 				logger.Info("Served by the background task.")
 			}
 		}

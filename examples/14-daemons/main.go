@@ -15,10 +15,9 @@ import (
 
 func init() {
 	kopfgo.Daemon("kopfexamples", backgroundSync, kopfgo.ID("background_sync"), kopfgo.Backoff(3*time.Second))
-	// Kopf's example also filters this one by annotations={"someannotation":
-	// "somevalue"}, which examples/obj.yaml carries.
 	kopfgo.Daemon("kopfexamples", backgroundAsync, kopfgo.ID("background_async"), kopfgo.Backoff(3*time.Second),
-		kopfgo.CancellationBackoff(time.Second), kopfgo.CancellationTimeout(500*time.Millisecond))
+		kopfgo.CancellationBackoff(time.Second), kopfgo.CancellationTimeout(500*time.Millisecond),
+		kopfgo.Annotations{"someannotation": "somevalue"})
 }
 
 // backgroundSync checks the stop flag between its pings, as Kopf's sync

@@ -1,6 +1,6 @@
 // Package indexing keeps two in-memory indices of the pods the operator
-// sees, and reports from them on every event of a KopfExample, without a
-// single API call of its own for the pods. Run:
+// sees, and reports from them every 5 seconds for every KopfExample, without
+// a single API call of its own for the pods. Run:
 //
 //	kopfgo run ./examples/16-indexing
 package indexing
@@ -8,8 +8,10 @@ package indexing
 import (
 	"context"
 	"fmt"
+	"os"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/kopfgo/kopfgo"
 )
@@ -32,10 +34,18 @@ func init() {
 	// before the indices are complete.
 	kopfgo.On.Probe(podCount, kopfgo.ID("pod_count"))
 	kopfgo.On.Probe(podNames, kopfgo.ID("pod_names"))
-	// Kopf's example reports from a timer every 5 seconds; until kopfgo
-	// has timers, an event handler of the KopfExamples does.
-	kopfgo.On.Event("kex", reportFn, kopfgo.ID("report"))
+	kopfgo.Timer("kex", intervalled, kopfgo.ID("intervalled"), kopfgo.Interval(5*time.Second))
 }
+
+// reportedNamespaces are the namespaces whose running pods go to the
+// status: Kopf's example has kube-system and default; RUNNING_PODS_NAMESPACES
+// (comma-separated) changes them, as the e2e test does for its own.
+var reportedNamespaces = func() []string {
+	if v := os.Getenv("RUNNING_PODS_NAMESPACES"); v != "" {
+		return strings.Split(v, ",")
+	}
+	return []string{"kube-system", "default"}
+}()
 
 func podCount(ctx context.Context, a *kopfgo.Activity) (any, error) {
 	return isRunning.Len(), nil
@@ -62,29 +72,25 @@ func indexByLabel(ctx context.Context, o *kopfgo.Object) (map[LabelKey]string, e
 	return out, nil
 }
 
-// reportFn logs the labels index and stores the running pods in the
-// KopfExample's status. Repeating it is harmless: a status that does not
-// change makes no new event.
-func reportFn(ctx context.Context, e *kopfgo.WatchEvent) (any, error) {
-	if e.Type == kopfgo.EventDeleted {
-		return nil, nil
-	}
+// intervalled logs the labels index and stores the running pods of the
+// reported namespaces in the KopfExample's status, every 5 seconds. A
+// status that does not change makes no new event.
+func intervalled(ctx context.Context, t *kopfgo.Spawn) (any, error) {
 	var labels []string
 	for key, names := range byLabel.All() {
 		slices.Sort(names)
 		labels = append(labels, fmt.Sprintf("%s=%s: %s", key.Label, key.Value, strings.Join(names, ",")))
 	}
 	slices.Sort(labels)
-	e.Logger.Info(fmt.Sprintf("Pods by label: %s", strings.Join(labels, "; ")))
+	t.Logger.Info(fmt.Sprintf("Pods by label: %s", strings.Join(labels, "; ")))
 
 	running := []string{}
 	for key, values := range isRunning.All() {
-		if values[0] { // one value per key: a pod's key is its own
+		if slices.Contains(reportedNamespaces, key.Namespace) && values[0] { // one value per key: a pod's key is its own
 			running = append(running, key.Namespace+"::"+key.Name)
 		}
 	}
 	slices.Sort(running)
-	e.Patch.Status()["running-pods"] = running
-	e.Patch.Status()["pod-count"] = isRunning.Len()
+	t.Patch.Status()["running-pods"] = running
 	return nil, nil
 }

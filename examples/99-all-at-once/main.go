@@ -1,7 +1,8 @@
 // Package allatonce registers many kinds of handlers at once, for debugging
-// and testing, as Kopf's 99-all-at-once does: creation handlers that post
-// events, fail once and create a child pod, update and field handlers, a
-// delete handler, and an event handler for the children. Run:
+// and testing, as Kopf's 99-all-at-once does: startup handlers (one retried),
+// a cleanup handler, creation handlers that post events, fail once and
+// create a child pod, update and field handlers, a delete handler, and an
+// event handler for the children. Run:
 //
 //	kopfgo run ./examples/99-all-at-once
 package allatonce
@@ -22,7 +23,13 @@ import (
 const resource = "kopf.dev/v1/kopfexamples"
 
 func init() {
+	kopfgo.On.Startup(startupFnSimple, kopfgo.ID("startup_fn_simple"))
+	kopfgo.On.Startup(startupFnRetried, kopfgo.ID("startup_fn_retried"))
+	kopfgo.On.Cleanup(cleanupFn, kopfgo.ID("cleanup_fn"))
 	kopfgo.On.Create(resource, create1, kopfgo.ID("create_1"))
+	// Kopf's create_2 has no backoff of its own: its e2e suite runs the
+	// examples with the default backoff set to 1 s, which `kopfgo run` cannot
+	// set from outside, so the port carries the 1 s itself.
 	kopfgo.On.Create(resource, create2, kopfgo.ID("create_2"), kopfgo.Backoff(time.Second))
 	kopfgo.On.Update(resource, update, kopfgo.ID("update"))
 	kopfgo.On.Field(resource, "spec.lst", updateLst, kopfgo.ID("update_lst"))
@@ -32,7 +39,29 @@ func init() {
 		kopfgo.Labels{"application": "kopf-example-10"})
 }
 
+func startupFnSimple(ctx context.Context, a *kopfgo.Activity) error {
+	a.Logger.Info("Starting in 1s...")
+	sleep(ctx, time.Second)
+	return nil
+}
+
+func startupFnRetried(ctx context.Context, a *kopfgo.Activity) error {
+	if a.Retry < 3 {
+		return kopfgo.TemporaryMsg(fmt.Sprintf("Going to succeed in %ds", 3-a.Retry), time.Second)
+	}
+	a.Logger.Info("Starting retried...")
+	return nil
+}
+
+func cleanupFn(ctx context.Context, a *kopfgo.Activity) error {
+	a.Logger.Info("Cleaning up in 3s...")
+	sleep(ctx, 3*time.Second)
+	return nil
+}
+
 func create1(ctx context.Context, c *kopfgo.Change) (any, error) {
+	// Kopf's create_1 also posts an event for each child of
+	// _create_children(), which creates none.
 	if err := kopfgo.Info(ctx, c, "AnyReason", ""); err != nil {
 		return nil, err
 	}
@@ -43,7 +72,7 @@ func create1(ctx context.Context, c *kopfgo.Change) (any, error) {
 }
 
 func create2(ctx context.Context, c *kopfgo.Change) (any, error) {
-	waitForSomething(ctx) // e.g. an external API poller
+	sleep(ctx, time.Second) // wait for something, e.g. an external API poller
 	if c.Retry == 0 {
 		// Retried by the framework, even if the operator restarts meanwhile.
 		return nil, errors.New("Whoops!")
@@ -63,10 +92,11 @@ func updateLst(ctx context.Context, c *kopfgo.Change) (any, error) {
 
 func deleteFn(ctx context.Context, c *kopfgo.Change) (any, error) { return nil, nil }
 
-func waitForSomething(ctx context.Context) {
+// sleep waits for d or until ctx ends.
+func sleep(ctx context.Context, d time.Duration) {
 	select {
 	case <-ctx.Done():
-	case <-time.After(time.Second):
+	case <-time.After(d):
 	}
 }
 

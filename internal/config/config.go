@@ -23,6 +23,7 @@ type Settings struct {
 	Posting     Posting
 	Background  Background
 	Logging     Logging
+	Handling    Handling
 }
 
 // Persistence says where and how the operator keeps its state on objects.

@@ -86,7 +86,7 @@ func (s *Server) Run(ctx context.Context) error {
 		defer cancel()
 		_ = srv.Shutdown(shutdown)
 	}()
-	s.Logger.Debug(fmt.Sprintf("Serving liveness probes at http://%s%s", ln.Addr(), s.Endpoint.Path))
+	s.Logger.Debug(fmt.Sprintf("Serving health status at http://%s%s", ln.Addr(), s.Endpoint.Path))
 	err := srv.Serve(ln)
 	<-done
 	if errors.Is(err, http.ErrServerClosed) {

@@ -13,6 +13,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/kopfgo/kopfgo/internal/config"
+	"github.com/kopfgo/kopfgo/internal/pyrepr"
 )
 
 // Ref identifies the object an event is about: the event's involvedObject.
@@ -301,7 +302,10 @@ func (p *Poster) post(ctx context.Context, e event) {
 	rctx, cancel := context.WithTimeout(ctx, requestTimeout)
 	defer cancel()
 	if err := p.cfg.Client.PostEvent(rctx, e.namespace, body); err != nil {
-		p.cfg.Logger.Warn(fmt.Sprintf("Failed to post an event. Ignoring and continuing. Error: %v. Event: type=%q, reason=%q, message=%q.", err, e.typ, e.reason, e.message))
+		// Kopf's line; its middle part names the error as Kopf's does for
+		// its error classes, the event's fields are Python reprs.
+		p.cfg.Logger.Warn(fmt.Sprintf("Failed to post an event. Ignoring and continuing. Error: %v. Event: type=%s, reason=%s, message=%s.",
+			err, pyrepr.Repr(e.typ), pyrepr.Repr(e.reason), pyrepr.Repr(e.message)))
 	}
 }
 

@@ -19,6 +19,7 @@ import (
 	"github.com/kopfgo/kopfgo/internal/kube"
 	"github.com/kopfgo/kopfgo/internal/logging"
 	"github.com/kopfgo/kopfgo/internal/posting"
+	"github.com/kopfgo/kopfgo/internal/pyrepr"
 	"github.com/kopfgo/kopfgo/internal/resources"
 	"github.com/kopfgo/kopfgo/patch"
 	"github.com/kopfgo/kopfgo/persistence"
@@ -183,15 +184,10 @@ func (p *processor) process(ctx context.Context, s *slot) (time.Duration, bool) 
 		return p.releaseAfterDaemons(ctx, u, mem, log, pt, sp)
 	}
 
-	old, err := st.DiffBaseStorage.Fetch(body)
+	old, essence, err := p.states(body)
 	if err != nil {
 		log.Warn(fmt.Sprintf("Ignoring the unreadable last-handled configuration; the object is handled as never handled before: %v", err))
-		old = nil
 	}
-	if old != nil {
-		old = st.ProgressStorage.Clear(old)
-	}
-	essence := st.ProgressStorage.Clear(st.DiffBaseStorage.Build(body, p.extraFields))
 	diff := diffbase.Compute(old, essence)
 	reason := causes.Detect(causes.Input{
 		Body: body, Finalizer: fin, Old: old, New: essence, Diff: diff, Initial: initial,
@@ -199,6 +195,7 @@ func (p *processor) process(ctx context.Context, s *slot) (time.Duration, bool) 
 	cause := &handlers.Cause{
 		Reason: reason, Initial: initial, Body: body, Old: old, New: essence, Diff: diff,
 		Resource: p.res, Patch: pt, Logger: log, Memo: memo,
+		Handling: p.cfg.Settings.Handling,
 	}
 
 	// An object that no handler's filters match is handled in stealth mode:
@@ -225,13 +222,18 @@ func (p *processor) process(ctx context.Context, s *slot) (time.Duration, bool) 
 	}
 
 	switch reason {
-	case causes.Gone, causes.Free:
+	case causes.Gone:
+		return -1, false
+	case causes.Free:
+		log.Debug("Deletion, but we are done with it, and we do not care.")
+		log.Debug(cycleFinished)
 		return -1, false
 	case causes.Noop:
 		mem.mu.Lock()
 		mem.handledOnce = true
 		mem.mu.Unlock()
 		log.Debug("Something has changed, but we are not interested (the essence is the same).")
+		log.Debug(cycleFinished)
 		return -1, false
 	}
 
@@ -241,11 +243,9 @@ func (p *processor) process(ctx context.Context, s *slot) (time.Duration, bool) 
 		Body: body, Resource: p.res, Old: old, New: essence, Diff: diff,
 		Patch: pt, Storage: st.ProgressStorage, Clock: p.cfg.Clock, Logger: log, Memo: memo,
 		DefaultBackoff: p.cfg.Settings.Execution.DefaultBackoff,
-		Invoke:         p.invoke,
+		Invoke:         p.invoke, Handling: p.cfg.Settings.Handling,
 	}
-	if len(selected) > 0 {
-		log.Debug(fmt.Sprintf("%s is in progress.", reason.Title()))
-	}
+	logProgress(ctx, log, reason, body, old, essence, diff)
 	out := cycle.Run(p.cfg.handlerCtx)
 	removeFin := false
 	if ctx.Err() != nil && !out.Ran {
@@ -268,7 +268,19 @@ func (p *processor) process(ctx context.Context, s *slot) (time.Duration, bool) 
 	touch := false
 	if !out.Done && out.Delay > 0 {
 		next, touch = out.Delay, true
-		log.Debug(fmt.Sprintf("Sleeping for %g seconds for the delayed handlers.", out.Delay.Seconds()))
+		if pt.IsEmpty() {
+			s.sleeping = true
+			log.Debug(fmt.Sprintf("Sleeping for %s seconds for the delayed handlers.", pyrepr.Float(out.Delay.Seconds())))
+		} else {
+			// The patch's own watch event wakes the object before the
+			// delay ends; the delay is computed anew then.
+			log.Debug(fmt.Sprintf("Sleeping was skipped because of the patch, %s seconds left.", pyrepr.Float(out.Delay.Seconds())))
+		}
+	}
+	if pt.IsEmpty() && next < 0 {
+		// Kopf's signal that the object has settled: nothing to patch,
+		// nothing delayed; users and tests wait for it.
+		log.Debug(cycleFinished)
 	}
 	var wait time.Duration
 	if removeFin {
@@ -280,6 +292,50 @@ func (p *processor) process(ctx context.Context, s *slot) (time.Duration, bool) 
 		return wait, false // throttled by an error
 	}
 	return next, touch
+}
+
+// states returns the object's last handled essence (nil if never handled,
+// or if it cannot be read: err says why) and its current essence, both
+// without the progress storage's own fields.
+func (p *processor) states(body map[string]any) (old, essence map[string]any, err error) {
+	st := p.cfg.Settings.Persistence
+	old, err = st.DiffBaseStorage.Fetch(body)
+	if err != nil {
+		old = nil
+	}
+	if old != nil {
+		old = st.ProgressStorage.Clear(old)
+	}
+	return old, st.ProgressStorage.Clear(st.DiffBaseStorage.Build(body, p.extraFields)), err
+}
+
+// goodbye writes Kopf's last line about an object deleted from the cluster
+// that the changing handlers have in scope, in the order Kopf writes it:
+// after the event handlers of the deletion. The scope is worked out only if
+// the line is to be written.
+func (p *processor) goodbye(ctx context.Context, s *slot) {
+	p.mu.Lock()
+	u := s.gone
+	s.gone = nil
+	p.mu.Unlock()
+	if u == nil {
+		return
+	}
+	log := p.objectLogger(u)
+	if !log.Enabled(ctx, slog.LevelDebug) {
+		return
+	}
+	old, essence, _ := p.states(u.Object) // an unreadable diff-base: never handled
+	cause := &handlers.Cause{
+		Reason: causes.Gone, Body: u.Object, Old: old, New: essence, Diff: diffbase.Compute(old, essence),
+		Resource: p.res, Patch: &patch.Patch{}, Logger: log, Handling: p.cfg.Settings.Handling,
+	}
+	if s.mem != nil {
+		cause.Memo = s.mem.memo
+	}
+	if handlers.Prematch(p.handlers, cause) {
+		log.Debug("Deleted, really deleted, and we are notified.")
+	}
 }
 
 // reread gets the object from the API when the watch lags behind the
@@ -333,6 +389,9 @@ func (p *processor) apply(ctx context.Context, u *unstructured.Unstructured, mem
 		mem.errors++
 		log.Error(fmt.Sprintf("Throttling for %g seconds due to an unexpected error: %v", d.Seconds(), err))
 		return d, false
+	}
+	if mem.errors > 0 {
+		log.Info("Throttling is over. Switching back to normal operations.")
 	}
 	mem.errors = 0
 	if res != "" && st.ConsistencyTimeout > 0 {
@@ -407,6 +466,38 @@ func (p *processor) applyGuarded(ctx context.Context, u *unstructured.Unstructur
 		}
 		cur = fresh
 	}
+}
+
+// cycleFinished is Kopf's line for an object whose handling has settled.
+const cycleFinished = "Handling cycle is finished, waiting for new changes."
+
+// logProgress writes Kopf's debug lines of a cause on every pass, handlers
+// or not: the object's body and, for a change of a handled object, the diff,
+// both as Python's repr() (internal/pyrepr). Rendering a whole body is the
+// costliest line per pass, so nothing is rendered unless debug is on.
+func logProgress(ctx context.Context, log *slog.Logger, reason causes.Reason, body, old, essence map[string]any, diff diffbase.Diff) {
+	if !log.Enabled(ctx, slog.LevelDebug) {
+		return
+	}
+	title := reason.Title()
+	log.Debug(title + " is in progress: " + pyrepr.Repr(body))
+	if len(diff) > 0 && old != nil && essence != nil {
+		log.Debug(title + " diff: " + reprDiff(diff))
+	}
+}
+
+// reprDiff renders a diff as Kopf's repr() of its diff: a tuple of
+// (operation, field path, old, new) tuples.
+func reprDiff(d diffbase.Diff) string {
+	items := make(pyrepr.Tuple, len(d))
+	for i, it := range d {
+		path := make(pyrepr.Tuple, len(it.Path))
+		for j, k := range it.Path {
+			path[j] = k
+		}
+		items[i] = pyrepr.Tuple{string(it.Op), path, it.Old, it.New}
+	}
+	return pyrepr.Repr(items)
 }
 
 // logPatch logs a patch at debug level, encoding it only when that level is

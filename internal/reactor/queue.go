@@ -2,6 +2,7 @@ package reactor
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"time"
 
@@ -9,6 +10,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/kopfgo/kopfgo/handlers"
+	"github.com/kopfgo/kopfgo/internal/pyrepr"
 )
 
 // slot is the worker of one object: at most one exists per object at a time.
@@ -20,6 +22,14 @@ type slot struct {
 	// which see every event rather than the latest state; guarded by the
 	// processor's mu.
 	events []rawEvent
+	// sleeping: the last pass slept for delayed handlers (rather than for
+	// its own patch to come back), until sleepUntil; only the worker uses
+	// them.
+	sleeping   bool
+	sleepUntil time.Time
+	// gone holds the last state of an object deleted from the cluster
+	// until its worker says so; guarded by the processor's mu.
+	gone *unstructured.Unstructured
 }
 
 // memory is what the operator remembers about an object between passes.
@@ -108,6 +118,9 @@ func (p *processor) notify(ctx context.Context, obj any, initial, deleted bool, 
 		ev.mem = mem
 	}
 	p.wakeLocked(ctx, key, mem, ev)
+	if deleted && len(p.handlers) > 0 {
+		p.slots[key].gone = u
+	}
 }
 
 // wakeLocked wakes the object's worker, or starts one, with the watch
@@ -148,6 +161,9 @@ func (p *processor) work(ctx context.Context, s *slot) {
 			d, idle = p.cfg.Settings.Queueing.IdleTimeout, true
 		}
 		t := p.cfg.Clock.NewTimer(d)
+		if s.sleeping {
+			s.sleepUntil = p.cfg.Clock.Now().Add(d)
+		}
 		if touch && p.cfg.onSleep != nil {
 			p.cfg.onSleep(s.key, p.settled(s))
 		}
@@ -160,8 +176,9 @@ func (p *processor) work(ctx context.Context, s *slot) {
 			return
 		case <-s.wake:
 			t.Stop()
-			if wait > 0 && touch {
-				p.logger(s).Debug("Sleeping was interrupted by new changes.")
+			if wait > 0 && touch && s.sleeping {
+				left := s.sleepUntil.Sub(p.cfg.Clock.Now())
+				p.logger(s).Debug(fmt.Sprintf("Sleeping was interrupted by new changes, %s seconds left.", pyrepr.Float(left.Seconds())))
 			}
 		case <-t.C():
 			switch {
@@ -171,11 +188,13 @@ func (p *processor) work(ctx context.Context, s *slot) {
 				}
 				continue
 			case touch:
+				s.sleeping = false
 				p.touch(ctx, s)
 				wait, touch = -1, false
 				continue
 			}
 		}
+		s.sleeping = false
 		wait, touch = p.pass(ctx, s)
 	}
 }
@@ -188,6 +207,7 @@ func (p *processor) work(ctx context.Context, s *slot) {
 func (p *processor) pass(ctx context.Context, s *slot) (wait time.Duration, touch bool) {
 	p.runners.run(func() {
 		p.dispatch(ctx, s) // the object's watch events, in order, first
+		p.goodbye(ctx, s)
 		wait, touch = p.process(ctx, s)
 	})
 	return wait, touch

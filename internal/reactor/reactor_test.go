@@ -521,3 +521,42 @@ func TestUnknownResourceIsAWarningWhileScanning(t *testing.T) {
 		return strings.Contains(s.log.String(), "Unresolved resources cannot be served (try creating their CRDs): widgets for handlers make_widget")
 	})
 }
+
+// TestKopfLinesOfAnObjectsLife: the debug lines that Kopf writes about an
+// object and that its users wait for or search, in Kopf's words and with
+// the body and the diff as Python's repr().
+func TestKopfLinesOfAnObjectsLife(t *testing.T) {
+	s := newScenario(t)
+	s.on(causes.Create, "create_fn", func(ctx context.Context, c *handlers.Change) (any, error) { return nil, nil })
+	s.on(causes.Update, "update_fn", func(ctx context.Context, c *handlers.Change) (any, error) { return nil, nil })
+	s.create("kex1", map[string]any{"field": "value"})
+	s.start()
+	const finished = "[default/kex1] Handling cycle is finished, waiting for new changes."
+	s.until("the creation settled", func() bool { return s.log.Count(finished) >= 1 })
+	for _, line := range []string{
+		"[default/kex1] Creation is in progress: {'apiVersion': 'kopf.dev/v1', 'kind': 'KopfExample', 'metadata': {",
+		"'spec': {'field': 'value'}}",
+		"[default/kex1] Handler 'create_fn' is invoked.",
+		"[default/kex1] Handler 'create_fn' succeeded.",
+		"[default/kex1] Creation is processed: 1 succeeded; 0 failed.",
+		"Starting the watch-stream for kopfexamples.v1.kopf.dev in 'default'.",
+	} {
+		if s.log.Count(line) == 0 {
+			t.Errorf("no line with %q", line)
+		}
+	}
+	if n := s.log.Count("Creation diff:"); n != 0 {
+		t.Errorf("%d diff lines for a creation, want none (no old state)", n)
+	}
+
+	s.update("kex1", func(u *unstructured.Unstructured) { u.Object["spec"] = map[string]any{"field": "other"} })
+	s.until("the update processed", func() bool { return s.log.Count("Updating is processed: 1 succeeded; 0 failed.") == 1 })
+	if want := "[default/kex1] Updating diff: (('change', ('spec', 'field'), 'value', 'other'),)"; s.log.Count(want) != 1 {
+		t.Errorf("no line %q", want)
+	}
+
+	if err := s.dyn.Resource(kexGVR).Namespace("default").Delete(context.Background(), "kex1", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	s.until("the goodbye", func() bool { return s.log.Count("[default/kex1] Deleted, really deleted, and we are notified.") == 1 })
+}

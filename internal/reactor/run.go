@@ -22,6 +22,7 @@ import (
 	"github.com/kopfgo/kopfgo/internal/config"
 	"github.com/kopfgo/kopfgo/internal/kube"
 	"github.com/kopfgo/kopfgo/internal/posting"
+	"github.com/kopfgo/kopfgo/internal/pyrepr"
 	"github.com/kopfgo/kopfgo/internal/resources"
 )
 
@@ -214,15 +215,19 @@ func newWatcher(cfg Config, client *kube.Client, res resources.Resource, ns stri
 
 func (w *watcher) run(ctx context.Context) {
 	watching := w.cfg.Settings.Watching
+	// Kopf's wording: "in 'ns'" (a Python repr) or "cluster-wide".
 	where := "cluster-wide"
 	if w.namespace != "" {
-		where = "in namespace " + w.namespace
+		where = "in " + pyrepr.Repr(w.namespace)
 	}
+	w.cfg.Logger.Debug(fmt.Sprintf("Starting the watch-stream for %s %s.", w.res, where))
+	defer w.cfg.Logger.Debug(fmt.Sprintf("Stopping the watch-stream for %s %s.", w.res, where))
 	lw := w.client.ListWatch(w.res, w.namespace, kube.WatchOptions{
 		ServerTimeout: watching.ServerTimeout, InactivityTimeout: watching.InactivityTimeout,
 		ClientTimeout: watching.ClientTimeout, KeepManagedFields: watching.KeepManagedFields, Clock: w.cfg.Clock,
 		OnInactive: func() {
-			w.cfg.Logger.Warn(fmt.Sprintf("The watch of %s %s has been silent for %s; restarting it.", w.res, where, watching.InactivityTimeout))
+			// Routine on an idle cluster: Kopf says so at DEBUG.
+			w.cfg.Logger.Debug(fmt.Sprintf("Watch-stream for %s %s is inactive, reconnecting.", w.res, where))
 		},
 	})
 	informer := cache.NewSharedIndexInformer(lw, &unstructured.Unstructured{}, 0, cache.Indexers{})
@@ -286,7 +291,9 @@ func (w *watcher) watchError(ctx context.Context, err error, where string) {
 	case apierrors.IsForbidden(err):
 		w.cfg.Logger.Error(fmt.Sprintf("The operator may not list or watch %s %s; grant it the \"list\" and \"watch\" verbs on %q in its RBAC: %v",
 			w.res, where, w.res.Plural+"."+w.res.Group, err))
-	case apierrors.IsResourceExpired(err) || apierrors.IsGone(err) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF):
+	case apierrors.IsResourceExpired(err) || apierrors.IsGone(err):
+		w.cfg.Logger.Debug(fmt.Sprintf("Restarting the watch-stream for %s %s.", w.res, where))
+	case errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF):
 		w.cfg.Logger.Debug(fmt.Sprintf("The watch of %s %s has ended (%v); watching again.", w.res, where, err))
 	default:
 		w.cfg.Logger.Warn(fmt.Sprintf("Cannot watch %s %s, retrying: %v", w.res, where, err))
