@@ -4,8 +4,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"testing"
+
+	"github.com/kopfgo/kopfgo/internal/testmod"
 )
 
 // TestStoragesOutsideTheModule builds testdata/storages, a progress storage
@@ -21,31 +22,14 @@ func TestStoragesOutsideTheModule(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	gomod, err := os.ReadFile("go.mod")
-	if err != nil {
-		t.Fatal(err)
-	}
-	gosum, err := os.ReadFile("go.sum")
-	if err != nil {
-		t.Fatal(err)
-	}
 	src, err := os.ReadFile("testdata/storages/storages.go")
 	if err != nil {
 		t.Fatal(err)
 	}
-	// kopfgo's own requirements, so that the build needs nothing that is
-	// not already in the module cache.
-	mod := strings.Replace(string(gomod), "module github.com/kopfgo/kopfgo", "module example.com/storages", 1) +
-		"\nrequire github.com/kopfgo/kopfgo v0.0.0\n\nreplace github.com/kopfgo/kopfgo => " + root + "\n"
-	dir := t.TempDir()
-	for name, data := range map[string][]byte{"go.mod": []byte(mod), "go.sum": gosum, "storages.go": src} {
-		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	dir := testmod.Write(t, root, "example.com/storages", map[string]string{"storages.go": string(src)})
 	cmd := exec.Command("go", "vet", "./...")
 	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=-mod=mod", "GOPROXY=off")
+	cmd.Env = testmod.Env()
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("custom storages outside the module do not compile: %v\n%s", err, out)
 	}
