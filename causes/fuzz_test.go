@@ -4,8 +4,8 @@ import (
 	"testing"
 
 	"github.com/kopfgo/kopfgo/diffbase"
-	"github.com/kopfgo/kopfgo/internal/patch"
 	"github.com/kopfgo/kopfgo/internal/unjson"
+	"github.com/kopfgo/kopfgo/patch"
 )
 
 // Cause detection and the finalizer logic read metadata that anyone can write

@@ -6,8 +6,8 @@ import (
 	"testing"
 
 	"github.com/kopfgo/kopfgo/internal/dicts"
-	"github.com/kopfgo/kopfgo/internal/patch"
 	"github.com/kopfgo/kopfgo/internal/unjson"
+	"github.com/kopfgo/kopfgo/patch"
 )
 
 // The diff-base comes back from the API server as whatever anyone wrote into

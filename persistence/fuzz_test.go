@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kopfgo/kopfgo/internal/patch"
 	"github.com/kopfgo/kopfgo/internal/unjson"
+	"github.com/kopfgo/kopfgo/patch"
 )
 
 // Progress records come back from the API server as whatever anyone wrote
