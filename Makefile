@@ -5,7 +5,7 @@
 GO      ?= go
 E2E_TIMEOUT ?= 60m
 
-.PHONY: all build vet unit e2e test test-fresh cluster demo bench microbench fmt
+.PHONY: all build vet unit e2e test test-fresh cluster demo bench microbench fmt fuzz chaos
 
 all: build
 
@@ -64,3 +64,31 @@ microbench:
 # show the log and the resulting status, and clean up.
 demo:
 	$(GO) run ./e2e/cmd/demo
+
+# Native Go fuzzing of every decoder of persisted or received state, each
+# target for FUZZTIME (one worker: the machine is shared). make unit runs the
+# seeds and the crashers found so far (testdata/fuzz) as ordinary tests.
+FUZZTIME ?= 30s
+FUZZ_TARGETS = \
+	./persistence:FuzzAnnotationsFetch ./persistence:FuzzStatusFetch \
+	./persistence:FuzzDecodeFastAgreesWithSlow ./persistence:FuzzParseTime \
+	./diffbase:FuzzAnnotationsFetch ./diffbase:FuzzEssence ./diffbase:FuzzDiffItem \
+	./internal/resources:FuzzParse ./internal/resources:FuzzNamespaces \
+	./internal/conventions:FuzzKeys ./causes:FuzzDetect ./handlers:FuzzFilters \
+	./internal/unjson:FuzzDecoder ./internal/unjson:FuzzUnmarshal ./internal/unjson:FuzzDecodeStreaming
+
+fuzz:
+	@set -e; for t in $(FUZZ_TARGETS); do \
+		pkg=$${t%%:*}; fn=$${t##*:}; echo "== $$pkg $$fn ($(FUZZTIME))"; \
+		$(GO) test -run '^$$' -fuzz "^$$fn\$$" -fuzztime $(FUZZTIME) -parallel 1 $$pkg; \
+	done
+
+# The chaos run (not part of make test, whose e2e suite runs a 200-object
+# version, TestChaos): N objects created, updated and deleted while the
+# operator is SIGKILLed and SIGTERMed, kube-apiserver and etcd restart, and a
+# proxy stalls, resets and drops connections and answers 429/5xx. Prints the
+# table, writes chaos.json, fails if an invariant breaks. About 10 minutes.
+# Quick run: make chaos CHAOS_FLAGS="-n 300 -every 2s".
+CHAOS_FLAGS ?= -n 2000
+chaos:
+	$(GO) run ./e2e/cmd/chaos $(CHAOS_FLAGS)

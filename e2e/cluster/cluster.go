@@ -76,12 +76,13 @@ type Cluster struct {
 	// Token is the admin's bearer token.
 	Token string
 
-	opts    Options
-	bins    Binaries
-	ownDir  bool
-	caData  []byte
-	etcdURL string
-	apiArgs []string
+	opts     Options
+	bins     Binaries
+	ownDir   bool
+	caData   []byte
+	etcdURL  string
+	apiArgs  []string
+	etcdArgs []string
 
 	mu        sync.Mutex
 	etcd      *process
@@ -235,18 +236,13 @@ func (c *Cluster) startServers(ctx context.Context) error {
 	c.etcdURL = "http://127.0.0.1:" + strconv.Itoa(clientPort)
 	c.APIServerURL = "https://127.0.0.1:" + strconv.Itoa(securePort)
 
-	etcdArgs := append([]string{
+	c.etcdArgs = append([]string{
 		"--data-dir", filepath.Join(c.Dir, "etcd"),
 		"--listen-client-urls", c.etcdURL,
 		"--advertise-client-urls", c.etcdURL,
 		"--listen-peer-urls", "http://127.0.0.1:" + strconv.Itoa(peerPort),
 	}, c.opts.ExtraEtcdArgs...)
-	etcd, err := startProcess("etcd", c.bins.Etcd, etcdArgs, filepath.Join(c.Dir, "etcd.log"))
-	if err != nil {
-		return err
-	}
-	c.setProcess(&c.etcd, etcd)
-	if err := waitHTTP(ctx, etcd, c.etcdURL+"/health", ""); err != nil {
+	if err := c.startEtcd(ctx); err != nil {
 		return err
 	}
 
@@ -264,6 +260,15 @@ func (c *Cluster) startServers(ctx context.Context) error {
 		"--disable-admission-plugins", "ServiceAccount",
 	}, c.opts.ExtraAPIServerArgs...)
 	return c.startAPIServer(ctx)
+}
+
+func (c *Cluster) startEtcd(ctx context.Context) error {
+	p, err := startProcess("etcd", c.bins.Etcd, c.etcdArgs, filepath.Join(c.Dir, "etcd.log"))
+	if err != nil {
+		return err
+	}
+	c.setProcess(&c.etcd, p)
+	return waitHTTP(ctx, p, c.etcdURL+"/health", "")
 }
 
 func (c *Cluster) startAPIServer(ctx context.Context) error {
@@ -378,6 +383,36 @@ func (c *Cluster) StartAPIServer(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, c.opts.StartTimeout)
 	defer cancel()
 	return c.startAPIServer(ctx)
+}
+
+// StopEtcd stops only etcd (SIGTERM, then SIGKILL after the grace period),
+// keeping its data, to test how the apiserver and its clients cope with a
+// storage outage. StartEtcd brings it back on the same ports.
+func (c *Cluster) StopEtcd() error {
+	c.mu.Lock()
+	p := c.etcd
+	c.mu.Unlock()
+	if p == nil {
+		return errors.New("etcd is not running")
+	}
+	return p.stop(c.opts.StopGrace)
+}
+
+// StartEtcd starts etcd again after StopEtcd, with the same ports and data,
+// and waits until it is healthy.
+func (c *Cluster) StartEtcd(ctx context.Context) error {
+	c.mu.Lock()
+	p, stopped := c.etcd, c.stopped
+	c.mu.Unlock()
+	if stopped {
+		return errors.New("the cluster is stopped")
+	}
+	if p != nil && !p.exited() {
+		return errors.New("etcd is already running; call StopEtcd first")
+	}
+	ctx, cancel := context.WithTimeout(ctx, c.opts.StartTimeout)
+	defer cancel()
+	return c.startEtcd(ctx)
 }
 
 // Stop stops the apiserver, then etcd (SIGTERM, then SIGKILL after the grace

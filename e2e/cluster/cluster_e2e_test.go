@@ -6,6 +6,7 @@ import (
 	"bufio"
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"net/url"
 	"os"
@@ -177,6 +178,29 @@ func TestClusterLifecycle(t *testing.T) {
 	if field, err := getField(ctx, t, dyn); err != nil || field != "two" {
 		t.Fatalf("after the apiserver restart: spec.field = %q (%v), want two", field, err)
 	}
+
+	// Restart only etcd: the apiserver stays, the data survives.
+	oldEtcdPid := etcdPid
+	if err := c.StopEtcd(); err != nil {
+		t.Fatal(err)
+	}
+	if !processGone(oldEtcdPid) {
+		t.Fatal("etcd still runs after StopEtcd")
+	}
+	if err := c.StartEtcd(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.StartEtcd(ctx); err == nil {
+		t.Error("StartEtcd on a running etcd did not fail")
+	}
+	etcdPid = c.etcd.cmd.Process.Pid
+	eventually(t, func() error {
+		field, err := getField(ctx, t, dyn)
+		if err == nil && field != "two" {
+			err = fmt.Errorf("spec.field = %q, want two", field)
+		}
+		return err
+	})
 
 	if err := c.Delete(ctx, kopftests, "default", "example"); err != nil {
 		t.Fatal(err)
@@ -409,5 +433,22 @@ func TestMainStopsOnSignal(t *testing.T) {
 	}
 	if _, err := os.Stat(dir); !os.IsNotExist(err) {
 		t.Errorf("the cluster directory %s outlived the test binary (%v)", dir, err)
+	}
+}
+
+// eventually retries f until it succeeds (the apiserver reconnects to a
+// restarted etcd on its own schedule), failing after a minute.
+func eventually(t *testing.T, f func() error) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for {
+		err := f()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal(err)
+		}
+		time.Sleep(200 * time.Millisecond)
 	}
 }

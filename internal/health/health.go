@@ -58,12 +58,52 @@ type Server struct {
 	// Listener, when set, is served instead of listening on Endpoint.Addr
 	// (tests open it first, so that they never wait for the port).
 	Listener net.Listener
+	// Timeouts against slow or stuck clients; zero fields take the
+	// defaults (DefaultTimeouts).
+	Timeouts Timeouts
 
 	mu      sync.Mutex // serialises probe runs: at most one in flight
 	cached  []byte
 	status  int
 	expires time.Time
 }
+
+// Timeouts bound what one client can hold of the server: a probe port is
+// often reachable from the whole cluster network, and a client that opens
+// connections and sends nothing (or reads nothing) must not pile them up.
+type Timeouts struct {
+	// ReadHeader bounds the request line and headers (slowloris).
+	ReadHeader time.Duration
+	// Read bounds the whole request; Write, from the end of the headers to
+	// the end of the answer, which includes the probe handlers' run.
+	Read, Write time.Duration
+	// Idle bounds a kept-alive connection between requests.
+	Idle time.Duration
+}
+
+// DefaultTimeouts are generous for probes (kubelet's own timeout is 1 s by
+// default) and short for anyone holding connections open.
+var DefaultTimeouts = Timeouts{ReadHeader: 10 * time.Second, Read: 15 * time.Second, Write: 60 * time.Second, Idle: 60 * time.Second}
+
+func (t Timeouts) withDefaults() Timeouts {
+	d := DefaultTimeouts
+	if t.ReadHeader > 0 {
+		d.ReadHeader = t.ReadHeader
+	}
+	if t.Read > 0 {
+		d.Read = t.Read
+	}
+	if t.Write > 0 {
+		d.Write = t.Write
+	}
+	if t.Idle > 0 {
+		d.Idle = t.Idle
+	}
+	return d
+}
+
+// maxHeaderBytes: a probe's request is a few hundred bytes.
+const maxHeaderBytes = 16 << 10
 
 // Run serves until ctx ends. The listener is opened before Run returns an
 // error for it, so a port conflict is reported at once.
@@ -77,7 +117,11 @@ func (s *Server) Run(ctx context.Context) error {
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc(s.Endpoint.Path, s.serve)
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	to := s.Timeouts.withDefaults()
+	srv := &http.Server{
+		Handler: mux, ReadHeaderTimeout: to.ReadHeader, ReadTimeout: to.Read, WriteTimeout: to.Write,
+		IdleTimeout: to.Idle, MaxHeaderBytes: maxHeaderBytes,
+	}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/kopfgo/kopfgo/causes"
+	"github.com/kopfgo/kopfgo/internal/dicts"
 	"github.com/kopfgo/kopfgo/internal/kube"
 	"github.com/kopfgo/kopfgo/patch"
 	"github.com/kopfgo/kopfgo/persistence"
@@ -58,8 +59,8 @@ func (w *watcher) apply(ctx context.Context, u *unstructured.Unstructured, st *s
 		log.Debug("The object is gone while patching; nothing to do.")
 		return patched{gone: true}
 	}
-	if apierrors.IsConflict(err) {
-		return patched{conflict: true}
+	if apierrors.IsConflict(err) && pt.Has("metadata", "resourceVersion") {
+		return patched{conflict: true} // a guarded patch: the caller re-reads and retries
 	}
 	st.mu.Lock()
 	defer st.mu.Unlock()
@@ -96,6 +97,10 @@ func (w *watcher) applyFinalizer(ctx context.Context, ps *pass, add bool) patche
 	giveUp := patched{throttled: true, delay: w.Settings.Queueing.ErrorDelays[0]}
 	for attempt := 0; ; attempt++ {
 		pt.Meta()["resourceVersion"] = cur.GetResourceVersion()
+		// The list goes whole: after a conflict it is recomputed from the
+		// fresh object, not from the list of the failed attempt, which
+		// would restore others' finalizers removed meanwhile.
+		delete(pt.Meta(), "finalizers")
 		if add {
 			causes.AddFinalizer(cur.Object, pt, fin)
 		} else {
@@ -103,6 +108,12 @@ func (w *watcher) applyFinalizer(ctx context.Context, ps *pass, add bool) patche
 		}
 		r := w.apply(ctx, cur, ps.state, ps.log, pt)
 		if !r.conflict {
+			left, written := dicts.Get(pt.Map(), []string{"metadata", "finalizers"})
+			if list, _ := left.([]any); !add && written && len(list) == 0 && !r.throttled && causes.IsDeleting(cur.Object) {
+				ps.state.mu.Lock()
+				ps.state.released = true
+				ps.state.mu.Unlock()
+			}
 			return r
 		}
 		if attempt >= 5 {

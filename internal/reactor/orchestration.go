@@ -30,6 +30,11 @@ type orchestrator struct {
 
 	mu      sync.Mutex
 	running map[string]context.CancelFunc
+	// exited is closed when the key's latest watcher has stopped, its
+	// daemons included: a watcher started again for the key (a resource
+	// that seemed gone while the API server restarted) waits for it, or
+	// each object's daemon would run twice at once.
+	exited map[string]chan struct{}
 	// gating: the watchers being started hold the handlers until their
 	// indexers have seen the initial listings (watcher.go); indexed
 	// counts those that have not yet.
@@ -46,7 +51,7 @@ func newOrchestrator(ctx context.Context, r *run, wg *sync.WaitGroup) *orchestra
 	if !exact {
 		nss = []string{metav1.NamespaceAll}
 	}
-	return &orchestrator{run: r, ctx: ctx, wg: wg, scope: scope, nss: nss, running: map[string]context.CancelFunc{}, gating: r.ready != nil}
+	return &orchestrator{run: r, ctx: ctx, wg: wg, scope: scope, nss: nss, running: map[string]context.CancelFunc{}, exited: map[string]chan struct{}{}, gating: r.ready != nil}
 }
 
 // stopGating ends the gating after the first serve, and returns what counts
@@ -82,7 +87,15 @@ func (o *orchestrator) serve(served []resources.Resource) {
 				gate = &o.indexed
 			}
 			w := newWatcher(o.run, res, ns, o.scope, gate)
-			o.wg.Go(func() { w.watch(ctx) })
+			prev, done := o.exited[key], make(chan struct{})
+			o.exited[key] = done
+			o.wg.Go(func() {
+				defer close(done)
+				if prev != nil {
+					<-prev
+				}
+				w.watch(ctx)
+			})
 			if ns == "" || len(started) == 0 || started[len(started)-1] != res.String() {
 				started = append(started, res.String())
 			}

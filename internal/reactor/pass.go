@@ -88,6 +88,10 @@ func (w *watcher) consistent(ctx context.Context, ps *pass) bool {
 	now := w.Clock.Now()
 	st.mu.Lock()
 	defer st.mu.Unlock()
+	if st.released {
+		ps.facts.Stale = true // deleted for good; the DELETED event drops the state
+		return false
+	}
 	if st.behind(u.GetResourceVersion()) {
 		ps.facts.Stale = true // the newer version's observation wakes the worker again
 		return false

@@ -48,9 +48,14 @@ type state struct {
 	expectedAt time.Time
 	// seen holds the latest versions the watch delivered: the watch may
 	// deliver the operator's own patch before the patch call returns.
-	seen       [8]string
-	seenPos    int
-	errors     int            // consecutive unexpected errors, for throttling
+	seen    [8]string
+	seenPos int
+	errors  int // consecutive unexpected errors, for throttling
+	// released: the operator removed the last finalizer of the object
+	// while it was being deleted, so the object is gone, whatever the cache
+	// still holds until the DELETED event (the API server answers that
+	// patch with the version already seen, so expected cannot tell).
+	released   bool
 	memo       *handlers.Memo // the user's Memo of the object
 	background *background    // daemons and timers (background.go)
 }

@@ -27,10 +27,12 @@ func (n Namespaces) Exact() (names []string, ok bool) {
 		return nil, false
 	}
 	for _, p := range n.patterns {
-		if strings.ContainsAny(p, ",*?![") {
+		// A backslash escapes in a glob, and globs are trimmed: either
+		// makes the name watched differ from the name matched.
+		if strings.ContainsAny(p, ",*?![\\") {
 			return nil, false
 		}
-		names = append(names, p)
+		names = append(names, strings.TrimSpace(p))
 	}
 	return names, true
 }

@@ -34,4 +34,11 @@ func TestNamespaces(t *testing.T) {
 	if _, ok := NewNamespaces([]string{"a", "b-*"}).Exact(); ok {
 		t.Errorf("globs are not exact")
 	}
+	// Found by FuzzNamespaces: the name watched must be the name matched.
+	if _, ok := NewNamespaces([]string{`\\0`}).Exact(); ok {
+		t.Errorf("a backslash escapes in a glob, so a pattern with one is not exact")
+	}
+	if names, ok := NewNamespaces([]string{" a "}).Exact(); !ok || names[0] != "a" {
+		t.Errorf("an exact pattern is trimmed as the globs are: %q", names)
+	}
 }

@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"unicode"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
@@ -75,6 +76,11 @@ func Parse(s string) (Selector, error) {
 	s = strings.TrimSpace(s)
 	if s == "" {
 		return Selector{}, fmt.Errorf("empty resource: name it by plural, kind, short name, plural.group or group/version/plural")
+	}
+	if strings.ContainsFunc(s, unicode.IsSpace) {
+		// No resource name has a space; one kept would make a selector
+		// that never resolves, reported only as "unresolved".
+		return Selector{}, fmt.Errorf("resource %q contains whitespace: name it by plural, kind, short name, plural.group or group/version/plural", s)
 	}
 	if strings.Contains(s, "/") {
 		parts := strings.Split(s, "/")

@@ -25,6 +25,10 @@ func TestParse(t *testing.T) {
 		{"a/b/c/d", Selector{}, "too many parts"},
 		{"kopf.dev//x", Selector{}, "empty part"},
 		{".kopf.dev", Selector{}, "empty part"},
+		{" kopfexamples ", Selector{Name: "kopfexamples"}, ""},
+		// Found by FuzzParse: an inner space made a selector that never resolves.
+		{"kopfexamples .kopf.dev", Selector{}, "contains whitespace"},
+		{"kopf.dev/v1/kopf examples", Selector{}, "contains whitespace"},
 	}
 	for _, tt := range tests {
 		got, err := Parse(tt.in)

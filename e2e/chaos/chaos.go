@@ -1,0 +1,588 @@
+package chaos
+
+import (
+	"bufio"
+	"context"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/dynamic/dynamicinformer"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/kopfgo/kopfgo/e2e/cluster"
+	"github.com/kopfgo/kopfgo/e2e/faultproxy"
+)
+
+// repoRoot is the kopfgo checkout, found from this file's location.
+var repoRoot = func() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Dir(filepath.Dir(filepath.Dir(file)))
+}()
+
+var kexGVR = schema.GroupVersionResource{Group: "kopf.dev", Version: "v1", Resource: "kopfexamples"}
+
+const namespace = "chaos"
+
+// The fault kinds, in the order the schedule cycles through them. Kills
+// come often: they are what the duplicates are measured against.
+const (
+	FaultKill      = "sigkill"
+	FaultTerm      = "sigterm"
+	FaultAPIServer = "apiserver-restart"
+	FaultEtcd      = "etcd-restart"
+	FaultStall     = "proxy-stall"
+	FaultReset     = "proxy-reset"
+	FaultDrop      = "proxy-drop"
+	Fault429       = "proxy-429"
+	Fault5xx       = "proxy-5xx"
+)
+
+var schedule = []string{
+	FaultKill, Fault5xx, FaultKill, FaultTerm, FaultStall, FaultKill, FaultAPIServer, FaultKill,
+	FaultReset, FaultKill, Fault429, FaultTerm, FaultKill, FaultEtcd, FaultKill, FaultDrop,
+}
+
+// Config sets up a run.
+type Config struct {
+	// N is the number of objects (default 2000).
+	N int
+	// FaultEvery is the pause between faults (default 3 s).
+	FaultEvery time.Duration
+	// Workers create, patch and delete objects concurrently (default 20).
+	Workers int
+	// Rate is the objects created per second; the default spreads the
+	// creations over one cycle of the fault schedule, so that every kind of
+	// fault strikes while objects are in flight.
+	Rate float64
+	// Quiescence bounds the wait for the last objects after the last fault
+	// (default 5 min).
+	Quiescence time.Duration
+	// Dir keeps the journal and the operator's log; empty: a temporary
+	// directory, removed unless the run fails.
+	Dir string
+	// Logf reports progress; nil is silent.
+	Logf func(format string, args ...any)
+}
+
+func (c *Config) defaults() {
+	if c.N <= 0 {
+		c.N = 2000
+	}
+	if c.FaultEvery <= 0 {
+		c.FaultEvery = 3 * time.Second
+	}
+	if c.Workers <= 0 {
+		c.Workers = 20
+	}
+	if c.Rate <= 0 {
+		c.Rate = float64(c.N) / (float64(len(schedule)) * c.FaultEvery.Seconds())
+	}
+	if c.Quiescence <= 0 {
+		c.Quiescence = 5 * time.Minute
+	}
+	if c.Logf == nil {
+		c.Logf = func(string, ...any) {}
+	}
+}
+
+// run is one chaos run in progress.
+type run struct {
+	cfg     Config
+	dir     string
+	cluster *cluster.Cluster
+	proxy   *faultproxy.Proxy
+	dyn     dynamic.Interface
+	journal *journal
+	op      *supervisor
+
+	mu     sync.Mutex
+	stage  map[string]int // object name → stage reached
+	faults map[string]int
+	done   chan struct{} // closed when every object is gone
+	gone   atomic.Int64
+
+	lastFaultEnd time.Time
+}
+
+// The stages of an object's life, as the driver moves it along.
+const (
+	stageCreated = iota + 1
+	stageUpdateSent
+	stageDeleteSent
+	stageGone
+)
+
+// Run does the whole run and returns its report; the error is for a run
+// that could not be done at all, the report's Failures for broken invariants.
+func Run(ctx context.Context, cfg Config) (*Report, error) {
+	cfg.defaults()
+	r := &run{cfg: cfg, stage: map[string]int{}, faults: map[string]int{}, done: make(chan struct{})}
+	dir := cfg.Dir
+	if dir == "" {
+		var err error
+		if dir, err = os.MkdirTemp("", "kopfgo-chaos-"); err != nil {
+			return nil, err
+		}
+	} else if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	r.dir = dir
+
+	cfg.Logf("chaos: starting a cluster")
+	c, err := cluster.Start(ctx, cluster.Options{Dir: filepath.Join(dir, "cluster"), Logf: cluster.Logf(cfg.Logf)})
+	if err != nil {
+		return nil, err
+	}
+	defer c.Stop()
+	r.cluster = c
+	if err := c.ApplyFile(ctx, filepath.Join(repoRoot, "examples", "crd.yaml")); err != nil {
+		return nil, err
+	}
+	if err := c.Apply(ctx, []byte("apiVersion: v1\nkind: Namespace\nmetadata: {name: "+namespace+"}\n")); err != nil {
+		return nil, err
+	}
+	driverCfg := c.RESTConfig()
+	driverCfg.QPS, driverCfg.Burst = 500, 1000 // the driver must not be the bottleneck
+	if r.dyn, err = dynamic.NewForConfig(driverCfg); err != nil {
+		return nil, err
+	}
+	if r.proxy, err = faultproxy.Start(c.RESTConfig()); err != nil {
+		return nil, err
+	}
+	defer r.proxy.Close()
+	if r.journal, err = openJournal(filepath.Join(dir, "journal")); err != nil {
+		return nil, err
+	}
+	defer r.journal.Close()
+
+	cfg.Logf("chaos: building the operator")
+	bin := filepath.Join(dir, "chaos-operator")
+	build := exec.CommandContext(ctx, "go", "build", "-o", bin, "./e2e/operators/chaos/cmd")
+	build.Dir = repoRoot
+	if out, err := build.CombinedOutput(); err != nil {
+		return nil, fmt.Errorf("building the chaos operator: %w\n%s", err, out)
+	}
+	kubeconfig := filepath.Join(dir, "operator-kubeconfig")
+	if err := os.WriteFile(kubeconfig, []byte(operatorKubeconfig(r.proxy.URL(), r.proxy.CA(), c.Token)), 0o600); err != nil {
+		return nil, err
+	}
+	r.op, err = startSupervisor(bin, filepath.Join(dir, "operator.log"), []string{
+		"KUBECONFIG=" + kubeconfig, "KOPFGO_CHAOS_JOURNAL=" + r.journal.path,
+	}, r.journal)
+	if err != nil {
+		return nil, err
+	}
+	defer r.op.stop()
+
+	informerCtx, stopInformer := context.WithCancel(ctx)
+	defer stopInformer()
+	if err := r.watch(informerCtx); err != nil {
+		return nil, err
+	}
+	time.Sleep(2 * time.Second) // the operator's startup, before the baseline memory
+	rssBefore := r.op.rss()
+
+	started := time.Now()
+	faultsDone := make(chan struct{})
+	go func() {
+		defer close(faultsDone)
+		r.inject(ctx)
+	}()
+	r.create(ctx)
+
+	<-faultsDone
+	cfg.Logf("chaos: last fault over; waiting for quiescence")
+	quiet := time.NewTimer(cfg.Quiescence)
+	defer quiet.Stop()
+	var quiescence time.Duration
+	select {
+	case <-r.done:
+		quiescence = time.Since(r.lastFaultEnd)
+	case <-quiet.C:
+		quiescence = -1
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	// Once quiet, the operator's memory is compared with its baseline: a
+	// process that restarted under load and then drained must not keep
+	// what it held for the objects.
+	rssAfter := r.settledRSS(rssBefore)
+	took := time.Since(started)
+	r.op.stop()
+
+	rep, err := r.report(quiescence, took, rssBefore, rssAfter)
+	if err != nil {
+		return nil, err
+	}
+	if len(rep.Failures) == 0 && cfg.Dir == "" {
+		os.RemoveAll(dir)
+	} else {
+		rep.Dir = dir
+	}
+	return rep, nil
+}
+
+func operatorKubeconfig(server string, ca []byte, token string) string {
+	return fmt.Sprintf(`apiVersion: v1
+kind: Config
+clusters: [{name: chaos, cluster: {server: %q, certificate-authority-data: %q}}]
+users: [{name: chaos, user: {token: %q}}]
+contexts: [{name: chaos, context: {cluster: chaos, user: chaos, namespace: %s}}]
+current-context: chaos
+`, server, base64.StdEncoding.EncodeToString(ca), token, namespace)
+}
+
+// watch follows the objects and moves each along: once its creation is
+// handled (a diff-base), it is updated; once the update is handled, deleted.
+func (r *run) watch(ctx context.Context) error {
+	f := dynamicinformer.NewFilteredDynamicSharedInformerFactory(r.dyn, 0, namespace, nil)
+	inf := f.ForResource(kexGVR).Informer()
+	_, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { r.advance(ctx, obj) },
+		UpdateFunc: func(_, obj any) { r.advance(ctx, obj) },
+		DeleteFunc: func(obj any) {
+			if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+				obj = d.Obj
+			}
+			if u, ok := obj.(*unstructured.Unstructured); ok {
+				r.setGone(u.GetName())
+			}
+		},
+	})
+	if err != nil {
+		return err
+	}
+	f.Start(ctx.Done())
+	if !cache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
+		return errors.New("the driver's informer never synced")
+	}
+	return nil
+}
+
+func (r *run) setGone(name string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.stage[name] == stageGone {
+		return
+	}
+	r.stage[name] = stageGone
+	if r.gone.Add(1) == int64(r.cfg.N) {
+		close(r.done)
+	}
+}
+
+func (r *run) advance(ctx context.Context, obj any) {
+	u, ok := obj.(*unstructured.Unstructured)
+	if !ok {
+		return
+	}
+	name := u.GetName()
+	base := u.GetAnnotations()["kopf.zalando.org/last-handled-configuration"]
+	r.mu.Lock()
+	st := r.stage[name]
+	next := 0
+	switch {
+	case st == stageCreated && base != "":
+		next = stageUpdateSent
+	case st == stageUpdateSent && strings.Contains(base, `"field":"v2"`):
+		next = stageDeleteSent
+	}
+	if next != 0 {
+		r.stage[name] = next
+	}
+	r.mu.Unlock()
+	switch next {
+	case stageUpdateSent:
+		go r.retry(ctx, "update "+name, func() error {
+			_, err := r.dyn.Resource(kexGVR).Namespace(namespace).Patch(ctx, name, types.MergePatchType, []byte(`{"spec":{"field":"v2"}}`), metav1.PatchOptions{})
+			return err
+		})
+	case stageDeleteSent:
+		go r.retry(ctx, "delete "+name, func() error {
+			err := r.dyn.Resource(kexGVR).Namespace(namespace).Delete(ctx, name, metav1.DeleteOptions{})
+			if apierrors.IsNotFound(err) {
+				return nil
+			}
+			return err
+		})
+	}
+}
+
+// retry repeats a driver's request through the cluster's outages.
+func (r *run) retry(ctx context.Context, what string, f func() error) {
+	for ctx.Err() == nil {
+		err := f()
+		if err == nil {
+			return
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// create makes the N objects, Workers at a time.
+func (r *run) create(ctx context.Context) {
+	names := make(chan string)
+	var wg sync.WaitGroup
+	for range r.cfg.Workers {
+		wg.Go(func() {
+			for name := range names {
+				obj := &unstructured.Unstructured{Object: map[string]any{
+					"apiVersion": "kopf.dev/v1", "kind": "KopfExample",
+					"metadata": map[string]any{"name": name},
+					"spec":     map[string]any{"field": "v1"},
+				}}
+				r.mu.Lock()
+				r.stage[name] = stageCreated
+				r.mu.Unlock()
+				r.retry(ctx, "create "+name, func() error {
+					_, err := r.dyn.Resource(kexGVR).Namespace(namespace).Create(ctx, obj, metav1.CreateOptions{})
+					if apierrors.IsAlreadyExists(err) {
+						return nil
+					}
+					return err
+				})
+			}
+		})
+	}
+	tick := time.NewTicker(time.Duration(float64(time.Second) / r.cfg.Rate))
+	defer tick.Stop()
+	for i := range r.cfg.N {
+		select {
+		case <-tick.C:
+		case <-ctx.Done():
+		}
+		names <- fmt.Sprintf("kex-%05d", i)
+	}
+	close(names)
+	wg.Wait()
+	r.cfg.Logf("chaos: %d objects created", r.cfg.N)
+}
+
+// inject runs the fault schedule until most objects are through (at least
+// one full cycle of the schedule, so that every kind is injected).
+func (r *run) inject(ctx context.Context) {
+	for i := 0; ; i++ {
+		select {
+		case <-time.After(r.cfg.FaultEvery):
+		case <-ctx.Done():
+			return
+		}
+		// The last fault strikes with a quarter of the objects still to go,
+		// so that the quiescence measured after it is the recovery's.
+		if i >= len(schedule) && r.gone.Load() >= int64(r.cfg.N)*3/4 {
+			return
+		}
+		if i >= 4*len(schedule) {
+			return // the workload is stuck: the report will say so
+		}
+		kind := schedule[i%len(schedule)]
+		r.journal.mark("fault", kind)
+		r.fault(ctx, kind)
+		r.journal.mark("fault-end", kind)
+		r.mu.Lock()
+		r.faults[kind]++
+		r.lastFaultEnd = time.Now()
+		r.mu.Unlock()
+		r.cfg.Logf("chaos: %s (%d/%d objects through)", kind, r.gone.Load(), r.cfg.N)
+	}
+}
+
+func (r *run) fault(ctx context.Context, kind string) {
+	burst := func(rule *faultproxy.Rule, d time.Duration) {
+		r.proxy.Add(rule)
+		time.Sleep(d)
+		r.proxy.Remove(rule)
+	}
+	switch kind {
+	case FaultKill:
+		r.op.signal(syscall.SIGKILL)
+	case FaultTerm:
+		r.op.signal(syscall.SIGTERM)
+	case FaultAPIServer:
+		r.cluster.StopAPIServer()
+		time.Sleep(time.Second)
+		r.cluster.StartAPIServer(ctx)
+	case FaultEtcd:
+		r.cluster.StopEtcd()
+		time.Sleep(time.Second)
+		r.cluster.StartEtcd(ctx)
+	case FaultStall:
+		burst(&faultproxy.Rule{Action: faultproxy.Stall, Delay: 5 * time.Second}, 3*time.Second)
+	case FaultReset:
+		burst(&faultproxy.Rule{Action: faultproxy.Reset, Match: func(*http.Request) bool { return rand.IntN(3) == 0 }}, 3*time.Second)
+	case FaultDrop:
+		burst(&faultproxy.Rule{Action: faultproxy.Drop, Match: func(*http.Request) bool { return rand.IntN(3) == 0 }}, 3*time.Second)
+	case Fault429:
+		burst(&faultproxy.Rule{Status: 429, RetryAfter: true, Match: func(*http.Request) bool { return rand.IntN(2) == 0 }}, 3*time.Second)
+	case Fault5xx:
+		burst(&faultproxy.Rule{Status: 500, Match: func(*http.Request) bool { return rand.IntN(3) == 0 }}, 2*time.Second)
+		burst(&faultproxy.Rule{Status: 503, Match: func(*http.Request) bool { return rand.IntN(3) == 0 }}, 2*time.Second)
+	}
+}
+
+// journal is the append-only record both the operator and the driver write.
+type journal struct {
+	path string
+	mu   sync.Mutex
+	f    *os.File
+}
+
+func openJournal(path string) (*journal, error) {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	return &journal{path: path, f: f}, nil
+}
+
+// mark appends a driver's line: "EVENT KIND - - PID".
+func (j *journal) mark(event, kind string, pid ...int) {
+	p := 0
+	if len(pid) > 0 {
+		p = pid[0]
+	}
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	fmt.Fprintf(j.f, "%s %s - - %d\n", event, kind, p)
+	j.f.Sync()
+}
+
+func (j *journal) Close() error { return j.f.Close() }
+
+// supervisor keeps the operator running: restarted at once whenever it
+// exits, until stop.
+type supervisor struct {
+	bin, logPath string
+	env          []string
+	journal      *journal
+	mu           sync.Mutex
+	cmd          *exec.Cmd
+	stopping     bool
+	exited       chan struct{}
+	starts       int
+}
+
+func startSupervisor(bin, logPath string, env []string, j *journal) (*supervisor, error) {
+	s := &supervisor{bin: bin, logPath: logPath, env: env, journal: j}
+	if err := s.start(); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+func (s *supervisor) start() error {
+	logf, err := os.OpenFile(s.logPath, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	if err != nil {
+		return err
+	}
+	cmd := exec.Command(s.bin, "run", "-n", namespace, "--standalone", "--verbose", "--log-format=full")
+	cmd.Env = append(os.Environ(), s.env...)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		logf.Close()
+		return fmt.Errorf("starting the operator: %w", err)
+	}
+	exited := make(chan struct{})
+	s.mu.Lock()
+	s.cmd, s.exited = cmd, exited
+	s.starts++
+	s.mu.Unlock()
+	s.journal.mark("start", "operator", cmd.Process.Pid)
+	began := time.Now()
+	go func() {
+		cmd.Wait()
+		logf.Close()
+		s.journal.mark("exit", "operator", cmd.Process.Pid)
+		close(exited)
+		s.mu.Lock()
+		stopping := s.stopping
+		s.mu.Unlock()
+		if !stopping {
+			if time.Since(began) < time.Second {
+				time.Sleep(time.Second) // a crash loop: restarted at once, but not in a busy loop
+			}
+			for s.start() != nil {
+				time.Sleep(100 * time.Millisecond)
+			}
+		}
+	}()
+	return nil
+}
+
+func (s *supervisor) signal(sig syscall.Signal) {
+	s.mu.Lock()
+	cmd := s.cmd
+	s.mu.Unlock()
+	s.journal.mark("signal-"+strings.ToLower(sig.String()), "operator", cmd.Process.Pid)
+	cmd.Process.Signal(sig)
+}
+
+func (s *supervisor) stop() {
+	s.mu.Lock()
+	if s.stopping {
+		s.mu.Unlock()
+		return
+	}
+	s.stopping = true
+	cmd, exited := s.cmd, s.exited
+	s.mu.Unlock()
+	cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-exited:
+	case <-time.After(30 * time.Second):
+		cmd.Process.Kill()
+		<-exited
+	}
+}
+
+// rss is the running operator's resident set in bytes (0 if unknown).
+func (s *supervisor) rss() int64 {
+	s.mu.Lock()
+	pid := s.cmd.Process.Pid
+	s.mu.Unlock()
+	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if rest, ok := strings.CutPrefix(sc.Text(), "VmRSS:"); ok {
+			kb, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
+			return kb * 1024
+		}
+	}
+	return 0
+}
+
+// settledRSS waits up to two minutes for the idle operator's memory to come
+// back within 10% of before: Go returns freed memory to the system
+// gradually, so the first reading after a burst overstates what is held.
+func (r *run) settledRSS(before int64) int64 {
+	rss := r.op.rss()
+	for deadline := time.Now().Add(2 * time.Minute); (rss == 0 || rss > before*110/100) && time.Now().Before(deadline); {
+		time.Sleep(2 * time.Second)
+		rss = r.op.rss()
+	}
+	return rss
+}

@@ -1,0 +1,324 @@
+package chaos
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Report is what a run measured, and the invariants it broke.
+type Report struct {
+	Objects int `json:"objects"`
+	// ObjectsDone reached their final state: created, updated, deleted, gone.
+	ObjectsDone int `json:"objects_done"`
+	// Faults injected, by kind; OperatorRestarts counts every exit.
+	Faults           map[string]int `json:"faults"`
+	OperatorRestarts int            `json:"operator_restarts"`
+	// Calls are the successful handler calls by kind (daemon: starts).
+	Calls map[string]int `json:"handler_calls"`
+	// Handled is how many objects each kind of handler succeeded for.
+	Handled map[string]int `json:"objects_handled"`
+	// Duplicates are successful calls beyond the first for one object and
+	// change, by kind; AfterDeath those whose repetition came from another
+	// process than the success (the operator died in between), AfterFault
+	// those with another fault (an API or proxy fault) in between, and
+	// Unexplained the rest (each breaks an invariant).
+	Duplicates            map[string]int `json:"duplicates"`
+	DuplicatesAfterDeath  int            `json:"duplicates_after_death"`
+	DuplicatesAfterFault  int            `json:"duplicates_after_fault"`
+	DuplicatesUnexplained int            `json:"duplicates_unexplained"`
+	// DuplicatesPerKill is AfterDeath divided by the operator's deaths.
+	DuplicatesPerKill float64 `json:"duplicates_per_kill"`
+	// Stuck are objects left in the cluster (a finalizer, a step never done).
+	Stuck []string `json:"stuck"`
+	// Missing are object/handler/change triples that never succeeded.
+	Missing []string `json:"missing"`
+	// DaemonOverlaps are objects whose daemon ran twice at once.
+	DaemonOverlaps []string `json:"daemon_overlaps"`
+	ErrorsLogged   int      `json:"errors_logged"`
+	Panics         int      `json:"panics"`
+	// QuiescenceSeconds: from the end of the last fault until every object
+	// was gone (-1: never).
+	QuiescenceSeconds float64 `json:"quiescence_seconds"`
+	DurationSeconds   float64 `json:"duration_seconds"`
+	// RSS of the operator at the start (idle) and after quiescence (idle).
+	RSSBeforeMB float64  `json:"rss_before_mb"`
+	RSSAfterMB  float64  `json:"rss_after_mb"`
+	Failures    []string `json:"failures"`
+	Dir         string   `json:"dir,omitempty"`
+}
+
+// The changes each object must see handled, by handler kind.
+var wanted = map[string]string{"create": "-", "sub": "-", "update": "v2", "field": "v2", "delete": "-"}
+
+type retInfo struct {
+	pid, epoch int
+	active     bool
+}
+
+func (r *run) report(quiescence, took time.Duration, rssBefore, rssAfter int64) (*Report, error) {
+	rep := &Report{
+		Objects: r.cfg.N, Faults: map[string]int{}, Calls: map[string]int{}, Handled: map[string]int{},
+		Duplicates: map[string]int{}, DurationSeconds: took.Seconds(),
+		RSSBeforeMB: float64(rssBefore) / (1 << 20), RSSAfterMB: float64(rssAfter) / (1 << 20),
+	}
+	if quiescence < 0 {
+		rep.QuiescenceSeconds = -1
+	} else {
+		rep.QuiescenceSeconds = quiescence.Seconds()
+	}
+	r.mu.Lock()
+	for k, v := range r.faults {
+		rep.Faults[k] = v
+	}
+	r.mu.Unlock()
+
+	f, err := os.Open(r.journal.path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var (
+		epoch, deaths int
+		active        = map[string]bool{}
+		firstRet      = map[string]retInfo{}
+		lastInv       = map[string]retInfo{}
+		handled       = map[string]map[string]bool{}
+		daemons       = map[string]int{} // object → pid of its running daemon
+		alive         = map[int]bool{}
+		stopPid       = 0
+	)
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		fields := strings.Fields(sc.Text())
+		if len(fields) != 5 {
+			continue // a line cut by a kill mid-write cannot happen with one write per line, but be safe
+		}
+		event, kind, obj, change := fields[0], fields[1], fields[2], fields[3]
+		pid, _ := strconv.Atoi(fields[4])
+		key := kind + " " + obj + " " + change
+		switch event {
+		case "fault":
+			epoch++
+			active[kind] = true
+		case "fault-end":
+			epoch++
+			delete(active, kind)
+		case "start":
+			alive[pid] = true
+			stopPid = pid
+		case "exit":
+			epoch++
+			deaths++
+			delete(alive, pid)
+			for o, p := range daemons {
+				if p == pid {
+					delete(daemons, o)
+				}
+			}
+		case "inv":
+			lastInv[key] = retInfo{pid: pid, epoch: epoch}
+			if kind == "daemon-twice" {
+				rep.DaemonOverlaps = append(rep.DaemonOverlaps, obj)
+			}
+			if kind == "daemon" {
+				if p, ok := daemons[obj]; ok && alive[p] && p != pid {
+					rep.DaemonOverlaps = append(rep.DaemonOverlaps, obj)
+				}
+				daemons[obj] = pid
+				rep.Calls["daemon"]++
+				if handled["daemon"] == nil {
+					handled["daemon"] = map[string]bool{}
+				}
+				handled["daemon"][obj] = true
+			}
+		case "ret":
+			if kind == "daemon" {
+				delete(daemons, obj)
+				continue
+			}
+			rep.Calls[kind]++
+			if handled[kind] == nil {
+				handled[kind] = map[string]bool{}
+			}
+			handled[kind][obj] = true
+			if kind == "timer" {
+				continue
+			}
+			first, seen := firstRet[key]
+			if !seen {
+				firstRet[key] = retInfo{pid: pid, epoch: epoch, active: len(active) > 0}
+				continue
+			}
+			rep.Duplicates[kind]++
+			inv := lastInv[key]
+			switch {
+			case inv.pid != first.pid:
+				rep.DuplicatesAfterDeath++
+			case inv.epoch != first.epoch || first.active || len(active) > 0:
+				rep.DuplicatesAfterFault++
+			default:
+				rep.DuplicatesUnexplained++
+			}
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return nil, err
+	}
+	_ = stopPid
+	rep.OperatorRestarts = deaths
+	for kind, objs := range handled {
+		rep.Handled[kind] = len(objs)
+	}
+	kills := rep.Faults[FaultKill] + rep.Faults[FaultTerm]
+	if kills > 0 {
+		rep.DuplicatesPerKill = float64(rep.DuplicatesAfterDeath) / float64(kills)
+	}
+
+	for i := range r.cfg.N {
+		obj := fmt.Sprintf("%s/kex-%05d", namespace, i)
+		for kind, change := range wanted {
+			if _, ok := firstRet[kind+" "+obj+" "+change]; !ok {
+				rep.Missing = append(rep.Missing, kind+" "+obj+" "+change)
+			}
+		}
+	}
+	slices.Sort(rep.Missing)
+	rep.ObjectsDone = int(r.gone.Load())
+
+	list, err := r.dyn.Resource(kexGVR).Namespace(namespace).List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("listing what is left: %w", err)
+	}
+	for _, u := range list.Items {
+		rep.Stuck = append(rep.Stuck, fmt.Sprintf("%s (finalizers %v, deleting %v)", u.GetName(), u.GetFinalizers(), u.GetDeletionTimestamp() != nil))
+	}
+	rep.ErrorsLogged, rep.Panics, err = scanLog(r.op.logPath)
+	if err != nil {
+		return nil, err
+	}
+
+	fail := func(format string, args ...any) { rep.Failures = append(rep.Failures, fmt.Sprintf(format, args...)) }
+	if rep.ObjectsDone != rep.Objects {
+		fail("%d of %d objects reached their final state", rep.ObjectsDone, rep.Objects)
+	}
+	if len(rep.Stuck) > 0 {
+		fail("%d objects left in the cluster, e.g. %s", len(rep.Stuck), rep.Stuck[0])
+	}
+	if len(rep.Missing) > 0 {
+		fail("%d handler calls never succeeded, e.g. %s", len(rep.Missing), rep.Missing[0])
+	}
+	if rep.DuplicatesUnexplained > 0 {
+		fail("%d handlers ran again after a success with no fault in between", rep.DuplicatesUnexplained)
+	}
+	if len(rep.DaemonOverlaps) > 0 {
+		fail("daemons ran twice at once for %d objects, e.g. %s", len(rep.DaemonOverlaps), rep.DaemonOverlaps[0])
+	}
+	if rep.Panics > 0 {
+		fail("%d panics logged", rep.Panics)
+	}
+	if rep.QuiescenceSeconds < 0 {
+		fail("no quiescence within %s after the last fault", r.cfg.Quiescence)
+	}
+	for _, kind := range schedule {
+		if rep.Faults[kind] == 0 {
+			fail("fault %s was never injected", kind)
+		}
+	}
+	if rssBefore == 0 || rssAfter == 0 {
+		fail("the operator's memory could not be read (before %d, after %d bytes)", rssBefore, rssAfter)
+	} else if rssAfter > rssBefore*110/100 {
+		fail("the operator's memory after the run is %.1f MB, more than 10%% over %.1f MB before", rep.RSSAfterMB, rep.RSSBeforeMB)
+	}
+	return rep, nil
+}
+
+// scanLog counts the error lines and the panics in the operator's output.
+func scanLog(path string) (errs, panics int, err error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 16<<20)
+	for sc.Scan() {
+		l := sc.Text()
+		if strings.Contains(l, "[ERROR") || strings.Contains(l, " ERROR ") {
+			errs++
+		}
+		if strings.HasPrefix(l, "panic:") || strings.Contains(l, "panicked") {
+			panics++
+		}
+	}
+	return errs, panics, sc.Err()
+}
+
+// Print writes the report as a table.
+func (rep *Report) Print(w io.Writer) {
+	fmt.Fprintf(w, "%-34s %d\n", "objects", rep.Objects)
+	fmt.Fprintf(w, "%-34s %d\n", "objects done (created→updated→gone)", rep.ObjectsDone)
+	kinds := make([]string, 0, len(rep.Faults))
+	total := 0
+	for k, v := range rep.Faults {
+		kinds = append(kinds, k)
+		total += v
+	}
+	slices.Sort(kinds)
+	fmt.Fprintf(w, "%-34s %d\n", "faults injected", total)
+	for _, k := range kinds {
+		fmt.Fprintf(w, "  %-32s %d\n", k, rep.Faults[k])
+	}
+	fmt.Fprintf(w, "%-34s %d\n", "operator restarts", rep.OperatorRestarts)
+	fmt.Fprintf(w, "%-34s %s\n", "handler calls (succeeded)", "kind: calls / objects / duplicates")
+	hk := make([]string, 0, len(rep.Calls))
+	for k := range rep.Calls {
+		hk = append(hk, k)
+	}
+	slices.Sort(hk)
+	for _, k := range hk {
+		fmt.Fprintf(w, "  %-32s %d / %d / %d\n", k, rep.Calls[k], rep.Handled[k], rep.Duplicates[k])
+	}
+	fmt.Fprintf(w, "%-34s %d after a death, %d after another fault, %d unexplained\n", "duplicates",
+		rep.DuplicatesAfterDeath, rep.DuplicatesAfterFault, rep.DuplicatesUnexplained)
+	fmt.Fprintf(w, "%-34s %.2f\n", "duplicates per kill (kill+term)", rep.DuplicatesPerKill)
+	fmt.Fprintf(w, "%-34s %d\n", "objects stuck", len(rep.Stuck))
+	fmt.Fprintf(w, "%-34s %d\n", "handler calls missing", len(rep.Missing))
+	fmt.Fprintf(w, "%-34s %d\n", "daemon overlaps", len(rep.DaemonOverlaps))
+	fmt.Fprintf(w, "%-34s %d\n", "errors logged", rep.ErrorsLogged)
+	fmt.Fprintf(w, "%-34s %d\n", "panics", rep.Panics)
+	fmt.Fprintf(w, "%-34s %.1f s\n", "quiescence after the last fault", rep.QuiescenceSeconds)
+	fmt.Fprintf(w, "%-34s %.1f s\n", "duration", rep.DurationSeconds)
+	fmt.Fprintf(w, "%-34s %.1f MB → %.1f MB\n", "operator RSS, idle before → after", rep.RSSBeforeMB, rep.RSSAfterMB)
+	if len(rep.Failures) == 0 {
+		fmt.Fprintln(w, "invariants: all hold")
+	}
+	for _, f := range rep.Failures {
+		fmt.Fprintln(w, "FAILED:", f)
+	}
+	if rep.Dir != "" {
+		fmt.Fprintln(w, "journal and logs:", rep.Dir)
+	}
+}
+
+// WriteJSON writes the report to path.
+func (rep *Report) WriteJSON(path string) error {
+	b, err := json.MarshalIndent(rep, "", "  ")
+	if err != nil {
+		return err
+	}
+	if dir := filepath.Dir(path); dir != "" {
+		os.MkdirAll(dir, 0o755)
+	}
+	return os.WriteFile(path, append(b, '\n'), 0o644)
+}

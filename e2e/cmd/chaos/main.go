@@ -1,0 +1,47 @@
+// Command chaos is make chaos: the chaos run of package e2e/chaos with N
+// objects (-n, default 2000); it prints the table, writes chaos.json and
+// exits 1 if an invariant broke.
+//
+//	go run ./e2e/cmd/chaos -n 2000 -every 3s -out chaos.json
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/kopfgo/kopfgo/e2e/chaos"
+)
+
+func main() {
+	var cfg chaos.Config
+	out := flag.String("out", "chaos.json", "where to write the JSON report")
+	flag.IntVar(&cfg.N, "n", 2000, "objects")
+	flag.DurationVar(&cfg.FaultEvery, "every", 3*time.Second, "pause between faults")
+	flag.IntVar(&cfg.Workers, "workers", 20, "concurrent creations")
+	flag.Float64Var(&cfg.Rate, "rate", 0, "objects created per second (default: spread over one cycle of the fault schedule)")
+	flag.StringVar(&cfg.Dir, "dir", "", "keep the journal, logs and cluster here")
+	flag.Parse()
+	cfg.Logf = func(format string, args ...any) {
+		fmt.Fprintf(os.Stderr, "%s "+format+"\n", append([]any{time.Now().Format("15:04:05")}, args...)...)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	rep, err := chaos.Run(ctx, cfg)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "chaos:", err)
+		os.Exit(2)
+	}
+	rep.Print(os.Stdout)
+	if err := rep.WriteJSON(*out); err != nil {
+		fmt.Fprintln(os.Stderr, "chaos:", err)
+		os.Exit(2)
+	}
+	if len(rep.Failures) > 0 {
+		os.Exit(1)
+	}
+}

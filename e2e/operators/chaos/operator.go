@@ -1,0 +1,141 @@
+// Package chaos is the operator of the chaos run (e2e/chaos, make chaos):
+// create, update, field and delete handlers, a sub-handler, a daemon and a
+// timer on KopfExamples, each recording its calls in a journal outside the
+// operator so that the counts survive SIGKILL.
+//
+// The journal (KOPFGO_CHAOS_JOURNAL) gets one line per event, appended with
+// O_APPEND and synced before the handler goes on:
+//
+//	inv|ret  KIND  NAMESPACE/NAME  CHANGE  PID
+//
+// "inv" is written when a handler starts, "ret" just before it returns
+// success; CHANGE identifies the change handled (the spec's generation of
+// the field, "-" where there is one change only), so that two "ret" lines of
+// one KIND, object and CHANGE are a duplicate. The daemon writes "inv" when
+// it starts and "ret" when it stops; the timer writes "ret" per tick.
+package chaos
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/kopfgo/kopfgo"
+)
+
+func init() {
+	kopfgo.On.Create("kopfexamples", create, kopfgo.ID("create_fn"))
+	kopfgo.On.Update("kopfexamples", update, kopfgo.ID("update_fn"))
+	kopfgo.On.Field("kopfexamples", "spec.field", field, kopfgo.ID("field_fn"))
+	kopfgo.On.Delete("kopfexamples", remove, kopfgo.ID("delete_fn"))
+	kopfgo.Daemon("kopfexamples", daemon, kopfgo.ID("daemon_fn"), kopfgo.CancellationTimeout(2*time.Second))
+	kopfgo.Timer("kopfexamples", timer, kopfgo.ID("timer_fn"), kopfgo.Interval(2*time.Second))
+}
+
+var (
+	journalOnce sync.Once
+	journal     *os.File
+	journalMu   sync.Mutex
+)
+
+// record appends one line and syncs it: a SIGKILL right after loses nothing.
+func record(event, kind, ns, name, change string) {
+	journalOnce.Do(func() {
+		path := os.Getenv("KOPFGO_CHAOS_JOURNAL")
+		if path == "" {
+			return
+		}
+		f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+		if err != nil {
+			panic(fmt.Sprintf("the chaos journal: %v", err)) // the run cannot count without it
+		}
+		journal = f
+	})
+	if journal == nil {
+		return
+	}
+	line := fmt.Sprintf("%s %s %s/%s %s %d\n", event, kind, ns, name, change, os.Getpid())
+	journalMu.Lock()
+	defer journalMu.Unlock()
+	if _, err := journal.WriteString(line); err != nil {
+		panic(fmt.Sprintf("the chaos journal: %v", err))
+	}
+	if err := journal.Sync(); err != nil {
+		panic(fmt.Sprintf("the chaos journal: %v", err))
+	}
+}
+
+// work is a little time in the handler, so that kills land mid-handler too.
+func work(ctx context.Context) {
+	select {
+	case <-ctx.Done():
+	case <-time.After(20 * time.Millisecond):
+	}
+}
+
+func changeOf(c *kopfgo.Change) string {
+	if v, ok := c.Spec["field"].(string); ok {
+		return v
+	}
+	return "-"
+}
+
+func create(ctx context.Context, c *kopfgo.Change) (any, error) {
+	record("inv", "create", c.Namespace, c.Name, "-")
+	work(ctx)
+	if err := kopfgo.Execute(ctx, map[string]kopfgo.ChangeFunc{"sub": sub}); err != nil {
+		return nil, err
+	}
+	record("ret", "create", c.Namespace, c.Name, "-")
+	return map[string]any{"created": true}, nil
+}
+
+func sub(ctx context.Context, c *kopfgo.Change) (any, error) {
+	record("inv", "sub", c.Namespace, c.Name, "-")
+	work(ctx)
+	record("ret", "sub", c.Namespace, c.Name, "-")
+	return nil, nil
+}
+
+func update(ctx context.Context, c *kopfgo.Change) (any, error) {
+	record("inv", "update", c.Namespace, c.Name, changeOf(c))
+	work(ctx)
+	record("ret", "update", c.Namespace, c.Name, changeOf(c))
+	return nil, nil
+}
+
+func field(ctx context.Context, c *kopfgo.Change) (any, error) {
+	record("inv", "field", c.Namespace, c.Name, changeOf(c))
+	work(ctx)
+	record("ret", "field", c.Namespace, c.Name, changeOf(c))
+	return nil, nil
+}
+
+func remove(ctx context.Context, c *kopfgo.Change) (any, error) {
+	record("inv", "delete", c.Namespace, c.Name, "-")
+	work(ctx)
+	record("ret", "delete", c.Namespace, c.Name, "-")
+	return nil, nil
+}
+
+// running detects a second daemon of one object in this process.
+var running sync.Map
+
+func daemon(ctx context.Context, d *kopfgo.Spawn) (any, error) {
+	key := d.Namespace + "/" + d.Name
+	if _, twice := running.LoadOrStore(key, true); twice {
+		record("inv", "daemon-twice", d.Namespace, d.Name, "-")
+	}
+	record("inv", "daemon", d.Namespace, d.Name, "-")
+	<-ctx.Done()
+	running.Delete(key)
+	record("ret", "daemon", d.Namespace, d.Name, "-")
+	return nil, ctx.Err()
+}
+
+func timer(ctx context.Context, t *kopfgo.Spawn) (any, error) {
+	record("ret", "timer", t.Namespace, t.Name, "-")
+	return nil, nil
+}
