@@ -1,6 +1,8 @@
 // Command kopfgo is the command line of kopfgo, as `kopf` is Kopf's:
 //
 //	kopfgo run PATH... [flags]   build the operator in PATH and run it
+//	kopfgo build PATH... -o BIN  build it into a static binary, for images
+//	kopfgo inspect RESOURCE      show objects' handling state, no operator needed
 //	kopfgo version               print the versions of kopfgo and Go
 //
 // `kopfgo run ./handlers -n default` works like `kopf run handlers.py -n
@@ -23,4 +25,8 @@
 // Ctrl-C in a terminal reaches it once, through kopfgo: the first signal
 // stops it gracefully, a second one at once. kopfgo exits with the
 // operator's exit code.
+//
+// `kopfgo build` is run's build step alone (one implementation: runner.build),
+// statically linked, so that images need no Go toolchain. `kopfgo inspect`
+// reads the objects' records with the kubeconfig alone (internal/inspect).
 package main
