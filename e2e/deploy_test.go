@@ -76,14 +76,25 @@ func startBinary(t *testing.T, bin string, env []string, args ...string) *runner
 }
 
 // TestDeployBuildStage builds the image's binary as deploy/Dockerfile does
-// and runs it, with no Go toolchain involved at run time.
+// and runs it, with no Go toolchain involved at run time, as a service
+// account with only the ClusterRole kopfgo rbac generates for it.
 func TestDeployBuildStage(t *testing.T) {
 	bin := buildImageBinary(t)
+	operator, _ := dockerBuildStage(t)
 	ns := namespace(t)
-	startBinary(t, bin, nil, "-n", ns)
+	kubeconfig, k := serviceAccountKubeconfig(t, ns, "operator")
+	manifest := kopfgoRBAC(t, operator, "--name", "kopfgo-e2e-"+ns, "--service-account", "operator", "--service-account-namespace", ns)
+	applyRBAC(t, docs(t, manifest))
+	waitAllowed(t, k, ns, "kopf.dev", "patch", "kopfexamples/status")
+	p := startBinary(t, bin, nil, "-n", ns, "--kubeconfig", kubeconfig)
 	createKex(t, ns, objYAML(t))
 	waitKex(t, ns, "kopf-example-1", "the example's creation handler to answer", func(u *unstructured.Unstructured) bool {
 		msg, _, _ := unstructured.NestedString(u.Object, "status", "create_fn", "message")
 		return msg == "hello world"
 	})
+	for _, l := range p.Lines() {
+		if strings.Contains(strings.ToLower(l), "forbidden") {
+			t.Errorf("a 403 with the generated role: %s", l)
+		}
+	}
 }

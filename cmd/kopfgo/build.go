@@ -5,12 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 
 	"github.com/spf13/cobra"
-
-	"github.com/kopfgo/kopfgo/internal/cli"
 )
 
 const buildLong = `Build the operator whose handlers the PATHs register into one binary, the
@@ -42,20 +39,8 @@ func (r *runner) buildBinary(ctx context.Context, paths []string, output string)
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	if r.goTool == "" {
-		goTool, err := exec.LookPath("go")
-		if err != nil {
-			fmt.Fprintln(r.stderr, "kopfgo: kopfgo build needs the go command in PATH:", err)
-			return &cli.ExitCodeError{Code: cli.ExitError}
-		}
-		r.goTool = goTool
-	}
-	if r.workDir == "" {
-		wd, err := os.Getwd()
-		if err != nil {
-			return r.fail(paths, err)
-		}
-		r.workDir = wd
+	if err := r.setup(paths); err != nil {
+		return err
 	}
 	if output != "" && !filepath.IsAbs(output) {
 		output = filepath.Join(r.workDir, output)

@@ -87,20 +87,8 @@ type plan struct {
 }
 
 func (r *runner) run(paths, args []string) error {
-	if r.goTool == "" {
-		goTool, err := exec.LookPath("go")
-		if err != nil {
-			fmt.Fprintln(r.stderr, "kopfgo: kopfgo run needs the go command in PATH to build the operator:", err)
-			return &cli.ExitCodeError{Code: cli.ExitError}
-		}
-		r.goTool = goTool
-	}
-	if r.workDir == "" {
-		wd, err := os.Getwd()
-		if err != nil {
-			return r.fail(paths, err)
-		}
-		r.workDir = wd
+	if err := r.setup(paths); err != nil {
+		return err
 	}
 
 	// From here on, SIGINT and SIGTERM stop the build, then go to the operator.
@@ -136,6 +124,26 @@ func (r *runner) run(paths, args []string) error {
 		return err
 	}
 	return r.exec(bin, append([]string{"run"}, args...), sigs)
+}
+
+// setup finds the go command and the current directory, unless set.
+func (r *runner) setup(paths []string) error {
+	if r.goTool == "" {
+		goTool, err := exec.LookPath("go")
+		if err != nil {
+			fmt.Fprintln(r.stderr, "kopfgo: kopfgo needs the go command in PATH to build the operator:", err)
+			return &cli.ExitCodeError{Code: cli.ExitError}
+		}
+		r.goTool = goTool
+	}
+	if r.workDir == "" {
+		wd, err := os.Getwd()
+		if err != nil {
+			return r.fail(paths, err)
+		}
+		r.workDir = wd
+	}
+	return nil
 }
 
 // fail reports an error about building paths.
