@@ -83,6 +83,9 @@ func runOperator(op *Operator, flags *cli.RunFlags, stderr io.Writer) error {
 	if flags.Liveness != "" {
 		op.opts.Liveness = flags.Liveness
 	}
+	if flags.MetricsAddr != "" {
+		op.opts.MetricsAddr = flags.MetricsAddr
+	}
 	ctx, stop := cli.SignalContext(context.Background(), logger, op.ultimateExitingTimeout)
 	defer stop()
 	err := op.Run(ctx)

@@ -58,6 +58,8 @@ type Server struct {
 	// Listener, when set, is served instead of listening on Endpoint.Addr
 	// (tests open it first, so that they never wait for the port).
 	Listener net.Listener
+	// Extra handlers by path, e.g. /readyz and /metrics.
+	Extra map[string]http.Handler
 
 	mu      sync.Mutex // serialises probe runs: at most one in flight
 	cached  []byte
@@ -68,16 +70,27 @@ type Server struct {
 // Run serves until ctx ends. The listener is opened before Run returns an
 // error for it, so a port conflict is reported at once.
 func (s *Server) Run(ctx context.Context) error {
-	ln := s.Listener
-	if ln == nil {
-		var err error
-		if ln, err = net.Listen("tcp", s.Endpoint.Addr); err != nil {
-			return fmt.Errorf("cannot serve the liveness endpoint on %s: %w", s.Endpoint.Addr, err)
-		}
-	}
 	mux := http.NewServeMux()
 	mux.HandleFunc(s.Endpoint.Path, s.serve)
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	for path, h := range s.Extra {
+		if path != s.Endpoint.Path {
+			mux.Handle(path, h)
+		}
+	}
+	return Serve(ctx, s.Endpoint.Addr, s.Listener, mux, s.Logger, "liveness endpoint", "Serving health status at http://%s"+s.Endpoint.Path)
+}
+
+// Serve serves h on addr (or on ln, if given) until ctx ends; what names it
+// in errors, line (a format of the address) is logged when it serves. The listener is opened before Serve returns an
+// error for it, so a port conflict is reported at once.
+func Serve(ctx context.Context, addr string, ln net.Listener, h http.Handler, logger *slog.Logger, what, line string) error {
+	if ln == nil {
+		var err error
+		if ln, err = net.Listen("tcp", addr); err != nil {
+			return fmt.Errorf("cannot serve the %s on %s: %w", what, addr, err)
+		}
+	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -86,7 +99,7 @@ func (s *Server) Run(ctx context.Context) error {
 		defer cancel()
 		_ = srv.Shutdown(shutdown)
 	}()
-	s.Logger.Debug(fmt.Sprintf("Serving health status at http://%s%s", ln.Addr(), s.Endpoint.Path))
+	logger.Debug(fmt.Sprintf(line, ln.Addr()))
 	err := srv.Serve(ln)
 	<-done
 	if errors.Is(err, http.ErrServerClosed) {

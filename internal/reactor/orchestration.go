@@ -84,7 +84,11 @@ func (o *orchestrator) serve(served []resources.Resource) {
 				o.indexed.Add(1)
 				w.indexed = sync.OnceFunc(o.indexed.Done)
 			}
-			o.wg.Go(func() { w.run(ctx) })
+			o.cfg.hooks().WatchStarted(key) // hook: readiness
+			o.wg.Go(func() {
+				defer o.cfg.hooks().WatchStopped(key)
+				w.run(ctx)
+			})
 			if ns == "" || len(started) == 0 || started[len(started)-1] != res.String() {
 				started = append(started, res.String())
 			}

@@ -244,6 +244,7 @@ func (p *processor) process(ctx context.Context, s *slot) (time.Duration, bool) 
 		Patch: pt, Storage: st.ProgressStorage, Clock: p.cfg.Clock, Logger: log, Memo: memo,
 		DefaultBackoff: p.cfg.Settings.Execution.DefaultBackoff,
 		Invoke:         p.invoke, Handling: p.cfg.Settings.Handling,
+		Observe: p.cfg.hooks().Handler, // hook: handler invocations
 	}
 	logProgress(ctx, log, reason, body, old, essence, diff)
 	out := cycle.Run(p.cfg.handlerCtx)

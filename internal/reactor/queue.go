@@ -205,6 +205,8 @@ func (p *processor) work(ctx context.Context, s *slot) {
 // IdleTimeout kept it, and 10 000 objects listed at start-up held over 100 MB
 // of stacks that way.
 func (p *processor) pass(ctx context.Context, s *slot) (wait time.Duration, touch bool) {
+	p.cfg.hooks().Busy(1) // hook: objects in flight
+	defer p.cfg.hooks().Busy(-1)
 	p.runners.run(func() {
 		p.dispatch(ctx, s) // the object's watch events, in order, first
 		p.goodbye(ctx, s)

@@ -65,6 +65,9 @@ type Config struct {
 	Ready <-chan struct{}
 	// Daemons runs the daemons and timers; Run makes it.
 	Daemons *daemons.Manager
+	// Hooks are told of the reactor's progress (readiness, metrics); nil:
+	// none.
+	Hooks Hooks
 }
 
 // Run serves every resource the registered handlers select until ctx ends,
@@ -87,13 +90,14 @@ func Run(ctx context.Context, cfg Config) error {
 		cfg.Limiter = make(chan struct{}, n)
 	}
 
-	ctx, stopPosting := startPosting(ctx, &cfg, client)
-	defer stopPosting() // after the watchers, so that handlers' last events are posted
+	ctx, stopPosting := startPosting(ctx, &cfg, countingClient{client, cfg.hooks()}) // hook: events posted
+	defer stopPosting()                                                              // after the watchers, so that handlers' last events are posted
 	ctx, cancel := context.WithCancel(kube.WithConfig(ctx, cfg.REST))
 	defer cancel()
 	cfg.Daemons = daemons.NewManager(ctx, daemons.Config{
 		Clock: cfg.Clock, DefaultBackoff: cfg.Settings.Execution.DefaultBackoff, Background: cfg.Settings.Background,
 	})
+	cfg.hooks().Daemons(cfg.Daemons.Running) // hook: daemons and timers running
 	var wg sync.WaitGroup
 	// Handlers run under their own context: when the operator stops, running
 	// handlers get Queueing.ExitTimeout to finish before it is cancelled.
@@ -106,6 +110,7 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	orch := newOrchestrator(ctx, cfg, client, &wg)
 	orch.serve(served)
+	cfg.hooks().Served() // hook: readiness
 	if cfg.Ready != nil {
 		// The watchers of the first serve hold the handlers until their
 		// indexers have seen the initial listings; resources that appear
@@ -250,21 +255,25 @@ func (w *watcher) run(ctx context.Context) {
 	if w.indexed != nil {
 		defer w.indexed() // never leave the other handlers waiting
 	}
+	resName := w.res.String()
 	reg, err := informer.AddEventHandler(cache.ResourceEventHandlerDetailedFuncs{
 		AddFunc: func(obj any, initial bool) {
 			typ := handlers.EventAdded
 			if initial {
 				typ = handlers.EventListed
 			}
+			w.cfg.hooks().WatchEvent(resName, string(typ)) // hook: watch events
 			p.observe(ctx, obj, typ, initial, false)
 		},
 		UpdateFunc: func(_, obj any) {
+			w.cfg.hooks().WatchEvent(resName, string(handlers.EventModified))
 			p.observe(ctx, obj, handlers.EventModified, false, false)
 		},
 		DeleteFunc: func(obj any) {
 			if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 				obj = t.Obj
 			}
+			w.cfg.hooks().WatchEvent(resName, string(handlers.EventDeleted))
 			p.observe(ctx, obj, handlers.EventDeleted, false, true)
 		},
 	})
@@ -274,6 +283,12 @@ func (w *watcher) run(ctx context.Context) {
 	}
 	var wg sync.WaitGroup
 	wg.Go(func() { informer.RunWithContext(ctx) })
+	wg.Go(func() {
+		key := w.res.String() + "@" + w.namespace
+		if cache.WaitForCacheSync(ctx.Done(), reg.HasSynced) {
+			w.cfg.hooks().WatchSynced(key) // hook: readiness
+		}
+	})
 	if w.indexed != nil {
 		// The handler's registration has synced once every object of the
 		// initial listing has passed through observe, indexers included.
@@ -290,6 +305,9 @@ func (w *watcher) run(ctx context.Context) {
 // human can fix, so it says exactly what to grant; the end of a stream
 // (expired versions, a restarted apiserver) is routine and logged quietly.
 func (w *watcher) watchError(ctx context.Context, err error, where string) {
+	if ctx.Err() == nil {
+		w.cfg.hooks().WatchRestart(w.res.String()) // hook: watch restarts
+	}
 	switch {
 	case ctx.Err() != nil:
 	case apierrors.IsForbidden(err):
