@@ -22,6 +22,7 @@ func TestLayers(t *testing.T) {
 		"diffbase":             append([]string{"internal/unjson"}, leaves...),
 		"persistence":          leaves,
 		"causes":               append([]string{"diffbase"}, leaves...),
+		"internal/plan":        {"causes"},
 		"internal/config":      append([]string{"diffbase", "persistence", "internal/logging"}, leaves...),
 		"internal/kube":        append([]string{"internal/resources", "internal/unjson"}, leaves...),
 		"internal/health":      nil,
@@ -37,7 +38,7 @@ func TestLayers(t *testing.T) {
 		"indexing":             append([]string{"handlers", "causes", "diffbase", "persistence", "internal/resources", "internal/config"}, leaves...),
 		"timers":               nil,
 		"daemons":              append([]string{"timers", "handlers", "internal/config", "internal/resources"}, leaves...),
-		"internal/reactor": append([]string{"daemons", "indexing", "handlers", "causes", "diffbase", "persistence", "internal/resources",
+		"internal/reactor": append([]string{"daemons", "indexing", "handlers", "causes", "diffbase", "persistence", "internal/plan", "internal/resources",
 			"internal/config", "internal/kube", "internal/logging", "internal/posting", "internal/pyrepr"}, leaves...),
 		"": {"daemons", "indexing", "handlers", "causes", "internal/config", "internal/kube", "internal/logging", "internal/reactor", "internal/cli",
 			"internal/health", "internal/posting", "internal/hierarchies", "internal/rbac", "internal/resources", "internal/metrics"},
@@ -67,6 +68,25 @@ func TestLayers(t *testing.T) {
 			}
 			if !ok {
 				t.Errorf("%s imports %s, which is not below it", fields[0], imp)
+			}
+		}
+	}
+	// The pure packages do no I/O, keep no clock and log nothing: nothing
+	// they depend on, directly or not, may; outside the standard library
+	// they use only kopfgo and golang.org/x packages.
+	for _, pkg := range []string{"causes", "diffbase", "internal/plan"} {
+		out, err := exec.Command("go", "list", "-deps", "./"+pkg).CombinedOutput()
+		if err != nil {
+			t.Fatalf("go list -deps: %v\n%s", err, out)
+		}
+		for _, dep := range strings.Fields(string(out)) {
+			for _, f := range []string{"net", "log", "log/slog", "os/exec", "os/signal", "time/tzdata", "k8s.io", "go.uber.org"} {
+				if dep == f || strings.HasPrefix(dep, f+"/") {
+					t.Errorf("the pure package %s depends on %s", pkg, dep)
+				}
+			}
+			if strings.Contains(strings.SplitN(dep, "/", 2)[0], ".") && !strings.HasPrefix(dep, m+"/") && !strings.HasPrefix(dep, "golang.org/x/") {
+				t.Errorf("the pure package %s depends on %s", pkg, dep)
 			}
 		}
 	}

@@ -16,14 +16,6 @@ func BenchmarkDetect(b *testing.B) {
 	}
 }
 
-func BenchmarkFinalizerAction(b *testing.B) {
-	body := bodyWith(false, []any{"a", "b", ourFinalizer})
-	b.ReportAllocs()
-	for b.Loop() {
-		FinalizerAction(body, ourFinalizer, true)
-	}
-}
-
 func BenchmarkAddFinalizer(b *testing.B) {
 	body := bodyWith(false, []any{"a", "b"})
 	b.ReportAllocs()

@@ -6,7 +6,7 @@ import (
 
 // Reason is what happened to an object, as Kopf names it. Create, Update,
 // Delete and Resume select handlers; Noop, Free and Gone only tell the
-// executor that there is nothing to invoke.
+// reactor that there is nothing to invoke.
 type Reason string
 
 const (
@@ -50,7 +50,7 @@ func (r Reason) Title() string {
 }
 
 // ForHandlers reports whether handlers are registered for the reason
-// (Kopf's HANDLER_REASONS); the others are for the executor alone.
+// (Kopf's HANDLER_REASONS); the others only inform the reactor's plan.
 func (r Reason) ForHandlers() bool {
 	switch r {
 	case Create, Update, Delete, Resume:
@@ -92,10 +92,10 @@ type Input struct {
 //  6. nothing essential changed: Noop;
 //  7. otherwise Update.
 //
-// Initial does not turn a change into Resume: for Update (and Delete) the
-// executor mixes the resume handlers into the same cycle, as Kopf does
-// (compat: handlers-resume). For Create it must treat Initial as false: creation never mixes
-// with resuming.
+// Initial does not turn a change into Resume: for Update (and Delete)
+// handler selection (handlers.Select) mixes the resume handlers into the
+// same cycle, as Kopf does (compat: handlers-resume). For Create it ignores Initial: creation
+// never mixes with resuming.
 func Detect(in Input) Reason {
 	switch {
 	case in.Gone:

@@ -35,7 +35,7 @@ func (f factors) String() string {
 }
 
 // input builds a real body and runs the real storage, so that the test
-// covers what the executor will do: Fetch, Build, Compute, Detect.
+// covers what the reactor does: Fetch, Build, Compute, Detect.
 func (f factors) input(t testing.TB) Input {
 	t.Helper()
 	meta := map[string]any{"name": "kex", "resourceVersion": "42"}

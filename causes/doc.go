@@ -9,8 +9,9 @@
 // essence compared with the last handled one (package diffbase), so it is the
 // same in every process that looks at the same object.
 //
-// The package also holds the finalizer policy (compat: persistence-finalizer): when the
-// operator's finalizer is added or removed outside of deletion.
+// The package also reads and writes the operator's finalizer on an object;
+// when it is added or removed is decided by the reactor's plan
+// (internal/plan).
 //
 // Everything here is pure: no I/O, no clock, no logging.
 package causes

@@ -30,68 +30,16 @@ func HasFinalizer(body map[string]any, name string) bool {
 	return false
 }
 
-// Action is a change of this operator's finalizer on an object.
-type Action int
-
-const (
-	// None: leave the finalizers as they are.
-	None Action = iota
-	// Add: the object needs the finalizer and lacks it.
-	Add
-	// Remove: the object carries the finalizer but no longer needs it.
-	Remove
-)
-
-func (a Action) String() string {
-	switch a {
-	case Add:
-		return "add"
-	case Remove:
-		return "remove"
-	}
-	return "none"
-}
-
-// FinalizerAction is the finalizer policy outside of deletion (compat: persistence-finalizer,
-// persistence-finalizer). required is the caller's verdict: a non-optional delete handler,
-// or a daemon or timer that has not exited for good, matches the object.
-//
-// The finalizer is added when required and absent, and removed when present
-// and not required; nothing changes on an object being deleted. There Kopf
-// adds nothing (the API server would reject a new finalizer anyway), but it
-// does drop a finalizer that is no longer required, skipping the delete
-// handlers of that cycle. kopfgo leaves that object to the deletion cycle
-// instead: it runs the delete handlers that match (optional ones included),
-// and the executor removes the finalizer once they and the daemons are done.
-//
-// When the result is Add or Remove, Kopf writes only the finalizer in that
-// cycle and invokes no handlers: the write comes back as a new event, which
-// is handled with the new finalizers in place.
-func FinalizerAction(body map[string]any, name string, required bool) Action {
-	if IsDeleting(body) {
-		return None
-	}
-	has := HasFinalizer(body, name)
-	switch {
-	case required && !has:
-		return Add
-	case !required && has:
-		return Remove
-	}
-	return None
-}
-
 // AddFinalizer puts the finalizer name into p, unless the object (or p, when
 // an earlier call of this cycle already wrote the list) carries it already.
 //
 // A merge patch replaces lists whole, so p holds the entire new list: the
 // object's finalizers plus this one. A finalizer that another controller
 // adds or removes between the read of body and the patch is silently undone.
-// The executor prevents that by sending the patch with the body's
-// metadata.resourceVersion (the API server then rejects a stale patch with
-// 409 Conflict, and the next watch event retries with fresh finalizers), or
-// by using a JSON patch with a test of the list; this package cannot know
-// which, and only builds the list.
+// The reactor prevents that by sending the patch with the body's
+// metadata.resourceVersion: the API server rejects a stale patch with 409
+// Conflict, and the reactor builds the list again from a fresh read. This
+// package only builds the list.
 func AddFinalizer(body map[string]any, p *patch.Patch, name string) {
 	list := currentFinalizers(body, p)
 	if slices.Contains(list, name) {

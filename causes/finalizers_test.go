@@ -58,34 +58,6 @@ func TestHasFinalizer(t *testing.T) {
 	}
 }
 
-func TestFinalizerAction(t *testing.T) {
-	tests := []struct {
-		deleting, has, required bool
-		want                    Action
-	}{
-		{false, false, false, None},
-		{false, false, true, Add},
-		{false, true, false, Remove},
-		{false, true, true, None},
-		// Deletion: the API server refuses new finalizers, and an existing
-		// one is released by the executor after the deletion cycle.
-		{true, false, false, None},
-		{true, false, true, None},
-		{true, true, false, None},
-		{true, true, true, None},
-	}
-	for _, tt := range tests {
-		var fz any
-		if tt.has {
-			fz = []any{"other", ourFinalizer}
-		}
-		got := FinalizerAction(bodyWith(tt.deleting, fz), ourFinalizer, tt.required)
-		if got != tt.want {
-			t.Errorf("deleting=%v has=%v required=%v: got %s, want %s", tt.deleting, tt.has, tt.required, got, tt.want)
-		}
-	}
-}
-
 func TestAddRemoveFinalizer(t *testing.T) {
 	const f = ourFinalizer
 	tests := []struct {
@@ -144,12 +116,4 @@ func clone(v any) any {
 		return append([]string(nil), t...)
 	}
 	return v
-}
-
-func TestActionString(t *testing.T) {
-	for a, want := range map[Action]string{None: "none", Add: "add", Remove: "remove"} {
-		if got := a.String(); got != want {
-			t.Errorf("%d: %q, want %q", a, got, want)
-		}
-	}
 }

@@ -52,9 +52,11 @@ func Title(kind, id string) string { return fmt.Sprintf("%s '%s'", kind, id) }
 func Expired(h *Handler, title string, retries int, runtime time.Duration) (Verdict, bool) {
 	switch {
 	case h.Timeout > 0 && runtime >= h.Timeout:
-		return failure(title, fmt.Sprintf("%s has timed out after %s.", title, runtime.Round(time.Millisecond)), nil), true
+		line := fmt.Sprintf("%s has timed out after %s.", title, runtime.Round(time.Millisecond))
+		return failure(title, line, line, nil), true
 	case h.Retries > 0 && retries >= h.Retries:
-		return failure(title, fmt.Sprintf("%s has exceeded %d retries.", title, h.Retries), nil), true
+		line := fmt.Sprintf("%s has exceeded %d retries.", title, h.Retries)
+		return failure(title, line, line, nil), true
 	}
 	return Verdict{}, false
 }
@@ -100,30 +102,36 @@ func Judge(h *Handler, title string, err error, retries int, runtime, defaultBac
 	switch {
 	case errors.As(err, &temp):
 		if ahead := lookahead(temp.Delay); ahead != "" {
-			return failure(title, fmt.Sprintf("%s failed temporarily but will %s: %s", title, ahead, msg), nil)
+			line := fmt.Sprintf("%s failed temporarily but will %s: %s", title, ahead, msg)
+			return failure(title, line, line, nil)
 		}
 		return retry(fmt.Sprintf("%s failed temporarily: %s", title, msg), temp.Delay)
 	case errors.Is(err, &PermanentError{}):
-		return failure(title, fmt.Sprintf("%s failed permanently: %s", title, msg), nil)
+		return failure(title, fmt.Sprintf("%s failed permanently: %s", title, msg), msg, nil)
 	}
 	switch h.Errors {
 	case ErrorsIgnored:
 		return Verdict{Done: true, title: title, line: fmt.Sprintf("%s failed with an exception and will ignore it: %s", title, msg), level: slog.LevelError, stack: stack}
 	case ErrorsPermanent:
-		return failure(title, fmt.Sprintf("%s failed with an exception and will stop now: %s", title, msg), stack)
+		return failure(title, fmt.Sprintf("%s failed with an exception and will stop now: %s", title, msg), msg, stack)
 	}
 	delay := h.Backoff
 	if delay == 0 {
 		delay = defaultBackoff
 	}
 	if ahead := lookahead(delay); ahead != "" {
-		return failure(title, fmt.Sprintf("%s failed with an exception and will stop now (it would %s on the next attempt): %s", title, ahead, msg), stack)
+		line := fmt.Sprintf("%s failed with an exception and will stop now (it would %s on the next attempt): %s", title, ahead, msg)
+		return failure(title, line, line, stack)
 	}
 	return retry(fmt.Sprintf("%s failed with an exception and will try again in %s: %s", title, seconds(delay), msg), delay)
 }
 
-func failure(title, line string, stack []byte) Verdict {
-	return Verdict{Done: true, Failed: true, Message: line, title: title, line: line, level: slog.LevelError, stack: stack}
+// failure is a final failure logged as line; message is what the progress
+// record keeps, as Kopf keeps str() of the outcome's exception: the error's
+// own text for a permanent error, the whole line where Kopf wraps it in its
+// timeout or retries error.
+func failure(title, line, message string, stack []byte) Verdict {
+	return Verdict{Done: true, Failed: true, Message: message, title: title, line: line, level: slog.LevelError, stack: stack}
 }
 
 // DeliverResult puts a handler's result at status.<id> in p: a map merges

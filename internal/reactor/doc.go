@@ -1,16 +1,56 @@
-// Package reactor turns watch events into handling cycles.
+// Package reactor turns watch observations into handling cycles.
 //
 // One watcher (a client-go informer) runs per served resource and namespace.
-// Its events only wake the object's worker: there is at most one worker per
-// object, objects are processed in parallel, and a worker always processes
-// the latest known state of its object, so several events that arrive while
-// a handler runs collapse into one pass. Causes are derived from the state
-// (the object against its stored diff-base), never from the event type.
+// Its observations only wake the object's worker: there is at most one
+// worker per object, objects are processed in parallel, and a worker always
+// processes the latest known state of its object, so several observations
+// that arrive while a handler runs collapse into one pass. Causes are
+// derived from the state (the object against its stored diff-base), never
+// from the type of the observation.
 //
-// After each of its own patches the worker waits until the watch delivers
-// the patched version (or the consistency timeout passes) before it runs
-// state-dependent handlers again, so handlers never run twice on a stale
-// body. Handlers that are delayed (retries, backoffs) are woken by a "touch"
-// patch once their delay passes, exactly as Kopf does, so that the wake-up
-// goes through the same path as any other change.
+// A pass reads, plans and acts: read gathers the facts (pass.go), the pure
+// package internal/plan turns them into one step, and act carries the step
+// out (pass.go, apply.go). After each of its own patches the worker waits
+// until the watch delivers the patched version (or the consistency timeout
+// passes) before it runs state-dependent handlers again, so handlers never
+// run twice on a stale body. Handlers that are delayed (retries, backoffs)
+// are woken by a touch patch once their delay passes, exactly as Kopf does,
+// so that the wake-up goes through the same path as any other change.
+//
+// Files by stage: run.go (Run, Config and what a run holds), orchestration.go
+// (which resources are served, following CRDs), watcher.go (the informer,
+// indexers and watching handlers), worker.go (workers, per-object state, the
+// pool), pass.go (read → plan → act), apply.go (patches), background.go
+// (daemons and timers).
+//
+// Glossary, and the only words the code uses for these:
+//
+//   - observation: one watch notification of an object (listed, added,
+//     modified, deleted). "Event" means a Kubernetes Event only (posted by
+//     the poster, internal/posting); On.Event handlers keep Kopf's name, but
+//     here they are the watching handlers, and they receive observations.
+//   - watcher: the informer of one resource in one namespace (or all), with
+//     the workers and states of the objects it observes.
+//   - worker: the goroutine of one object; it runs passes when woken, sleeps
+//     for delayed handlers, and retires when idle.
+//   - state: what the operator keeps about one object between passes, in its
+//     own memory and never on the object (consistency, resuming, throttling,
+//     the user's Memo, the background). The Memo is the user's; the state
+//     is the reactor's.
+//   - pass: one run over an object's latest state: dispatch its queued
+//     observations to the watching handlers, say goodbye to an object
+//     deleted from the cluster (Kopf's last line about it), then read →
+//     plan → act. Kopf's log lines of a pass are written by act, never by
+//     the plan.
+//   - facts, step: what plan.Pass takes and returns; plan.After ends a pass
+//     whose cycle has run.
+//   - cycle: one round of Kopf's handling cycle for a cause (handlers.Cycle),
+//     invoking at most one handler.
+//   - pool: the goroutines that carry passes, so that grown stacks are
+//     reused rather than kept by idle workers.
+//   - background: an object's daemons and timers.
+//   - touch: the dummy patch that wakes delayed handlers.
+//   - changing, watching, spawning handlers: Kopf's kinds of handlers (On.Create
+//     and the like; On.Event; daemons and timers). "Runner" is not a
+//     reactor word: indexing.Runner is an indexer as the reactor sees it.
 package reactor

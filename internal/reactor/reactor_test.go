@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -19,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/discovery"
 	fakediscovery "k8s.io/client-go/discovery/fake"
 	"k8s.io/client-go/dynamic"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
@@ -55,7 +57,7 @@ type scenario struct {
 	log      *testlog.Buffer
 	cancel   context.CancelFunc
 	done     chan error
-	// indexers and memo go to the reactor's Config (watching_test.go).
+	// indexers and memo go to the reactor's Config (watcher_test.go).
 	indexers []indexing.Runner
 	memo     *handlers.Memo
 	// statusSubresource makes the status of KopfExamples a subresource, so
@@ -63,13 +65,34 @@ type scenario struct {
 	statusSubresource bool
 	// watching is closed once the operator's watch of KopfExamples is
 	// registered with the fake API; watchFilter, if set, decides which
-	// events that watch delivers.
+	// observations that watch delivers.
 	watching    chan struct{}
 	watchFilter watch.FilterFunc
 	// news is poked whenever something a script waits for may have
 	// changed: a log line, a write to the fake API, a worker's wait.
 	news  chan struct{}
 	waits atomic.Int32 // the workers' waits begun (Config.onWait)
+	// discoveryLags hides the kopf.dev group from discovery until
+	// discoveryCaughtUp is set, as an API server just started does.
+	discoveryLags     bool
+	discoveryCaughtUp atomic.Bool
+}
+
+// lateDiscovery is discovery that does not show kopf.dev until it has
+// caught up.
+type lateDiscovery struct {
+	*fakediscovery.FakeDiscovery
+	caughtUp *atomic.Bool
+}
+
+func (d lateDiscovery) ServerGroupsAndResources() ([]*metav1.APIGroup, []*metav1.APIResourceList, error) {
+	groups, lists, err := d.FakeDiscovery.ServerGroupsAndResources()
+	if d.caughtUp.Load() {
+		return groups, lists, err
+	}
+	groups = slices.DeleteFunc(slices.Clone(groups), func(g *metav1.APIGroup) bool { return g.Name == "kopf.dev" })
+	lists = slices.DeleteFunc(slices.Clone(lists), func(l *metav1.APIResourceList) bool { return strings.HasPrefix(l.GroupVersion, "kopf.dev/") })
+	return groups, lists, err
 }
 
 func (s *scenario) poke() {
@@ -221,6 +244,10 @@ func (s *scenario) start() {
 			{Name: "pods", SingularName: "pod", Kind: "Pod", Namespaced: true, Verbs: metav1.Verbs{"get", "list", "watch", "patch"}},
 		},
 	}}}}
+	var discovery discovery.DiscoveryInterface = disc
+	if s.discoveryLags {
+		discovery = lateDiscovery{disc, &s.discoveryCaughtUp}
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	s.cancel, s.done = cancel, make(chan error, 1)
 	cfg := Config{
@@ -229,7 +256,7 @@ func (s *scenario) start() {
 		Namespaces: []string{"default"},
 		Logger:     logging.New(logging.Config{Format: logging.FormatPlain, Level: slog.LevelDebug, Writer: s.log}),
 		Clock:      s.clock,
-		Client:     &kube.Client{Dynamic: gated{s.dyn, s.watching}, Discovery: disc},
+		Client:     &kube.Client{Dynamic: gated{s.dyn, s.watching}, Discovery: discovery},
 		onSleep: func(key string, settled bool) {
 			if settled {
 				s.sleeps.Add(1)
@@ -307,7 +334,7 @@ func (s *scenario) update(name string, mutate func(u *unstructured.Unstructured)
 }
 
 // until waits for the reactor to reach a state. Processing is asynchronous
-// even with a fake clock: watch events travel through goroutines. The
+// even with a fake clock: observations travel through goroutines. The
 // condition is checked again on every piece of news (see scenario.news).
 func (s *scenario) until(what string, cond func() bool) {
 	s.t.Helper()
@@ -479,7 +506,7 @@ func TestObjectsAreProcessedInParallelAndEachInOrder(t *testing.T) {
 		defer mu.Unlock()
 		return maxAll == 5
 	})
-	// More events for a busy object must not start a second handler for it.
+	// More observations of a busy object must not start a second handler for it.
 	s.update("kex0", func(u *unstructured.Unstructured) { u.SetLabels(map[string]string{"a": "b"}) })
 	close(release)
 	s.until("all handled", func() bool {
@@ -522,6 +549,41 @@ func TestUnknownResourceIsAWarningWhileScanning(t *testing.T) {
 	})
 }
 
+// An operator that starts while discovery lags behind the CRDs (an API
+// server just started) serves the resource once discovery catches up,
+// though no CRD changes: the initial listing of CRDs rescans, and so do
+// timers while a CRD defines what discovery does not show yet.
+func TestResourceIsServedOnceDiscoveryCatchesUpWithItsCRD(t *testing.T) {
+	s := newScenario(t)
+	s.discoveryLags = true
+	crd := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+		"metadata": map[string]any{"name": "kopfexamples.kopf.dev"},
+		"spec": map[string]any{
+			"group": "kopf.dev", "scope": "Namespaced",
+			"names":    map[string]any{"plural": "kopfexamples", "singular": "kopfexample", "kind": "KopfExample", "shortNames": []any{"kex"}},
+			"versions": []any{map[string]any{"name": "v1", "served": true, "storage": true}},
+		},
+	}}
+	crdGVR := schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
+	if _, err := s.dyn.Resource(crdGVR).Create(context.Background(), crd, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	var calls counter
+	s.on(causes.Create, "create_fn", func(ctx context.Context, c *handlers.Change) (any, error) {
+		calls.inc(c.Name)
+		return nil, nil
+	})
+	s.create("kex1", map[string]any{"field": "value"})
+	s.start()
+	s.until("a rescan scheduled", func() bool {
+		return strings.Contains(s.log.String(), "Discovery does not show kopfexamples yet, though CRDs define them; scanning again in 1s.")
+	})
+	s.discoveryCaughtUp.Store(true)
+	s.clock.Step(time.Second)
+	s.until("kex1 handled", func() bool { return calls.get("kex1") == 1 })
+}
+
 // TestKopfLinesOfAnObjectsLife: the debug lines that Kopf writes about an
 // object and that its users wait for or search, in Kopf's words and with
 // the body and the diff as Python's repr().
@@ -559,4 +621,51 @@ func TestKopfLinesOfAnObjectsLife(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.until("the goodbye", func() bool { return s.log.Count("[default/kex1] Deleted, really deleted, and we are notified.") == 1 })
+}
+
+// TestKopfSleepingLines: a pass whose patch brings the next pass says the
+// sleep is skipped; a pass with nothing to patch sleeps for the delayed
+// handler; news ends the sleep early, saying how much of it was left.
+func TestKopfSleepingLines(t *testing.T) {
+	s := newScenario(t)
+	s.on(causes.Create, "create_fn", func(ctx context.Context, c *handlers.Change) (any, error) {
+		return nil, &handlers.TemporaryError{Err: errors.New("later"), Delay: 30 * time.Second}
+	})
+	s.create("kex1", nil)
+	s.start()
+	s.until("the worker sleeping", func() bool { return s.sleeps.Load() > 0 })
+	for _, line := range []string{
+		"[default/kex1] Sleeping was skipped because of the patch, 30.0 seconds left.",
+		"[default/kex1] Sleeping for 30.0 seconds for the delayed handlers.",
+	} {
+		if s.log.Count(line) == 0 {
+			t.Errorf("no line %q", line)
+		}
+	}
+	s.clock.Step(10 * time.Second)
+	s.update("kex1", func(u *unstructured.Unstructured) { u.SetLabels(map[string]string{"a": "b"}) })
+	s.until("the interrupted sleep", func() bool {
+		return s.log.Count("[default/kex1] Sleeping was interrupted by new changes, 20.0 seconds left.") > 0
+	})
+	s.until("the sleep for the rest", func() bool {
+		return s.log.Count("[default/kex1] Sleeping for 20.0 seconds for the delayed handlers.") > 0
+	})
+	if n := s.log.Count("Handling cycle is finished"); n != 0 {
+		t.Errorf("%d lines saying the cycle is finished while a handler is delayed", n)
+	}
+}
+
+// TestKopfLineOfAFreeDeletion: an object deleted without the operator's
+// finalizer (no delete handler needs it) is one Kopf is done with.
+func TestKopfLineOfAFreeDeletion(t *testing.T) {
+	s := newScenario(t)
+	s.on(causes.Create, "create_fn", func(ctx context.Context, c *handlers.Change) (any, error) { return nil, nil })
+	s.create("kex1", nil)
+	s.start()
+	const finished = "[default/kex1] Handling cycle is finished, waiting for new changes."
+	s.until("the creation settled", func() bool { return s.log.Count(finished) > 0 })
+	s.markDeleted("kex1")
+	s.until("the free deletion", func() bool {
+		return s.log.Count("[default/kex1] Deletion, but we are done with it, and we do not care.\n"+finished) > 0
+	})
 }

@@ -4,16 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"slices"
 	"strings"
 	"sync"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/clock"
 
 	"github.com/kopfgo/kopfgo/daemons"
@@ -22,11 +18,10 @@ import (
 	"github.com/kopfgo/kopfgo/internal/config"
 	"github.com/kopfgo/kopfgo/internal/kube"
 	"github.com/kopfgo/kopfgo/internal/posting"
-	"github.com/kopfgo/kopfgo/internal/pyrepr"
 	"github.com/kopfgo/kopfgo/internal/resources"
 )
 
-// Config is what the reactor needs to run an operator.
+// Config is what the caller gives the reactor to run an operator.
 type Config struct {
 	Registry   *handlers.Registry
 	Settings   config.Settings // with defaults applied
@@ -35,8 +30,19 @@ type Config struct {
 	Logger     *slog.Logger
 	Clock      clock.WithTicker
 	// Client talks to the API; nil builds one from REST. Tests inject fakes.
-	Client     *kube.Client
-	handlerCtx context.Context
+	Client *kube.Client
+	// DefaultNamespace is the namespace of the credentials' context, where
+	// Kubernetes Events about cluster-scoped objects go; "" is "default".
+	DefaultNamespace string
+	// Indexers maintain the operator's indices from watch observations.
+	Indexers []indexing.Runner
+	// Memo is the operator's memo, copied into every object's memo when
+	// the object first appears (compat: memos-operator). Nil: objects start empty.
+	Memo *handlers.Memo
+	// Hooks are told of the reactor's progress (readiness, metrics); nil:
+	// none.
+	Hooks Hooks
+
 	// onSleep, for tests, is told when a worker starts sleeping until its
 	// delayed handlers are due, and whether it is settled: its own last patch
 	// has come back and no news is waiting to interrupt the sleep.
@@ -45,29 +51,26 @@ type Config struct {
 	// the timer set: scripted scenarios wait on it rather than poll, and may
 	// step the clock past that timer.
 	onWait func()
+}
 
-	// Limiter caps concurrent handler invocations (Execution.MaxWorkers);
-	// nil means no cap.
-	Limiter chan struct{}
-	// DefaultNamespace is the namespace of the credentials' context, where
-	// events about cluster-scoped objects go; "" is "default".
-	DefaultNamespace string
-	// Poster posts Kubernetes Events; nil: Run makes one from
-	// Settings.Posting.
-	Poster *posting.Poster
-	// Indexers maintain the operator's indices from watch events.
-	Indexers []indexing.Runner
-	// Memo is the operator's memo, copied into every object's memo when
-	// the object first appears (compat: memos-operator). Nil: objects start empty.
-	Memo *handlers.Memo
-	// Ready, when set, holds every handler until it is closed: until all
-	// indices have seen the initial listings (compat: indices-complete). Run sets it.
-	Ready <-chan struct{}
-	// Daemons runs the daemons and timers; Run makes it.
-	Daemons *daemons.Manager
-	// Hooks are told of the reactor's progress (readiness, metrics); nil:
-	// none.
-	Hooks Hooks
+// run is what one Run holds besides its Config, shared by its watchers.
+type run struct {
+	Config
+	client *kube.Client
+	// poster posts Kubernetes Events, and object loggers tee into it.
+	poster *posting.Poster
+	// daemons runs the daemons and timers of every object.
+	daemons *daemons.Manager
+	// invoke wraps every handler call: it caps their concurrency at
+	// Execution.MaxWorkers; nil calls handlers directly.
+	invoke func(ctx context.Context, call func())
+	// ready, when set, holds every handler until it is closed: until all
+	// indices have seen the initial listings (compat: indices-complete).
+	ready <-chan struct{}
+	// handlerCtx is what handlers run under: when the operator stops,
+	// running handlers get Queueing.ExitTimeout to finish before it is
+	// cancelled. Nil: the pass's own context (tests).
+	handlerCtx context.Context
 }
 
 // Run serves every resource the registered handlers select until ctx ends,
@@ -82,36 +85,39 @@ func Run(ctx context.Context, cfg Config) error {
 		}
 	}
 	client.Retry = kube.Retry{Backoffs: cfg.Settings.Networking.ErrorBackoffs, Clock: cfg.Clock, Logger: cfg.Logger}
-	served, err := resolve(ctx, client, cfg.Registry, cfg.Indexers, cfg.Logger, cfg.Settings.Scanning.Disabled)
+	served, unresolved, err := resolve(ctx, client, cfg.Registry, cfg.Indexers, cfg.Logger, cfg.Settings.Scanning.Disabled)
 	if err != nil {
 		return err
 	}
-	if n := cfg.Settings.Execution.MaxWorkers; n > 0 {
-		cfg.Limiter = make(chan struct{}, n)
-	}
 
-	ctx, stopPosting := startPosting(ctx, &cfg, countingClient{client, cfg.hooks()}) // hook: events posted
-	defer stopPosting()                                                              // after the watchers, so that handlers' last events are posted
+	poster := posting.New(posting.Config{
+		Client: countingClient{client, cfg.hooks()}, Settings: cfg.Settings.Posting, // hook: events posted Namespace: cfg.DefaultNamespace, Clock: cfg.Clock, Logger: cfg.Logger,
+	})
+	ctx, stopPosting := startPosting(ctx, poster)
+	defer stopPosting() // after the watchers, so that handlers' last Kubernetes Events are posted
 	ctx, cancel := context.WithCancel(kube.WithConfig(ctx, cfg.REST))
 	defer cancel()
-	cfg.Daemons = daemons.NewManager(ctx, daemons.Config{
-		Clock: cfg.Clock, DefaultBackoff: cfg.Settings.Execution.DefaultBackoff, Background: cfg.Settings.Background,
-	})
-	cfg.hooks().Daemons(cfg.Daemons.Running) // hook: daemons and timers running
-	var wg sync.WaitGroup
-	// Handlers run under their own context: when the operator stops, running
-	// handlers get Queueing.ExitTimeout to finish before it is cancelled.
 	hctx, hcancel := context.WithCancelCause(context.WithoutCancel(ctx))
 	defer hcancel(nil)
-	cfg.handlerCtx = hctx
 	ready := make(chan struct{})
-	if len(cfg.Indexers) > 0 {
-		cfg.Ready = ready
+	r := &run{
+		Config: cfg, client: client, poster: poster,
+		daemons: daemons.NewManager(ctx, daemons.Config{
+			Clock: cfg.Clock, DefaultBackoff: cfg.Settings.Execution.DefaultBackoff, Background: cfg.Settings.Background,
+		}),
+		invoke:     limiter(cfg.Settings.Execution.MaxWorkers),
+		handlerCtx: hctx,
 	}
-	orch := newOrchestrator(ctx, cfg, client, &wg)
+	if len(cfg.Indexers) > 0 {
+		r.ready = ready
+	}
+	cfg.hooks().Daemons(r.daemons.Running) // hook: daemons and timers running
+
+	var wg sync.WaitGroup
+	orch := newOrchestrator(ctx, r, &wg)
 	orch.serve(served)
 	cfg.hooks().Served() // hook: readiness
-	if cfg.Ready != nil {
+	if r.ready != nil {
 		// The watchers of the first serve hold the handlers until their
 		// indexers have seen the initial listings; resources that appear
 		// later are indexed as they come, without holding anything.
@@ -125,12 +131,12 @@ func Run(ctx context.Context, cfg Config) error {
 		})
 	}
 	if !cfg.Settings.Scanning.Disabled {
-		wg.Go(func() { orch.watchCRDs(ctx) })
+		wg.Go(func() { orch.watchCRDs(ctx, unresolved) })
 	}
 	<-ctx.Done()
 	// Daemons stop at once and in parallel with the watchers; each has its
 	// own stages, and those that do not exit are abandoned (compat: daemons-exit).
-	cfg.Daemons.Shutdown()
+	r.daemons.Shutdown()
 	stopped := make(chan struct{})
 	go func() {
 		wg.Wait()
@@ -154,20 +160,53 @@ func Run(ctx context.Context, cfg Config) error {
 // still running when the operator's exit timeout has passed.
 var ErrOperatorExiting = errors.New("the operator is exiting")
 
+// limiter caps concurrent handler invocations at n (Execution.MaxWorkers);
+// nil, with no cap.
+func limiter(n int) func(ctx context.Context, call func()) {
+	if n <= 0 {
+		return nil
+	}
+	slots := make(chan struct{}, n)
+	return func(ctx context.Context, call func()) {
+		select {
+		case slots <- struct{}{}:
+			defer func() { <-slots }()
+			call()
+		case <-ctx.Done():
+			call() // the handler sees the cancelled ctx and should return at once
+		}
+	}
+}
+
+// startPosting runs the poster and puts it into ctx, so that handlers can
+// post Kubernetes Events. stop lets the poster post what is still queued,
+// then joins it: call it after the handlers have finished, so that their
+// last Kubernetes Events go out.
+func startPosting(ctx context.Context, p *posting.Poster) (_ context.Context, stop func()) {
+	// The poster outlives ctx: it stops only when stop is called.
+	pctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	var wg sync.WaitGroup
+	wg.Go(func() { p.Run(pctx) })
+	return posting.WithPoster(ctx, p), func() {
+		cancel()
+		wg.Wait()
+	}
+}
+
 // resolve turns the handlers' selectors into discovered resources. A
 // selector matching resources of several groups is an error naming its
 // handlers. A selector matching nothing is a warning while scanning is on
 // (its CRD may come later, and is served then) and an error otherwise.
-func resolve(ctx context.Context, client *kube.Client, reg *handlers.Registry, indexers []indexing.Runner, log *slog.Logger, strict bool) ([]resources.Resource, error) {
+// The unresolved selectors are returned for the rescans (orchestration.go).
+func resolve(ctx context.Context, client *kube.Client, reg *handlers.Registry, indexers []indexing.Runner, log *slog.Logger, strict bool) (served []resources.Resource, unresolved []resources.Selector, _ error) {
 	all, err := client.Discover(ctx)
 	if err != nil {
 		if len(all) == 0 {
-			return nil, err
+			return nil, nil, err
 		}
 		log.Warn(fmt.Sprintf("Some API groups cannot be discovered and are skipped: %v", err))
 	}
 	var (
-		out  []resources.Resource
 		errs []error
 		seen = map[string]bool{}
 	)
@@ -188,6 +227,7 @@ func resolve(ctx context.Context, client *kube.Client, reg *handlers.Registry, i
 			}
 			if errors.Is(err, resources.ErrUnresolved) && !strict {
 				log.Warn(fmt.Sprintf("Unresolved resources cannot be served (try creating their CRDs): %s for handlers %s; they are served as soon as they appear.", sel, strings.Join(names, ", ")))
+				unresolved = append(unresolved, sel)
 				continue
 			}
 			errs = append(errs, fmt.Errorf("%w: handlers %s: %w", handlers.ErrRegistration, strings.Join(names, ", "), err))
@@ -196,138 +236,9 @@ func resolve(ctx context.Context, client *kube.Client, reg *handlers.Registry, i
 		for _, r := range found {
 			if !seen[r.String()] {
 				seen[r.String()] = true
-				out = append(out, r)
+				served = append(served, r)
 			}
 		}
 	}
-	return out, errors.Join(errs...)
-}
-
-// watcher serves one resource in one namespace (or all).
-type watcher struct {
-	cfg       Config
-	client    *kube.Client
-	res       resources.Resource
-	namespace string
-	handlers  []*handlers.Handler
-	scope     resources.Namespaces
-	events    []*handlers.EventHandler
-	indexers  []indexing.Runner
-	// indexed, when set, is called once the indexers have seen the initial
-	// listing (or the watcher gives up).
-	indexed func()
-}
-
-func newWatcher(cfg Config, client *kube.Client, res resources.Resource, ns string, hs []*handlers.Handler, scope resources.Namespaces) *watcher {
-	return &watcher{cfg: cfg, client: client, res: res, namespace: ns, handlers: hs, scope: scope}
-}
-
-func (w *watcher) run(ctx context.Context) {
-	watching := w.cfg.Settings.Watching
-	// Kopf's wording: "in 'ns'" (a Python repr) or "cluster-wide".
-	where := "cluster-wide"
-	if w.namespace != "" {
-		where = "in " + pyrepr.Repr(w.namespace)
-	}
-	w.cfg.Logger.Debug(fmt.Sprintf("Starting the watch-stream for %s %s.", w.res, where))
-	defer w.cfg.Logger.Debug(fmt.Sprintf("Stopping the watch-stream for %s %s.", w.res, where))
-	lw := w.client.ListWatch(w.res, w.namespace, kube.WatchOptions{
-		ServerTimeout: watching.ServerTimeout, InactivityTimeout: watching.InactivityTimeout,
-		ClientTimeout: watching.ClientTimeout, KeepManagedFields: watching.KeepManagedFields, Clock: w.cfg.Clock,
-		OnInactive: func() {
-			// Routine on an idle cluster: Kopf says so at DEBUG.
-			w.cfg.Logger.Debug(fmt.Sprintf("Watch-stream for %s %s is inactive, reconnecting.", w.res, where))
-		},
-	})
-	informer := cache.NewSharedIndexInformer(lw, &unstructured.Unstructured{}, 0, cache.Indexers{})
-	_ = informer.SetWatchErrorHandlerWithContext(func(ctx context.Context, r *cache.Reflector, err error) {
-		w.watchError(ctx, err, where)
-	})
-	p := newProcessor(w.cfg, w.client, w.res, w.handlers, informer.GetStore())
-	p.events, p.indexers = w.events, w.indexers
-	p.spawning = handlers.ForResource(w.cfg.Registry.Spawning(), w.res)
-	for _, h := range p.spawning {
-		p.idleTimers = p.idleTimers || h.Idle > 0
-	}
-	if w.res.Namespaced {
-		p.scope = w.scope.Match
-	}
-	if w.indexed != nil {
-		defer w.indexed() // never leave the other handlers waiting
-	}
-	resName := w.res.String()
-	reg, err := informer.AddEventHandler(cache.ResourceEventHandlerDetailedFuncs{
-		AddFunc: func(obj any, initial bool) {
-			typ := handlers.EventAdded
-			if initial {
-				typ = handlers.EventListed
-			}
-			w.cfg.hooks().WatchEvent(resName, string(typ)) // hook: watch events
-			p.observe(ctx, obj, typ, initial, false)
-		},
-		UpdateFunc: func(_, obj any) {
-			w.cfg.hooks().WatchEvent(resName, string(handlers.EventModified))
-			p.observe(ctx, obj, handlers.EventModified, false, false)
-		},
-		DeleteFunc: func(obj any) {
-			if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-				obj = t.Obj
-			}
-			w.cfg.hooks().WatchEvent(resName, string(handlers.EventDeleted))
-			p.observe(ctx, obj, handlers.EventDeleted, false, true)
-		},
-	})
-	if err != nil {
-		w.cfg.Logger.Error(fmt.Sprintf("Cannot watch %s: %v", w.res, err))
-		return
-	}
-	var wg sync.WaitGroup
-	wg.Go(func() { informer.RunWithContext(ctx) })
-	wg.Go(func() {
-		key := w.res.String() + "@" + w.namespace
-		if cache.WaitForCacheSync(ctx.Done(), reg.HasSynced) {
-			w.cfg.hooks().WatchSynced(key) // hook: readiness
-		}
-	})
-	if w.indexed != nil {
-		// The handler's registration has synced once every object of the
-		// initial listing has passed through observe, indexers included.
-		cache.WaitForCacheSync(ctx.Done(), reg.HasSynced)
-		w.indexed()
-	}
-	<-ctx.Done()
-	wg.Wait()
-	p.wait()
-}
-
-// watchError reports a failed list or watch; client-go retries it with its
-// backoff. A 403 is the operator's RBAC missing list or watch, which only a
-// human can fix, so it says exactly what to grant; the end of a stream
-// (expired versions, a restarted apiserver) is routine and logged quietly.
-func (w *watcher) watchError(ctx context.Context, err error, where string) {
-	if ctx.Err() == nil {
-		w.cfg.hooks().WatchRestart(w.res.String()) // hook: watch restarts
-	}
-	switch {
-	case ctx.Err() != nil:
-	case apierrors.IsForbidden(err):
-		w.cfg.Logger.Error(fmt.Sprintf("The operator may not list or watch %s %s; grant it the \"list\" and \"watch\" verbs on %q in its RBAC: %v",
-			w.res, where, w.res.Plural+"."+w.res.Group, err))
-	case apierrors.IsResourceExpired(err) || apierrors.IsGone(err):
-		w.cfg.Logger.Debug(fmt.Sprintf("Restarting the watch-stream for %s %s.", w.res, where))
-	case errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF):
-		w.cfg.Logger.Debug(fmt.Sprintf("The watch of %s %s has ended (%v); watching again.", w.res, where, err))
-	default:
-		w.cfg.Logger.Warn(fmt.Sprintf("Cannot watch %s %s, retrying: %v", w.res, where, err))
-	}
-}
-
-func indexersFor(all []indexing.Runner, res resources.Resource) []indexing.Runner {
-	var out []indexing.Runner
-	for _, ix := range all {
-		if ix.Spec().Selector.Matches(res) {
-			out = append(out, ix)
-		}
-	}
-	return out
+	return served, unresolved, errors.Join(errs...)
 }

@@ -7,10 +7,10 @@ import (
 	"time"
 )
 
-// A pass may block for long (a slow handler, an API call): runners never
-// make another object's pass wait for it.
-func TestRunnersNeverQueueBehindABlockedPass(t *testing.T) {
-	r := newRunners()
+// A pass may block for long (a slow handler, an API call): the pool never
+// makes another object's pass wait for it.
+func TestPoolNeverQueuesBehindABlockedPass(t *testing.T) {
+	r := newPool()
 	const n = 10
 	var started sync.WaitGroup
 	started.Add(n)
@@ -38,8 +38,8 @@ func TestRunnersNeverQueueBehindABlockedPass(t *testing.T) {
 	if got := ran.Load(); got != n {
 		t.Fatalf("%d passes ran, want %d", got, n)
 	}
-	// Sequential passes after that reuse the idle runners, and stop joins
-	// them all (goleak in TestMain checks nothing is left).
+	// Sequential passes after that reuse the idle goroutines, and stop
+	// joins them all (goleak in TestMain checks nothing is left).
 	for range 3 {
 		r.run(func() { ran.Add(1) })
 	}

@@ -47,13 +47,13 @@ func (s *scenario) createPod(name string, labels map[string]any) {
 	}
 }
 
-// events records what event handlers saw, per object.
-type events struct {
+// observed records what watching handlers saw, per object.
+type observed struct {
 	mu   sync.Mutex
 	seen map[string][]string
 }
 
-func (e *events) add(name, what string) {
+func (e *observed) add(name, what string) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.seen == nil {
@@ -62,7 +62,7 @@ func (e *events) add(name, what string) {
 	e.seen[name] = append(e.seen[name], what)
 }
 
-func (e *events) of(name string) string {
+func (e *observed) of(name string) string {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	return strings.Join(e.seen[name], ",")
@@ -71,7 +71,7 @@ func (e *events) of(name string) string {
 // types is what of returns with repeats dropped: the fake API writes twice
 // (once as the fake does, then with a resourceVersion), so every change
 // comes as an event and an extra MODIFIED.
-func (e *events) types(name string) string {
+func (e *observed) types(name string) string {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	var out []string
@@ -84,7 +84,7 @@ func (e *events) types(name string) string {
 	return strings.Join(out, ",")
 }
 
-func (e *events) count(name string) int {
+func (e *observed) count(name string) int {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	return len(e.seen[name])
@@ -92,7 +92,7 @@ func (e *events) count(name string) int {
 
 func TestEventHandlersSeeEveryEventAndStoreNothing(t *testing.T) {
 	s := newScenario(t)
-	var seen events
+	var seen observed
 	s.onEvent("event_fn", func(ctx context.Context, e *handlers.WatchEvent) (any, error) {
 		typ := string(e.Type)
 		if typ == "" {
@@ -122,13 +122,13 @@ func TestEventHandlersSeeEveryEventAndStoreNothing(t *testing.T) {
 		return strings.Count(s.log.String(), "Handler 'failing_fn' failed with an exception and will ignore it: oops") == seen.count("kex1")+seen.count("kex2")
 	})
 	for k := range s.get("kex1").GetAnnotations() {
-		t.Errorf("annotation %s on an object of event handlers only", k)
+		t.Errorf("annotation %s on an object of watching handlers only", k)
 	}
 }
 
 func TestEventHandlerResultsAreStoredAndFiltersApply(t *testing.T) {
 	s := newScenario(t)
-	var seen events
+	var seen observed
 	s.onEvent("labelled", func(ctx context.Context, e *handlers.WatchEvent) (any, error) {
 		seen.add(e.Name, string(e.Type))
 		if e.Status["labelled"] != nil {
@@ -140,7 +140,7 @@ func TestEventHandlerResultsAreStoredAndFiltersApply(t *testing.T) {
 	}, func(h *handlers.Handler) {
 		h.Filters.AddLabels(map[string]any{"watch": "yes"})
 	})
-	var all events
+	var all observed
 	s.onEvent("all", func(ctx context.Context, e *handlers.WatchEvent) (any, error) {
 		all.add(e.Name, "seen")
 		return nil, nil
@@ -229,7 +229,7 @@ func TestIndicesArePopulatedBeforeAnyHandler(t *testing.T) {
 
 func TestStealthModeTurnsALateMatchIntoACreation(t *testing.T) {
 	s := newScenario(t)
-	var seen events
+	var seen observed
 	labelled := func(h *handlers.Handler) { h.Filters.AddLabels(map[string]any{"app": "x"}) }
 	s.on(causes.Create, "create_fn", func(ctx context.Context, c *handlers.Change) (any, error) {
 		seen.add(c.Name, string(c.Reason))
@@ -293,7 +293,7 @@ func TestMemosArePerObjectAndSeededByTheOperator(t *testing.T) {
 	global := &shared{}
 	s.memo = &handlers.Memo{}
 	s.memo.Store("shared", global)
-	var counts, types events
+	var counts, types observed
 	s.onEvent("count", func(ctx context.Context, e *handlers.WatchEvent) (any, error) {
 		n, _ := e.Memo.Load("n")
 		next := 1
@@ -338,10 +338,10 @@ func TestMemosArePerObjectAndSeededByTheOperator(t *testing.T) {
 }
 
 func TestFinalizerLeftByAnEarlierOperatorIsReleased(t *testing.T) {
-	// An operator with event handlers only meets an object that an earlier
+	// An operator with watching handlers only meets an object that an earlier
 	// version of it guarded with its finalizer: nothing needs it any more.
 	s := newScenario(t)
-	var seen events
+	var seen observed
 	s.onEvent("event_fn", func(ctx context.Context, e *handlers.WatchEvent) (any, error) {
 		seen.add(e.Name, string(e.Type))
 		return nil, nil

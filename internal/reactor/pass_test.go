@@ -8,16 +8,19 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	dynamicfake "k8s.io/client-go/dynamic/fake"
 	"k8s.io/client-go/tools/cache"
 	testingclock "k8s.io/utils/clock/testing"
 
 	"github.com/kopfgo/kopfgo/causes"
 	"github.com/kopfgo/kopfgo/handlers"
 	"github.com/kopfgo/kopfgo/internal/config"
+	"github.com/kopfgo/kopfgo/internal/kube"
 	"github.com/kopfgo/kopfgo/internal/resources"
 )
 
-func TestMemoryBehind(t *testing.T) {
+func TestStateBehind(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		seen []string
@@ -31,7 +34,7 @@ func TestMemoryBehind(t *testing.T) {
 		{"the latest after the ring wrapped", []string{"1", "2", "3", "4", "5", "6", "7", "8", "9", "10"}, "10", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			m := &memory{}
+			m := &state{}
 			for _, rv := range tc.seen {
 				m.saw(rv)
 			}
@@ -54,6 +57,7 @@ func TestPassOnAStaleBodyDoesNotRunHandlers(t *testing.T) {
 		Fn:        func(context.Context, *handlers.Change) (any, error) { calls++; return nil, nil },
 		Configure: func(h *handlers.Handler) { h.ID = "create_fn" }})
 	cfg := Config{
+		Registry: reg,
 		Settings: config.Settings{}.WithDefaults(),
 		Logger:   slog.New(slog.NewTextHandler(io.Discard, nil)),
 		Clock:    testingclock.NewFakeClock(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)),
@@ -67,18 +71,22 @@ func TestPassOnAStaleBodyDoesNotRunHandlers(t *testing.T) {
 	if err := store.Add(created); err != nil {
 		t.Fatal(err)
 	}
-	p := newProcessor(cfg, nil, resources.Resource{Plural: "kopfexamples", Namespaced: true}, reg.Changing(), store)
-	mem := &memory{uid: "u1"}
-	mem.saw("7")
-	mem.saw("9") // the operator's own patch: its expectation is cleared
-	p.mems["default/kex1"] = mem
-	s := &slot{key: "default/kex1", wake: make(chan struct{}, 1), mem: mem}
+	w := newWatcher(&run{Config: cfg, client: &kube.Client{Dynamic: dynamicfake.NewSimpleDynamicClient(runtime.NewScheme())}}, resources.Resource{Group: "kopf.dev", Version: "v1", Plural: "kopfexamples", Kind: "KopfExample", Namespaced: true, Preferred: true}, "", resources.Namespaces{}, nil)
+	w.store = store
+	if len(w.changing) != 1 {
+		t.Fatalf("the watcher has %d changing handlers, want 1", len(w.changing))
+	}
+	st := &state{uid: "u1"}
+	st.saw("7")
+	st.saw("9") // the operator's own patch: its expectation is cleared
+	w.states["default/kex1"] = st
+	wk := &worker{key: "default/kex1", wake: make(chan struct{}, 1), state: st}
 
-	wait, touch := p.process(context.Background(), s)
+	n := w.process(context.Background(), wk)
 	if calls != 0 {
 		t.Errorf("the create handler ran %d times on a body older than the watch's latest", calls)
 	}
-	if wait != -1 || touch {
-		t.Errorf("process = (%v, %v), want (-1, false): wait for the newer version's notification", wait, touch)
+	if n != onNews {
+		t.Errorf("process = %+v, want %+v: wait for the newer version's observation", n, onNews)
 	}
 }

@@ -1,0 +1,188 @@
+package reactor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/kopfgo/kopfgo/causes"
+	"github.com/kopfgo/kopfgo/internal/kube"
+	"github.com/kopfgo/kopfgo/internal/patch"
+	"github.com/kopfgo/kopfgo/persistence"
+)
+
+// patched is what came of a patch.
+type patched struct {
+	// gone: the object no longer exists.
+	gone bool
+	// conflict: the object has changed since the resourceVersion the
+	// patch carried (finalizer patches only).
+	conflict bool
+	// throttled: an unexpected error; the next pass waits for delay.
+	throttled bool
+	delay     time.Duration
+}
+
+// then is when the next pass comes after the patch: n, unless the patch
+// failed.
+func (r patched) then(n next) next {
+	switch {
+	case r.throttled:
+		return next{wait: r.delay}
+	case r.gone, r.conflict:
+		return onNews
+	}
+	return n
+}
+
+// apply sends the patch and remembers the resulting version, so that the next
+// pass waits for the watch to catch up with it. On unexpected errors, the
+// object is throttled with growing delays; other objects are unaffected.
+func (w *watcher) apply(ctx context.Context, u *unstructured.Unstructured, st *state, log *slog.Logger, pt *patch.Patch) patched {
+	if pt.IsEmpty() {
+		return patched{}
+	}
+	w.Settings.Persistence.ProgressStorage.Touch(u.Object, pt, nil) // a real patch makes the touch-dummy unnecessary
+	logPatch(ctx, log, pt)
+	// The outcome of a handler that has run must reach the object even when
+	// the operator is stopping, or the handler would run again after restart.
+	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), applyTimeout)
+	defer cancel()
+	res, err := w.client.Apply(actx, w.res, u.GetNamespace(), u.GetName(), pt)
+	if errors.Is(err, kube.ErrGone) {
+		log.Debug("The object is gone while patching; nothing to do.")
+		return patched{gone: true}
+	}
+	if apierrors.IsConflict(err) {
+		return patched{conflict: true}
+	}
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if err != nil {
+		delays := w.Settings.Queueing.ErrorDelays
+		d := delays[min(st.errors, len(delays)-1)]
+		st.errors++
+		log.Error(fmt.Sprintf("Throttling for %g seconds due to an unexpected error: %v", d.Seconds(), err))
+		return patched{throttled: true, delay: d}
+	}
+	if st.errors > 0 {
+		log.Info("Throttling is over. Switching back to normal operations.")
+	}
+	st.errors = 0
+	if res != "" && w.Settings.Persistence.ConsistencyTimeout > 0 {
+		st.expect(res, w.Clock.Now())
+	}
+	return patched{}
+}
+
+// applyTimeout bounds the final patch of a pass when the operator stops.
+const applyTimeout = 30 * time.Second
+
+// applyFinalizer applies the pass's patch with the finalizer added or
+// removed. A merge patch replaces lists whole, so a finalizer list computed
+// from a stale body would silently undo another controller's change: the
+// patch carries the resourceVersion it was computed from, and on a conflict
+// the list is recomputed from the object's current version and sent again.
+// The rest of the patch (handlers' outcomes) goes along unchanged, so
+// nothing is lost.
+func (w *watcher) applyFinalizer(ctx context.Context, ps *pass, add bool) patched {
+	fin := w.Settings.Persistence.Finalizer
+	pt, cur := ps.cause.Patch, ps.obj
+	giveUp := patched{throttled: true, delay: w.Settings.Queueing.ErrorDelays[0]}
+	for attempt := 0; ; attempt++ {
+		pt.Meta()["resourceVersion"] = cur.GetResourceVersion()
+		if add {
+			causes.AddFinalizer(cur.Object, pt, fin)
+		} else {
+			causes.RemoveFinalizer(cur.Object, pt, fin)
+		}
+		r := w.apply(ctx, cur, ps.state, ps.log, pt)
+		if !r.conflict {
+			return r
+		}
+		if attempt >= 5 {
+			ps.log.Error("Cannot change the finalizers: the object keeps changing; retrying later.")
+			return giveUp
+		}
+		ps.log.Debug("The object has changed meanwhile; recomputing the finalizers.")
+		fresh, err := w.client.Get(ctx, w.res, cur.GetNamespace(), cur.GetName())
+		if err != nil {
+			if errors.Is(err, kube.ErrGone) {
+				return patched{gone: true}
+			}
+			ps.log.Error(fmt.Sprintf("Cannot re-read the object to change its finalizers: %v", err))
+			return giveUp
+		}
+		cur = fresh
+	}
+}
+
+// touch wakes delayed handlers: a dummy annotation changes, the watch sees
+// the object anew, and the next pass finds the handlers awake.
+func (w *watcher) touch(ctx context.Context, wk *worker) {
+	obj, exists, _ := w.store.GetByKey(wk.key)
+	if !exists {
+		return
+	}
+	u := obj.(*unstructured.Unstructured)
+	st := w.stateOf(wk, string(u.GetUID()))
+	pt := &patch.Patch{}
+	stamp := persistence.FormatTime(w.Clock.Now())
+	w.Settings.Persistence.ProgressStorage.Touch(u.Object, pt, &stamp)
+	log := w.objectLogger(u)
+	log.Debug("Touching the object to wake the delayed handlers.")
+	res, err := w.client.Apply(ctx, w.res, u.GetNamespace(), u.GetName(), pt)
+	if err != nil {
+		if !errors.Is(err, kube.ErrGone) && ctx.Err() == nil {
+			log.Error(fmt.Sprintf("Cannot touch the object to wake its delayed handlers: %v", err))
+		}
+		return
+	}
+	if res != "" && w.Settings.Persistence.ConsistencyTimeout > 0 {
+		st.mu.Lock()
+		st.expect(res, w.Clock.Now())
+		st.mu.Unlock()
+	}
+}
+
+// reread gets the object from the API when the watch lags behind the
+// operator's own patches. It returns the cached object if the API cannot
+// answer (the pass then goes on as Kopf's would), and false if the object is
+// gone or has been replaced by another of the same name.
+func (w *watcher) reread(ctx context.Context, u *unstructured.Unstructured, log *slog.Logger) (*unstructured.Unstructured, bool) {
+	fresh, err := w.client.Get(ctx, w.res, u.GetNamespace(), u.GetName())
+	switch {
+	case errors.Is(err, kube.ErrGone):
+		return nil, false
+	case err != nil:
+		log.Warn(fmt.Sprintf("Cannot re-read the object; going on with its cached state: %v", err))
+		return u, true
+	case fresh.GetUID() != u.GetUID():
+		return nil, false // its watch observations are on the way
+	}
+	if !w.Settings.Watching.KeepManagedFields {
+		kube.DropManagedFields(fresh) // as the watched objects are
+	}
+	return fresh, true
+}
+
+// logPatch logs a patch at debug level, encoding it only when that level is
+// on: it happens for every write.
+func logPatch(ctx context.Context, log *slog.Logger, pt *patch.Patch) {
+	if log.Enabled(ctx, slog.LevelDebug) {
+		log.Debug("Patching with: " + mustJSON(pt))
+	}
+}
+
+func mustJSON(p *patch.Patch) string {
+	b, err := p.MarshalJSON()
+	if err != nil {
+		return fmt.Sprintf("<%v>", err)
+	}
+	return string(b)
+}

@@ -1,0 +1,300 @@
+package reactor
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/kopfgo/kopfgo/causes"
+	"github.com/kopfgo/kopfgo/diffbase"
+	"github.com/kopfgo/kopfgo/handlers"
+	"github.com/kopfgo/kopfgo/internal/patch"
+	"github.com/kopfgo/kopfgo/internal/plan"
+	"github.com/kopfgo/kopfgo/internal/pyrepr"
+)
+
+// pass is one pass over an object: what read found, for plan and act.
+type pass struct {
+	obj   *unstructured.Unstructured
+	state *state
+	log   *slog.Logger
+	facts plan.Facts
+	// cause is the object as handlers and filters see it, with the patch
+	// the pass builds; its Reason, Old, New and Diff are set only when the
+	// facts call for detection (plan.Facts.Detects).
+	cause *handlers.Cause
+	// cycled: a handling cycle has run in this pass (handle).
+	cycled bool
+}
+
+// process runs one pass over the object's latest state: read the facts,
+// plan the one step they call for, and act on it.
+func (w *watcher) process(ctx context.Context, wk *worker) next {
+	ps, ok := w.read(ctx, wk)
+	if !ok {
+		return onNews // gone: its state went with the DELETED observation
+	}
+	return w.act(ctx, ps, plan.Pass(ps.facts))
+}
+
+// read gathers the facts of a pass. The body must be consistent first: not
+// older than the watch's latest version, nor than the operator's own latest
+// patch; when it is not, those are the only facts. It returns false when
+// the object is gone.
+func (w *watcher) read(ctx context.Context, wk *worker) (*pass, bool) {
+	obj, exists, err := w.store.GetByKey(wk.key)
+	if err != nil || !exists {
+		return nil, false
+	}
+	u := obj.(*unstructured.Unstructured)
+	ps := &pass{obj: u, state: w.stateOf(wk, string(u.GetUID())), log: w.objectLogger(u)}
+	if !w.consistent(ctx, ps) {
+		return ps, ps.obj != nil
+	}
+	st := ps.state
+	st.mu.Lock()
+	initial := st.initial && !st.handledOnce
+	if st.memo == nil {
+		st.memo = &handlers.Memo{}
+	}
+	memo := st.memo
+	st.mu.Unlock()
+
+	body := ps.obj.Object
+	ps.cause = &handlers.Cause{
+		Body: body, Initial: initial, Resource: w.res, Patch: &patch.Patch{}, Logger: ps.log, Memo: memo,
+		Handling: w.Settings.Handling,
+	}
+	f := &ps.facts
+	f.Deleting = causes.IsDeleting(body)
+	f.HasFinalizer = causes.HasFinalizer(body, w.Settings.Persistence.Finalizer)
+	f.Changing = len(w.changing) > 0
+	w.spawn(ctx, wk, ps)
+	if f.Detects() {
+		w.detect(ps)
+	}
+	return ps, true
+}
+
+// consistent checks the body against the versions the watch and the
+// operator's own patches have produced, and reports whether the pass can go
+// on with it; if not, ps.facts say why (Stale, Pending), or ps.obj is nil
+// because the object is gone. When the operator's own patch has not come
+// back within the consistency timeout, the object is re-read from the API.
+func (w *watcher) consistent(ctx context.Context, ps *pass) bool {
+	st, u := ps.state, ps.obj
+	now := w.Clock.Now()
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if st.behind(u.GetResourceVersion()) {
+		ps.facts.Stale = true // the newer version's observation wakes the worker again
+		return false
+	}
+	if st.expected == "" || u.GetResourceVersion() == st.expected {
+		return true
+	}
+	if left := w.Settings.Persistence.ConsistencyTimeout - now.Sub(st.expectedAt); left > 0 {
+		ps.facts.Pending = left
+		return false
+	}
+	// The cached state predates the operator's own patch: acting on it
+	// could run the handlers it already ran. The API has the truth.
+	ps.log.Debug(fmt.Sprintf("The operator's own patch (resourceVersion %s) has not come back within the consistency timeout; re-reading the object.", st.expected))
+	st.expected = ""
+	st.mu.Unlock()
+	fresh, ok := w.reread(ctx, u, ps.log)
+	st.mu.Lock()
+	if !ok {
+		ps.obj = nil
+		return false
+	}
+	if fresh.GetResourceVersion() != u.GetResourceVersion() {
+		// Sit out the older versions the watch is still to deliver.
+		st.expect(fresh.GetResourceVersion(), now)
+	}
+	ps.obj = fresh
+	return true
+}
+
+// detect works out what happened to the object: its essence against the
+// last handled one (Kopf's detect_changing_cause), whether any changing
+// handler has it in scope, and whether a delete handler needs the finalizer.
+func (w *watcher) detect(ps *pass) {
+	c, f := ps.cause, &ps.facts
+	var err error
+	c.Old, c.New, err = w.essences(c.Body)
+	if err != nil {
+		ps.log.Warn(fmt.Sprintf("Ignoring the unreadable last-handled configuration; the object is handled as never handled before: %v", err))
+	}
+	c.Diff = diffbase.Compute(c.Old, c.New)
+	c.Reason = causes.Detect(causes.Input{
+		Body: c.Body, Finalizer: w.Settings.Persistence.Finalizer, Old: c.Old, New: c.New, Diff: c.Diff, Initial: c.Initial,
+	})
+	f.Reason = c.Reason
+	f.InScope = handlers.Prematch(w.changing, c)
+	f.HandlersRequire = f.InScope && handlers.RequiresFinalizerFor(w.changing, c)
+}
+
+// essences returns the object's last handled essence (nil if never handled,
+// or if it cannot be read: err says why) and its current essence.
+func (w *watcher) essences(body map[string]any) (old, essence map[string]any, err error) {
+	old, err = w.Settings.Persistence.DiffBaseStorage.Fetch(body)
+	if err != nil {
+		old = nil
+	}
+	if old != nil {
+		old = w.Settings.Persistence.ProgressStorage.Clear(old)
+	}
+	return old, w.essence(body), err
+}
+
+// essence is the object's essence as the diff-base stores it, without the
+// progress storage's own keys.
+func (w *watcher) essence(body map[string]any) map[string]any {
+	persistence := w.Settings.Persistence
+	return persistence.ProgressStorage.Clear(persistence.DiffBaseStorage.Build(body, w.extraFields))
+}
+
+// goodbye writes Kopf's last line about an object deleted from the cluster
+// that the changing handlers have in scope, in the order Kopf writes it:
+// after the watching handlers of the deletion. The scope is worked out only
+// if the line is to be written.
+func (w *watcher) goodbye(ctx context.Context, wk *worker) {
+	w.mu.Lock()
+	gone := wk.gone
+	wk.gone = nil
+	w.mu.Unlock()
+	if gone == nil {
+		return
+	}
+	u := gone.obj
+	log := w.objectLogger(u)
+	if !log.Enabled(ctx, slog.LevelDebug) {
+		return
+	}
+	old, essence, _ := w.essences(u.Object) // an unreadable diff-base: never handled
+	cause := &handlers.Cause{
+		Reason: causes.Gone, Body: u.Object, Old: old, New: essence, Diff: diffbase.Compute(old, essence),
+		Resource: w.res, Patch: &patch.Patch{}, Logger: log, Memo: gone.state.memo, Handling: w.Settings.Handling,
+	}
+	if handlers.Prematch(w.changing, cause) {
+		log.Debug("Deleted, really deleted, and we are notified.")
+	}
+}
+
+// act carries out a step of the plan and says when the next pass comes.
+func (w *watcher) act(ctx context.Context, ps *pass, step plan.Step) next {
+	switch step.Action {
+	case plan.Wait:
+		return next{wait: step.Wait}
+	case plan.AddFinalizer:
+		ps.log.Debug("Adding the finalizer, thus preventing the actual deletion.")
+		return w.applyFinalizer(ctx, ps, true).then(onNews)
+	case plan.RemoveFinalizer:
+		ps.log.Debug("Removing the finalizer, as there are no handlers requiring it.")
+		return w.applyFinalizer(ctx, ps, false).then(onNews)
+	case plan.Release:
+		ps.log.Debug("Removing the finalizer, thus allowing the actual deletion.")
+		if ps.cycled {
+			w.finished(ps)
+		}
+		return w.applyFinalizer(ctx, ps, false).then(onNews)
+	case plan.Noop:
+		ps.state.handled()
+		ps.log.Debug("Something has changed, but we are not interested (the essence is the same).")
+		ps.log.Debug(cycleFinished)
+	case plan.Free:
+		ps.log.Debug("Deletion, but we are done with it, and we do not care.")
+		ps.log.Debug(cycleFinished)
+	case plan.Handle:
+		return w.handle(ctx, ps, step.Reason)
+	case plan.Apply:
+		w.finished(ps)
+		return w.apply(ctx, ps.obj, ps.state, ps.log, ps.cause.Patch).then(onNews)
+	case plan.Sleep:
+		secs := pyrepr.Float(step.Wait.Seconds())
+		if !ps.cause.Patch.IsEmpty() {
+			// The patch's own observation wakes the object before the delay
+			// ends; the delay is computed anew then.
+			ps.log.Debug(fmt.Sprintf("Sleeping was skipped because of the patch, %s seconds left.", secs))
+			return w.apply(ctx, ps.obj, ps.state, ps.log, ps.cause.Patch).then(next{wait: step.Wait, touch: true})
+		}
+		ps.log.Debug(fmt.Sprintf("Sleeping for %s seconds for the delayed handlers.", secs))
+		return w.apply(ctx, ps.obj, ps.state, ps.log, ps.cause.Patch).then(next{wait: step.Wait, touch: true, sleeping: true})
+	case plan.Store:
+		w.Settings.Persistence.DiffBaseStorage.Store(ps.cause.Body, ps.cause.Patch, ps.cause.New)
+		w.finished(ps)
+		return w.apply(ctx, ps.obj, ps.state, ps.log, ps.cause.Patch).then(onNews)
+	case plan.Hold:
+		ps.state.holdDeletion()
+		ps.log.Debug("Deletion is held until the daemons and timers have exited.")
+		w.finished(ps)
+		return w.apply(ctx, ps.obj, ps.state, ps.log, ps.cause.Patch).then(onNews)
+	}
+	return onNews // Nothing, Discard
+}
+
+// handle runs one handling cycle for the reason (at most one handler) and
+// acts on the step its outcome calls for.
+func (w *watcher) handle(ctx context.Context, ps *pass, reason causes.Reason) next {
+	c := ps.cause
+	cycle := handlers.Cycle{
+		Reason: reason, Handlers: handlers.Select(w.changing, c), Known: w.changing,
+		Body: c.Body, Resource: w.res, Old: c.Old, New: c.New, Diff: c.Diff,
+		Patch: c.Patch, Storage: w.Settings.Persistence.ProgressStorage, Clock: w.Clock, Logger: ps.log, Memo: c.Memo,
+		DefaultBackoff: w.Settings.Execution.DefaultBackoff,
+		Invoke:         w.invoke, Handling: w.Settings.Handling,
+		Observe: w.hooks().Handler, // hook: handler invocations
+	}
+	logProgress(ctx, ps.log, reason, c.Body, c.Old, c.New, c.Diff)
+	out := cycle.Run(w.handlerContext(ctx))
+	ps.cycled = true
+	if out.Done {
+		ps.state.handled()
+	}
+	return w.act(ctx, ps, plan.After(ps.facts, plan.Outcome{Done: out.Done, Delay: out.Delay, Ran: out.Ran, Stopping: ctx.Err() != nil}))
+}
+
+// cycleFinished is Kopf's line for an object whose handling has settled.
+const cycleFinished = "Handling cycle is finished, waiting for new changes."
+
+// finished writes cycleFinished at the end of a pass whose cycle has run,
+// when the object has settled: the cycle leaves nothing to patch (the
+// finalizer's removal aside) and no handler is delayed. Kopf's signal that
+// users and tests wait for.
+func (w *watcher) finished(ps *pass) {
+	if ps.cause.Patch.IsEmpty() {
+		ps.log.Debug(cycleFinished)
+	}
+}
+
+// logProgress writes Kopf's debug lines of a cause on every cycle, handlers
+// or not: the object's body and, for a change of a handled object, the diff,
+// both as Python's repr() (internal/pyrepr). Rendering a whole body is the
+// costliest line per pass, so nothing is rendered unless debug is on.
+func logProgress(ctx context.Context, log *slog.Logger, reason causes.Reason, body, old, essence map[string]any, diff diffbase.Diff) {
+	if !log.Enabled(ctx, slog.LevelDebug) {
+		return
+	}
+	title := reason.Title()
+	log.Debug(title + " is in progress: " + pyrepr.Repr(body))
+	if len(diff) > 0 && old != nil && essence != nil {
+		log.Debug(title + " diff: " + reprDiff(diff))
+	}
+}
+
+// reprDiff renders a diff as Kopf's repr() of its diff: a tuple of
+// (operation, field path, old, new) tuples.
+func reprDiff(d diffbase.Diff) string {
+	items := make(pyrepr.Tuple, len(d))
+	for i, it := range d {
+		path := make(pyrepr.Tuple, len(it.Path))
+		for j, k := range it.Path {
+			path[j] = k
+		}
+		items[i] = pyrepr.Tuple{string(it.Op), path, it.Old, it.New}
+	}
+	return pyrepr.Repr(items)
+}

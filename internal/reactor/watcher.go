@@ -1,0 +1,335 @@
+package reactor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/kopfgo/kopfgo/handlers"
+	"github.com/kopfgo/kopfgo/indexing"
+	"github.com/kopfgo/kopfgo/internal/kube"
+	"github.com/kopfgo/kopfgo/internal/logging"
+	"github.com/kopfgo/kopfgo/internal/patch"
+	"github.com/kopfgo/kopfgo/internal/posting"
+	"github.com/kopfgo/kopfgo/internal/pyrepr"
+	"github.com/kopfgo/kopfgo/internal/resources"
+)
+
+// watcher serves one resource in one namespace (or all): its informer
+// observes the objects, and each object's worker handles it.
+//
+// Per observation, in Kopf's order (compat: handlers-order): the indexers see it first, in
+// the informer's callback, so that whatever runs next sees indices that
+// include it; then the object's worker runs the watching handlers (On.Event)
+// for every queued observation, and only then a pass for the latest state.
+// Changing handlers are level-based and see the latest state only; watching
+// handlers are not, and see each observation.
+type watcher struct {
+	*run
+	res       resources.Resource
+	namespace string
+	// scope filters objects by namespace when the watch is wider than the
+	// operator's scope (namespace patterns); nil serves all.
+	scope func(namespace string) bool
+
+	changing []*handlers.Handler      // create, update, delete, resume, field
+	watching []*handlers.EventHandler // On.Event: every observation
+	indexers []indexing.Runner
+	spawning []*handlers.Spawning // daemons and timers (background.go)
+	// idleTimers: some timers idle, so essential changes are tracked.
+	idleTimers bool
+	// extraFields are the fields outside the default essence that
+	// handlers watch.
+	extraFields [][]string
+	// indexed, when set, is called once the indexers have seen the initial
+	// listing (or the watcher gives up).
+	indexed func()
+
+	informer cache.SharedIndexInformer
+	store    cache.Store // the informer's: the latest state of each object
+	pool     *pool       // carries the passes (worker.go)
+
+	mu      sync.Mutex
+	workers map[string]*worker
+	states  map[string]*state
+	wg      sync.WaitGroup
+}
+
+// newWatcher makes the watcher of res in ns (or all namespaces); gate, when
+// set and the resource has indexers, counts the watcher until they have seen
+// the initial listing.
+func newWatcher(r *run, res resources.Resource, ns string, scope resources.Namespaces, gate *sync.WaitGroup) *watcher {
+	w := &watcher{
+		run: r, res: res, namespace: ns,
+		changing: handlers.ForResource(r.Registry.Changing(), res),
+		watching: handlers.EventsFor(r.Registry.Events(), res),
+		indexers: indexersFor(r.Indexers, res),
+		spawning: handlers.ForResource(r.Registry.Spawning(), res),
+		pool:     newPool(),
+		workers:  map[string]*worker{},
+		states:   map[string]*state{},
+	}
+	w.extraFields = handlers.ExtraFields(w.changing)
+	for _, h := range w.spawning {
+		w.idleTimers = w.idleTimers || h.Idle > 0
+	}
+	if res.Namespaced {
+		w.scope = scope.Match
+	}
+	if gate != nil && len(w.indexers) > 0 {
+		gate.Add(1)
+		w.indexed = sync.OnceFunc(gate.Done)
+	}
+	watching := r.Settings.Watching
+	lw := r.client.ListWatch(res, ns, kube.WatchOptions{
+		ServerTimeout: watching.ServerTimeout, InactivityTimeout: watching.InactivityTimeout,
+		ClientTimeout: watching.ClientTimeout, KeepManagedFields: watching.KeepManagedFields, Clock: r.Clock,
+		OnInactive: func() {
+			// Routine on an idle cluster: Kopf says so at DEBUG.
+			r.Logger.Debug(fmt.Sprintf("Watch-stream for %s %s is inactive, reconnecting.", res, w.where()))
+		},
+	})
+	w.informer = cache.NewSharedIndexInformer(lw, &unstructured.Unstructured{}, 0, cache.Indexers{})
+	w.store = w.informer.GetStore()
+	return w
+}
+
+// where is Kopf's wording of the watch's scope: "in 'ns'" (a Python repr)
+// or "cluster-wide".
+func (w *watcher) where() string {
+	if w.namespace != "" {
+		return "in " + pyrepr.Repr(w.namespace)
+	}
+	return "cluster-wide"
+}
+
+// watch runs the informer until ctx ends, then joins the workers.
+func (w *watcher) watch(ctx context.Context) {
+	w.Logger.Debug(fmt.Sprintf("Starting the watch-stream for %s %s.", w.res, w.where()))
+	defer w.Logger.Debug(fmt.Sprintf("Stopping the watch-stream for %s %s.", w.res, w.where()))
+	_ = w.informer.SetWatchErrorHandlerWithContext(func(ctx context.Context, r *cache.Reflector, err error) {
+		w.watchError(ctx, err)
+	})
+	if w.indexed != nil {
+		defer w.indexed() // never leave the other handlers waiting
+	}
+	resName := w.res.String()
+	reg, err := w.informer.AddEventHandler(cache.ResourceEventHandlerDetailedFuncs{
+		AddFunc: func(obj any, initial bool) {
+			typ := handlers.EventAdded
+			if initial {
+				typ = handlers.EventListed
+			}
+			w.hooks().WatchEvent(resName, string(typ)) // hook: watch events
+			w.observe(ctx, obj, typ, initial, false)
+		},
+		UpdateFunc: func(_, obj any) {
+			w.hooks().WatchEvent(resName, string(handlers.EventModified))
+			w.observe(ctx, obj, handlers.EventModified, false, false)
+		},
+		DeleteFunc: func(obj any) {
+			if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+				obj = t.Obj
+			}
+			w.hooks().WatchEvent(resName, string(handlers.EventDeleted))
+			w.observe(ctx, obj, handlers.EventDeleted, false, true)
+		},
+	})
+	if err != nil {
+		w.Logger.Error(fmt.Sprintf("Cannot watch %s: %v", w.res, err))
+		return
+	}
+	var wg sync.WaitGroup
+	wg.Go(func() { w.informer.RunWithContext(ctx) })
+	wg.Go(func() {
+		key := w.res.String() + "@" + w.namespace
+		if cache.WaitForCacheSync(ctx.Done(), reg.HasSynced) {
+			w.hooks().WatchSynced(key) // hook: readiness
+		}
+	})
+	if w.indexed != nil {
+		// The handler's registration has synced once every object of the
+		// initial listing has passed through observe, indexers included.
+		cache.WaitForCacheSync(ctx.Done(), reg.HasSynced)
+		w.indexed()
+	}
+	<-ctx.Done()
+	wg.Wait()
+	w.stop()
+}
+
+// watchError reports a failed list or watch; client-go retries it with its
+// backoff. A 403 is the operator's RBAC missing list or watch, which only a
+// human can fix, so it says exactly what to grant; the end of a stream
+// (expired versions, a restarted apiserver) is routine and logged quietly.
+func (w *watcher) watchError(ctx context.Context, err error) {
+	if ctx.Err() == nil {
+		w.hooks().WatchRestart(w.res.String()) // hook: watch restarts
+	}
+	where := w.where()
+	switch {
+	case ctx.Err() != nil:
+	case apierrors.IsForbidden(err):
+		w.Logger.Error(fmt.Sprintf("The operator may not list or watch %s %s; grant it the \"list\" and \"watch\" verbs on %q in its RBAC: %v",
+			w.res, where, w.res.Plural+"."+w.res.Group, err))
+	case apierrors.IsResourceExpired(err) || apierrors.IsGone(err):
+		w.Logger.Debug(fmt.Sprintf("Restarting the watch-stream for %s %s.", w.res, where))
+	case errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF):
+		w.Logger.Debug(fmt.Sprintf("The watch of %s %s has ended (%v); watching again.", w.res, where, err))
+	default:
+		w.Logger.Warn(fmt.Sprintf("Cannot watch %s %s, retrying: %v", w.res, where, err))
+	}
+}
+
+func indexersFor(all []indexing.Runner, res resources.Resource) []indexing.Runner {
+	var out []indexing.Runner
+	for _, ix := range all {
+		if ix.Spec().Selector.Matches(res) {
+			out = append(out, ix)
+		}
+	}
+	return out
+}
+
+// observation is one watch notification of an object, queued for the
+// watching handlers. ("Event" is kept for Kubernetes Events.)
+type observation struct {
+	typ   handlers.EventType
+	obj   *unstructured.Unstructured
+	state *state // of the object as the observation saw it
+}
+
+// observe is the informer's callback for every observation of every object.
+func (w *watcher) observe(ctx context.Context, obj any, typ handlers.EventType, initial, deleted bool) {
+	u, ok := obj.(*unstructured.Unstructured)
+	if !ok {
+		return
+	}
+	if w.scope != nil && !w.scope(u.GetNamespace()) {
+		return
+	}
+	if len(w.indexers) > 0 {
+		w.index(ctx, u, deleted)
+	}
+	if w.indexersOnly() {
+		return // no worker needed
+	}
+	var ob *observation
+	if len(w.watching) > 0 {
+		ob = &observation{typ: typ, obj: u}
+	}
+	w.notify(ctx, u, initial, deleted, ob)
+}
+
+// indexersOnly: the resource has indexers and no handlers that need a
+// worker.
+func (w *watcher) indexersOnly() bool {
+	return len(w.changing) == 0 && len(w.watching) == 0 && len(w.spawning) == 0
+}
+
+// index feeds one observation to the resource's indexers. It runs in the
+// informer's callback: indexers must be fast, and they never wait for a
+// worker, so that no limit on workers can deadlock the startup (compat: indices-worker-limit).
+func (w *watcher) index(ctx context.Context, u *unstructured.Unstructured, deleted bool) {
+	key, err := cache.MetaNamespaceKeyFunc(u)
+	if err != nil {
+		return
+	}
+	uid := string(u.GetUID())
+	w.mu.Lock()
+	st := w.stateLocked(key, uid)
+	if deleted && w.indexersOnly() {
+		delete(w.states, key) // no worker's notify forgets it
+	}
+	w.mu.Unlock()
+
+	ob := indexing.Observation{
+		Deleted: deleted,
+		Cause: &handlers.Cause{
+			Body: u.Object, Resource: w.res, Patch: &patch.Patch{}, // never applied, as in Kopf
+			Logger: w.localLogger(u), Memo: st.memo,
+		},
+		Now:            w.Clock.Now(),
+		DefaultBackoff: w.Settings.Execution.DefaultBackoff,
+	}
+	hctx := w.handlerContext(ctx)
+	for _, ix := range w.indexers {
+		ix.Observe(hctx, ob)
+	}
+}
+
+// dispatch runs the watching handlers for the observations queued since the
+// last pass, in their order.
+func (w *watcher) dispatch(ctx context.Context, wk *worker) {
+	w.mu.Lock()
+	obs := wk.queued
+	wk.queued = nil
+	w.mu.Unlock()
+	hctx := w.handlerContext(ctx)
+	for _, ob := range obs {
+		if ctx.Err() != nil {
+			return
+		}
+		u := ob.obj
+		log := w.localLogger(u)
+		pt := &patch.Patch{}
+		handlers.HandleEvent(hctx, w.watching, ob.typ, &handlers.Cause{
+			Body: u.Object, Resource: w.res, Patch: pt, Logger: log, Memo: ob.state.memo,
+		}, w.invoke)
+		// Results and patches of watching handlers are applied as Kopf
+		// does, except for a deleted object, which has nothing left to patch.
+		if !pt.IsEmpty() && ob.typ != handlers.EventDeleted {
+			w.apply(ctx, u, ob.state, log, pt)
+		}
+	}
+}
+
+// waitIndexed holds a worker until every index has seen the initial
+// listings (compat: indices-complete); false if the operator stops meanwhile.
+func (w *watcher) waitIndexed(ctx context.Context) bool {
+	if w.ready == nil {
+		return true
+	}
+	select {
+	case <-w.ready:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// objectLogger is the object's logger for passes: with
+// Settings.Posting.Loggers, its messages also become Kubernetes Events.
+func (w *watcher) objectLogger(u *unstructured.Unstructured) *slog.Logger {
+	ref := posting.Ref{
+		APIVersion: u.GetAPIVersion(), Kind: u.GetKind(), Name: u.GetName(),
+		UID: string(u.GetUID()), Namespace: u.GetNamespace(),
+	}
+	return w.poster.Logger(logging.WithObject(w.Logger, logging.ObjectRef(ref)), ref)
+}
+
+// localLogger is the object's logger that never posts Kubernetes Events:
+// watching handlers and indexers log only locally, as in Kopf (compat: handlers-event, indices-logging).
+func (w *watcher) localLogger(u *unstructured.Unstructured) *slog.Logger {
+	return logging.WithObject(w.Logger, logging.ObjectRef{
+		APIVersion: u.GetAPIVersion(), Kind: u.GetKind(), Name: u.GetName(),
+		UID: string(u.GetUID()), Namespace: u.GetNamespace(),
+	})
+}
+
+// handlerContext is the context handlers run in: the one Run gives them,
+// which outlives the operator's stop by Queueing.ExitTimeout and carries
+// what kopfgo.RESTConfig and kopfgo.Info need.
+func (w *watcher) handlerContext(ctx context.Context) context.Context {
+	if w.handlerCtx != nil {
+		return w.handlerCtx
+	}
+	return ctx
+}

@@ -1,0 +1,383 @@
+package reactor
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/kopfgo/kopfgo/handlers"
+	"github.com/kopfgo/kopfgo/internal/pyrepr"
+)
+
+// worker is the goroutine of one object: at most one exists per object at a
+// time. It runs a pass whenever woken, sleeps for delayed handlers, and
+// retires after an idle period without news.
+type worker struct {
+	key   string
+	wake  chan struct{} // buffered(1): "there is news", coalescing observations
+	state *state
+	// queued are the observations waiting for the watching handlers, which
+	// see every observation rather than the latest state; guarded by the
+	// watcher's mu.
+	queued []observation
+	// gone is the last observation of an object deleted from the cluster,
+	// until the worker says goodbye to it (pass.go); guarded by the
+	// watcher's mu.
+	gone *observation
+}
+
+// state is what the operator keeps about an object between passes, in its
+// own memory and never on the object. It outlives idle workers (the
+// initial-listing flags must survive them) and is dropped when the object
+// is gone.
+type state struct {
+	mu  sync.Mutex
+	uid string
+	// initial: first seen in this process's initial listing; handledOnce:
+	// fully handled at least once since; together they decide resuming.
+	initial     bool
+	handledOnce bool
+	// expected is the resourceVersion of the operator's latest own patch,
+	// until the watch delivers it; expectedAt is when it was patched.
+	expected   string
+	expectedAt time.Time
+	// seen holds the latest versions the watch delivered: the watch may
+	// deliver the operator's own patch before the patch call returns.
+	seen       [8]string
+	seenPos    int
+	errors     int            // consecutive unexpected errors, for throttling
+	memo       *handlers.Memo // the user's Memo of the object
+	background *background    // daemons and timers (background.go)
+}
+
+// newState starts an object's state, its memo a shallow copy of the
+// operator's memo (compat: memos-operator).
+func (w *watcher) newState(uid string) *state {
+	memo := &handlers.Memo{}
+	if w.Memo != nil {
+		memo = w.Memo.Copy()
+	}
+	return &state{uid: uid, memo: memo}
+}
+
+// saw records a version delivered by the watch. Callers hold mu.
+func (s *state) saw(rv string) {
+	if rv == s.expected {
+		s.expected = ""
+	}
+	s.seen[s.seenPos%len(s.seen)] = rv
+	s.seenPos++
+}
+
+// expect records the version of the operator's own patch, unless the watch
+// has already delivered it. Callers hold mu.
+func (s *state) expect(rv string, now time.Time) {
+	for _, v := range s.seen {
+		if v == rv {
+			return
+		}
+	}
+	s.expected, s.expectedAt = rv, now
+}
+
+// behind reports whether the body a pass read from the informer's store is
+// older than the latest version the watch has delivered. The pass reads the
+// store before it takes the state's lock; an observation that comes in
+// between has already cleared the expectation of the operator's own patch
+// (saw), so without this check the pass would go on with a body from before
+// that patch, and run a finished handler again. (make bench caught it: about
+// one creation in a thousand was handled twice at 20 objects/s.) The newer
+// version's observation has woken, or is about to wake, the worker, so the
+// pass can simply stop. Callers hold mu.
+func (s *state) behind(rv string) bool {
+	if s.seenPos == 0 {
+		return false // nothing delivered yet through this state
+	}
+	return rv != s.seen[(s.seenPos-1)%len(s.seen)]
+}
+
+// handled records that the object has been fully handled once.
+func (s *state) handled() {
+	s.mu.Lock()
+	s.handledOnce = true
+	s.mu.Unlock()
+}
+
+// stateOf returns the state of the worker's object as it is now.
+func (w *watcher) stateOf(wk *worker, uid string) *state {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	wk.state = w.stateLocked(wk.key, uid)
+	return wk.state
+}
+
+// stateLocked returns the state of the object under key with uid: a new
+// object under an old name starts with a fresh state, and the old one's
+// daemons stop. Callers hold w.mu.
+func (w *watcher) stateLocked(key, uid string) *state {
+	st := w.states[key]
+	if st == nil || st.uid != uid {
+		if st != nil {
+			st.forget()
+		}
+		st = w.newState(uid)
+		w.states[key] = st
+	}
+	return st
+}
+
+// notify records an observation of an object and wakes (or starts) its
+// worker; ob, when the resource has watching handlers, is queued for them.
+func (w *watcher) notify(ctx context.Context, u *unstructured.Unstructured, initial, deleted bool, ob *observation) {
+	key, err := cache.MetaNamespaceKeyFunc(u)
+	if err != nil {
+		return
+	}
+	uid, rv := string(u.GetUID()), u.GetResourceVersion()
+
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if ctx.Err() != nil {
+		return
+	}
+	st := w.stateLocked(key, uid)
+	st.mu.Lock()
+	if initial {
+		st.initial = true
+	}
+	st.saw(rv)
+	st.mu.Unlock()
+	if deleted {
+		delete(w.states, key)
+		st.forget()
+	}
+	if ob != nil {
+		ob.state = st
+	}
+	w.wakeLocked(ctx, key, st, ob)
+	if deleted && len(w.changing) > 0 {
+		w.workers[key].gone = &observation{typ: handlers.EventDeleted, obj: u, state: st}
+	}
+}
+
+// poke wakes the object's worker, starting one if it has retired, for a
+// pass that comes from the object's daemons rather than from the watch.
+func (w *watcher) poke(ctx context.Context, key string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if ctx.Err() != nil {
+		return
+	}
+	if st := w.states[key]; st != nil {
+		w.wakeLocked(ctx, key, st, nil)
+	}
+}
+
+// wakeLocked wakes the object's worker, or starts one, with the
+// observation for its watching handlers if any. Callers hold w.mu.
+func (w *watcher) wakeLocked(ctx context.Context, key string, st *state, ob *observation) {
+	if wk, ok := w.workers[key]; ok {
+		if ob != nil {
+			wk.queued = append(wk.queued, *ob)
+		}
+		select {
+		case wk.wake <- struct{}{}:
+		default:
+		}
+		return
+	}
+	wk := &worker{key: key, wake: make(chan struct{}, 1), state: st}
+	if ob != nil {
+		wk.queued = append(wk.queued, *ob)
+	}
+	wk.wake <- struct{}{}
+	w.workers[key] = wk
+	w.wg.Go(func() { w.work(ctx, wk) })
+}
+
+// next is when a worker runs the object's next pass: after wait (negative:
+// only on news), and whether the wait ends with a touch patch that wakes
+// delayed handlers (touch) or with a plain pass (consistency, throttling).
+// sleeping: the pass sleeps for delayed handlers, rather than for its own
+// patch to come back (touch without sleeping).
+type next struct {
+	wait     time.Duration
+	touch    bool
+	sleeping bool
+}
+
+// onNews: the next pass comes only with news.
+var onNews = next{wait: -1}
+
+// work is an object's worker loop.
+func (w *watcher) work(ctx context.Context, wk *worker) {
+	n := onNews
+	if !w.waitIndexed(ctx) {
+		return
+	}
+	for {
+		d, idle := n.wait, false
+		if d < 0 {
+			d, idle = w.Settings.Queueing.IdleTimeout, true
+		}
+		t := w.Clock.NewTimer(d)
+		var sleepUntil time.Time
+		if n.sleeping {
+			sleepUntil = w.Clock.Now().Add(d)
+		}
+		if n.touch && w.onSleep != nil {
+			w.onSleep(wk.key, w.settled(wk))
+		}
+		if w.onWait != nil {
+			w.onWait()
+		}
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-wk.wake:
+			t.Stop()
+			if n.wait > 0 && n.touch && n.sleeping {
+				left := sleepUntil.Sub(w.Clock.Now())
+				w.loggerOf(wk).Debug(fmt.Sprintf("Sleeping was interrupted by new changes, %s seconds left.", pyrepr.Float(left.Seconds())))
+			}
+		case <-t.C():
+			switch {
+			case idle:
+				if w.retire(wk) {
+					return
+				}
+				continue
+			case n.touch:
+				w.touch(ctx, wk)
+				n = onNews
+				continue
+			}
+		}
+		n = w.pass(ctx, wk)
+	}
+}
+
+// pass runs one pass, in the pool (see pool) rather than on the worker: the
+// object's queued observations for the watching handlers first, in order,
+// then the pass over its latest state (pass.go).
+func (w *watcher) pass(ctx context.Context, wk *worker) (n next) {
+	w.hooks().Busy(1) // hook: objects in flight
+	defer w.hooks().Busy(-1)
+	w.pool.run(func() {
+		w.dispatch(ctx, wk)
+		w.goodbye(ctx, wk)
+		n = w.process(ctx, wk)
+	})
+	return n
+}
+
+// loggerOf is the logger of the worker's object as the store has it.
+func (w *watcher) loggerOf(wk *worker) *slog.Logger {
+	obj, ok, _ := w.store.GetByKey(wk.key)
+	if !ok {
+		return w.Logger
+	}
+	return w.objectLogger(obj.(*unstructured.Unstructured))
+}
+
+// settled reports whether the object's worker has nothing pending: its own
+// last patch has come back and no news waits. Taking w.mu as notify does
+// means a version already seen has also woken the worker.
+func (w *watcher) settled(wk *worker) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	wk.state.mu.Lock()
+	defer wk.state.mu.Unlock()
+	return wk.state.expected == "" && len(wk.wake) == 0
+}
+
+// retire removes an idle worker unless news arrived meanwhile.
+func (w *watcher) retire(wk *worker) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if len(wk.wake) > 0 {
+		return false
+	}
+	delete(w.workers, wk.key)
+	return true
+}
+
+// stop joins the workers once ctx has ended. Taking the lock first lets a
+// notify or poke that saw ctx alive finish starting its worker, so that no
+// worker starts after the Wait has begun.
+func (w *watcher) stop() {
+	w.mu.Lock()
+	w.mu.Unlock() // empty on purpose: a barrier
+	w.wg.Wait()
+	w.pool.stop()
+}
+
+// pool is the set of goroutines that carry passes. A pass grows a deep
+// stack (JSON, diffs, the API client), and growing it costs CPU every time:
+// a goroutine per pass spent several percent of the operator's CPU copying
+// stacks in a burst of new objects. The pool's goroutines outlive their
+// passes, so a stack is grown once per goroutine; they exit after a short
+// idleness, so that grown stacks do not stay with thousands of idle objects
+// (which is also why a pass does not run on its object's long-lived worker:
+// the runtime does not give a grown stack back while its goroutine lives,
+// and 10 000 objects listed at start-up held over 100 MB of stacks that way).
+type pool struct {
+	jobs chan func()
+	quit chan struct{}
+	once sync.Once
+	wg   sync.WaitGroup
+}
+
+// poolIdle is how long a pool goroutine waits for another pass before it
+// exits. It is no behaviour anyone can observe, only a trade of memory for
+// CPU, so it is real time rather than the operator's injected clock.
+const poolIdle = 2 * time.Second
+
+func newPool() *pool {
+	return &pool{jobs: make(chan func()), quit: make(chan struct{})}
+}
+
+// run runs f on an idle goroutine of the pool, or on a new one if none is
+// idle, and returns when f has returned.
+func (p *pool) run(f func()) {
+	done := make(chan struct{})
+	job := func() {
+		defer close(done)
+		f()
+	}
+	select {
+	case p.jobs <- job:
+	default:
+		p.wg.Go(func() { p.loop(job) })
+	}
+	<-done
+}
+
+func (p *pool) loop(job func()) {
+	idle := time.NewTimer(poolIdle)
+	defer idle.Stop()
+	for {
+		job()
+		idle.Reset(poolIdle)
+		select {
+		case job = <-p.jobs:
+		case <-idle.C:
+			return
+		case <-p.quit:
+			return
+		}
+	}
+}
+
+// stop ends the idle goroutines and waits for all of them; callers make
+// sure that no pass is running or will be submitted.
+func (p *pool) stop() {
+	p.once.Do(func() { close(p.quit) })
+	p.wg.Wait()
+}
