@@ -254,6 +254,19 @@ func TestRBACLeastPrivilege(t *testing.T) {
 			createKex(t, ns, obj)
 			// The API server's words, which kopfgo's report includes.
 			want := fmt.Sprintf("cannot %s resource %q", without.verb, without.resource)
+			t.Cleanup(func() {
+				if t.Failed() {
+					evs, err := kube(t).CoreV1().Events(ns).List(context.Background(), metav1.ListOptions{})
+					if err == nil {
+						for _, e := range evs.Items {
+							t.Logf("event %s %s %s by %s", e.InvolvedObject.Name, e.Reason, e.Message, e.ReportingController)
+						}
+					}
+					for _, o := range variant {
+						t.Logf("applied %s", mustJSON(t, o))
+					}
+				}
+			})
 			waitLog(t, p, want, 1)
 			t.Logf("reported: %s", p.Lines()[slices.IndexFunc(p.Lines(), func(l string) bool { return strings.Contains(l, want) })])
 			// Leave nothing for the next variant's operator to handle.

@@ -91,7 +91,8 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 
 	poster := posting.New(posting.Config{
-		Client: countingClient{client, cfg.hooks()}, Settings: cfg.Settings.Posting, // hook: events posted Namespace: cfg.DefaultNamespace, Clock: cfg.Clock, Logger: cfg.Logger,
+		Client:   countingClient{client, cfg.hooks()}, // hook: events posted
+		Settings: cfg.Settings.Posting, Namespace: cfg.DefaultNamespace, Clock: cfg.Clock, Logger: cfg.Logger,
 	})
 	ctx, stopPosting := startPosting(ctx, poster)
 	defer stopPosting() // after the watchers, so that handlers' last Kubernetes Events are posted
