@@ -2,6 +2,7 @@
 //
 //	kopfgo run PATH... [flags]   build the operator in PATH and run it
 //	kopfgo build PATH... -o BIN  build it into a static binary, for images
+//	kopfgo rbac PATH... [flags]  print the least-privilege RBAC its handlers need
 //	kopfgo inspect RESOURCE      show objects' handling state, no operator needed
 //	kopfgo version               print the versions of kopfgo and Go
 //
@@ -27,6 +28,8 @@
 // operator's exit code.
 //
 // `kopfgo build` is run's build step alone (one implementation: runner.build),
-// statically linked, so that images need no Go toolchain. `kopfgo inspect`
+// statically linked, so that images need no Go toolchain; `kopfgo rbac`
+// builds the same way and runs the operator's own `rbac` subcommand, which
+// knows the registry. `kopfgo inspect`
 // reads the objects' records with the kubeconfig alone (internal/inspect).
 package main
