@@ -39,7 +39,7 @@ func LoginWithServiceAccount() (*ConnectionInfo, error) { return kube.LoginWithS
 // ActivityOption configures an activity handler.
 type ActivityOption interface{ applyActivity(*handlers.Handler) }
 
-func (o HandlerOption) applyActivity(h *handlers.Handler) { o(h) }
+func (o handlerOption) applyActivity(h *handlers.Handler) { o(h) }
 
 func activityConfig(opts []ActivityOption) func(*handlers.Handler) {
 	return func(h *handlers.Handler) {

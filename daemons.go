@@ -28,7 +28,9 @@ var (
 	// filters; the daemon is spawned again when it matches again.
 	ErrFiltersMismatch = handlers.ErrFiltersMismatch
 	// ErrOperatorExiting: the operator is stopping; the daemon is spawned
-	// again when the operator starts again.
+	// again when the operator starts again. It is also context.Cause of the
+	// ctx of a changing handler still running when the operator's exit
+	// cancels it (after Settings.Queueing.ExitTimeout).
 	ErrOperatorExiting = handlers.ErrOperatorExiting
 )
 
@@ -46,8 +48,8 @@ type SpawnOption interface {
 
 // The options of every handler kind (ID, Retries, Backoff, Timeout, Errors,
 // Param) fit daemons and timers too.
-func (o HandlerOption) applyDaemon(s *handlers.Spawning) { o(&s.Handler) }
-func (o HandlerOption) applyTimer(s *handlers.Spawning)  { o(&s.Handler) }
+func (o handlerOption) applyDaemon(s *handlers.Spawning) { o(&s.Handler) }
+func (o handlerOption) applyTimer(s *handlers.Spawning)  { o(&s.Handler) }
 
 type spawnOption func(*handlers.Spawning)
 

@@ -13,10 +13,14 @@ type TemporaryError = handlers.TemporaryError
 // PermanentError fails the handler for the current change without retries.
 type PermanentError = handlers.PermanentError
 
-// HandlerTimeoutError is the permanent failure of a handler past its Timeout.
+// HandlerTimeoutError is the permanent failure of a handler past its Timeout
+// (or that would pass it before its next attempt), with the handler's last
+// error inside. Run returns it (errors.As) when a startup handler ends so;
+// for other handlers it is the failure logged and stored in their progress.
 type HandlerTimeoutError = handlers.HandlerTimeoutError
 
-// RetriesExceededError is the permanent failure of a handler past its Retries.
+// RetriesExceededError is the permanent failure of a handler past its
+// Retries, as HandlerTimeoutError is past its Timeout.
 type RetriesExceededError = handlers.RetriesExceededError
 
 // PanicError is a recovered panic of a handler.

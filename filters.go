@@ -35,24 +35,39 @@ const (
 )
 
 // CommonOption fits every handler kind, activities included: ID and Param.
-type CommonOption func(*handlers.Handler)
+type CommonOption interface {
+	HandlerOption
+	EventOption
+}
 
-func (o CommonOption) applyChange(h *handlers.Handler)   { o(h) }
-func (o CommonOption) applyDelete(h *handlers.Handler)   { o(h) }
-func (o CommonOption) applyResume(h *handlers.Handler)   { o(h) }
-func (o CommonOption) applyEvent(h *handlers.Handler)    { o(h) }
-func (o CommonOption) applyIndex(h *handlers.Handler)    { o(h) }
-func (o CommonOption) applyActivity(h *handlers.Handler) { o(h) }
+type commonOption func(*handlers.Handler)
+
+func (o commonOption) applyChange(h *handlers.Handler)   { o(h) }
+func (o commonOption) applyDelete(h *handlers.Handler)   { o(h) }
+func (o commonOption) applyResume(h *handlers.Handler)   { o(h) }
+func (o commonOption) applyEvent(h *handlers.Handler)    { o(h) }
+func (o commonOption) applyIndex(h *handlers.Handler)    { o(h) }
+func (o commonOption) applyActivity(h *handlers.Handler) { o(h) }
 
 // FilterOption fits every handler of resources (not the activities, which
 // have no object): Field, Value, When.
-type FilterOption func(*handlers.Handler)
+type FilterOption interface {
+	ChangeOption
+	DeleteOption
+	ResumeOption
+	EventOption
+	IndexOption
+	DaemonOption
+	TimerOption
+}
 
-func (o FilterOption) applyChange(h *handlers.Handler) { o(h) }
-func (o FilterOption) applyDelete(h *handlers.Handler) { o(h) }
-func (o FilterOption) applyResume(h *handlers.Handler) { o(h) }
-func (o FilterOption) applyEvent(h *handlers.Handler)  { o(h) }
-func (o FilterOption) applyIndex(h *handlers.Handler)  { o(h) }
+type filterOption func(*handlers.Handler)
+
+func (o filterOption) applyChange(h *handlers.Handler) { o(h) }
+func (o filterOption) applyDelete(h *handlers.Handler) { o(h) }
+func (o filterOption) applyResume(h *handlers.Handler) { o(h) }
+func (o filterOption) applyEvent(h *handlers.Handler)  { o(h) }
+func (o filterOption) applyIndex(h *handlers.Handler)  { o(h) }
 
 // Labels requires labels: each key with an exact string value, Present,
 // Absent, or a func(v any) bool callback (v is the label's string value, or
@@ -88,7 +103,7 @@ func (a Annotations) applyIndex(h *handlers.Handler)  { h.Filters.AddAnnotations
 // handlers match when the old or the new value passes; event handlers,
 // indexers, daemons and timers check the object as it is.
 func Field(path string) FilterOption {
-	return func(h *handlers.Handler) { h.Filters.SetField(path) }
+	return filterOption(func(h *handlers.Handler) { h.Filters.SetField(path) })
 }
 
 // Value checks the Field's value: an exact value (compared as JSON, so 1
@@ -97,50 +112,58 @@ func Field(path string) FilterOption {
 // both sides of the transition; use OldValue and NewValue to check one side. It needs
 // Field (or On.Field).
 func Value(v any) FilterOption {
-	return func(h *handlers.Handler) { h.Filters.SetValue(v) }
+	return filterOption(func(h *handlers.Handler) { h.Filters.SetValue(v) })
 }
 
 // UpdateFilterOption fits update and field handlers only: OldValue and
 // NewValue.
 // Other create-like handlers accept it at compile time, since they share
 // ChangeOption, and reject it at registration.
-type UpdateFilterOption func(*handlers.Handler)
+type UpdateFilterOption interface{ ChangeOption }
 
-func (o UpdateFilterOption) applyChange(h *handlers.Handler) { o(h) }
+type updateFilterOption func(*handlers.Handler)
+
+func (o updateFilterOption) applyChange(h *handlers.Handler) { o(h) }
 
 // OldValue checks the Field's value before the change (Absent when it was
 // not there): an exact value, Present, Absent or a callback; Kopf's old=.
 // The handler runs only when the value changes. It fits update and field
 // handlers (compat: filters-old-new), and excludes Value.
 func OldValue(v any) UpdateFilterOption {
-	return func(h *handlers.Handler) { h.Filters.SetOld(v) }
+	return updateFilterOption(func(h *handlers.Handler) { h.Filters.SetOld(v) })
 }
 
 // NewValue checks the Field's value after the change, as OldValue checks it
 // before; Kopf's new=.
 func NewValue(v any) UpdateFilterOption {
-	return func(h *handlers.Handler) { h.Filters.SetNew(v) }
+	return updateFilterOption(func(h *handlers.Handler) { h.Filters.SetNew(v) })
 }
 
 // When requires fn to hold for the object; it runs after every other filter has
 // matched (compat: filters-all-kinds, filters-when). It must not change
 // anything. It fits every handler of resources; WhenChange sees the change too.
 func When(fn func(o *Object) bool) FilterOption {
-	return func(h *handlers.Handler) { h.Filters.AddWhen(fn) }
+	return filterOption(func(h *handlers.Handler) { h.Filters.AddWhen(fn) })
 }
 
 // ChangeFilterOption fits the resource-changing handlers: WhenChange.
-type ChangeFilterOption func(*handlers.Handler)
+type ChangeFilterOption interface {
+	ChangeOption
+	DeleteOption
+	ResumeOption
+}
 
-func (o ChangeFilterOption) applyChange(h *handlers.Handler) { o(h) }
-func (o ChangeFilterOption) applyDelete(h *handlers.Handler) { o(h) }
-func (o ChangeFilterOption) applyResume(h *handlers.Handler) { o(h) }
+type changeFilterOption func(*handlers.Handler)
+
+func (o changeFilterOption) applyChange(h *handlers.Handler) { o(h) }
+func (o changeFilterOption) applyDelete(h *handlers.Handler) { o(h) }
+func (o changeFilterOption) applyResume(h *handlers.Handler) { o(h) }
 
 // WhenChange requires fn to hold for the change being handled: Reason, Old,
 // New and Diff are those of the whole object (compat: filters-when). It fits
 // resource-changing handlers.
 func WhenChange(fn func(c *Change) bool) ChangeFilterOption {
-	return func(h *handlers.Handler) { h.Filters.AddWhenChange(fn) }
+	return changeFilterOption(func(h *handlers.Handler) { h.Filters.AddWhenChange(fn) })
 }
 
 // AllOf holds when every fn holds (true for none). It combines value
@@ -188,10 +211,10 @@ func Not[T any](fn func(T) bool) func(T) bool {
 // Daemons and timers take the common options and the object filters: they
 // run while the object matches and stop (ErrFiltersMismatch) when it does
 // not (compat: daemons-filters, timers-filters).
-func (o CommonOption) applyDaemon(s *handlers.Spawning) { o(&s.Handler) }
-func (o CommonOption) applyTimer(s *handlers.Spawning)  { o(&s.Handler) }
-func (o FilterOption) applyDaemon(s *handlers.Spawning) { o(&s.Handler) }
-func (o FilterOption) applyTimer(s *handlers.Spawning)  { o(&s.Handler) }
+func (o commonOption) applyDaemon(s *handlers.Spawning) { o(&s.Handler) }
+func (o commonOption) applyTimer(s *handlers.Spawning)  { o(&s.Handler) }
+func (o filterOption) applyDaemon(s *handlers.Spawning) { o(&s.Handler) }
+func (o filterOption) applyTimer(s *handlers.Spawning)  { o(&s.Handler) }
 func (l Labels) applyDaemon(s *handlers.Spawning)       { s.Filters.AddLabels(l) }
 func (l Labels) applyTimer(s *handlers.Spawning)        { s.Filters.AddLabels(l) }
 func (a Annotations) applyDaemon(s *handlers.Spawning)  { s.Filters.AddAnnotations(a) }

@@ -1,8 +1,6 @@
 package kopfgo
 
 import (
-	"fmt"
-
 	"github.com/kopfgo/kopfgo/handlers"
 	"github.com/kopfgo/kopfgo/indexing"
 )
@@ -28,7 +26,7 @@ type IndexFunc[K comparable, V any] = indexing.Func[K, V]
 // Backoff, Timeout, and the filters.
 type IndexOption interface{ applyIndex(*handlers.Handler) }
 
-func (o HandlerOption) applyIndex(h *handlers.Handler) { o(h) }
+func (o handlerOption) applyIndex(h *handlers.Handler) { o(h) }
 
 // NewIndex registers an index of the resource's objects on op (use
 // kopfgo.Default() for the operator kopfgo run runs) and returns it; Go
@@ -56,21 +54,13 @@ func (o HandlerOption) applyIndex(h *handlers.Handler) { o(h) }
 // next event indexes it again. Retries and Timeout, counted from the first
 // failure, make a temporary exclusion permanent; a success resets them.
 func NewIndex[K comparable, V any](op *Operator, resource string, fn IndexFunc[K, V], opts ...IndexOption) *Index[K, V] {
-	ix, err := indexing.Register(resource, fn, func(h *handlers.Handler) {
+	ix, _ := indexing.Register(op.reg, resource, fn, func(h *handlers.Handler) {
 		for _, o := range opts {
 			o.applyIndex(h)
 		}
-	})
-	if err != nil {
-		op.reg.AddError(err)
-	}
+	}) // its mistakes are kept in op.reg for Run
 	op.mu.Lock()
 	defer op.mu.Unlock()
-	for _, o := range op.indexers {
-		if id := ix.Spec().ID; id != "" && o.Spec().ID == id {
-			op.reg.AddError(fmt.Errorf("NewIndex(%q): duplicate index name %q; give one of them another kopfgo.ID", resource, id))
-		}
-	}
 	op.indexers = append(op.indexers, ix)
 	return ix.Index()
 }

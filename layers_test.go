@@ -11,10 +11,10 @@ import (
 // added here, which is the moment to decide where it sits.
 func TestLayers(t *testing.T) {
 	const m = "github.com/kopfgo/kopfgo"
-	leaves := []string{"internal/dicts", "internal/patch", "internal/conventions"}
+	leaves := []string{"internal/dicts", "patch", "internal/conventions"}
 	allowed := map[string][]string{
 		"internal/dicts":       nil,
-		"internal/patch":       {"internal/dicts"},
+		"patch":                {"internal/dicts"},
 		"internal/conventions": nil,
 		"internal/resources":   nil,
 		"internal/logging":     nil,
@@ -40,7 +40,7 @@ func TestLayers(t *testing.T) {
 		"daemons":              append([]string{"timers", "handlers", "internal/config", "internal/resources"}, leaves...),
 		"internal/reactor": append([]string{"daemons", "indexing", "handlers", "causes", "diffbase", "persistence", "internal/plan", "internal/resources",
 			"internal/config", "internal/kube", "internal/logging", "internal/posting", "internal/pyrepr"}, leaves...),
-		"": {"daemons", "indexing", "handlers", "causes", "internal/config", "internal/kube", "internal/logging", "internal/reactor", "internal/cli",
+		"": {"daemons", "indexing", "handlers", "causes", "patch", "internal/config", "internal/kube", "internal/logging", "internal/reactor", "internal/cli",
 			"internal/health", "internal/posting", "internal/hierarchies", "internal/rbac", "internal/resources", "internal/metrics"},
 	}
 	out, err := exec.Command("go", "list", "-f", `{{.ImportPath}}{{range .Imports}} {{.}}{{end}}`, "./...").CombinedOutput()

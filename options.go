@@ -15,29 +15,51 @@ type DeleteOption interface{ applyDelete(*handlers.Handler) }
 // ResumeOption configures a resume handler.
 type ResumeOption interface{ applyResume(*handlers.Handler) }
 
-// HandlerOption fits every resource-changing handler kind.
-type HandlerOption func(*handlers.Handler)
+// The option types are interfaces with unexported methods, implemented by
+// unexported types (as zap's and controller-runtime's options are): an
+// option comes only from this package's constructors, and each concrete
+// type has only the methods of the kinds it fits, so that a misfit does not
+// compile and cannot be asserted into fitting either.
 
-func (o HandlerOption) applyChange(h *handlers.Handler) { o(h) }
-func (o HandlerOption) applyDelete(h *handlers.Handler) { o(h) }
-func (o HandlerOption) applyResume(h *handlers.Handler) { o(h) }
+// HandlerOption fits every handler kind that is retried: the
+// resource-changing handlers, activities, indices, daemons and timers
+// (Retries, Backoff, Timeout, Errors).
+type HandlerOption interface {
+	ChangeOption
+	DeleteOption
+	ResumeOption
+	ActivityOption
+	IndexOption
+	DaemonOption
+	TimerOption
+}
+
+type handlerOption func(*handlers.Handler)
+
+func (o handlerOption) applyChange(h *handlers.Handler) { o(h) }
+func (o handlerOption) applyDelete(h *handlers.Handler) { o(h) }
+func (o handlerOption) applyResume(h *handlers.Handler) { o(h) }
 
 // ID sets the handler's id, which keys its persisted progress and its result
 // in status. Required for closures; field handlers get "/<field>" appended.
 // It fits every handler kind; for an index, it is the index's name.
-func ID(id string) CommonOption { return func(h *handlers.Handler) { h.ID = id } }
+func ID(id string) CommonOption { return commonOption(func(h *handlers.Handler) { h.ID = id }) }
 
 // Retries limits the attempts of a handler; after the last one it fails
 // permanently. Default: unlimited.
-func Retries(n int) HandlerOption { return func(h *handlers.Handler) { h.Retries = n } }
+func Retries(n int) HandlerOption { return handlerOption(func(h *handlers.Handler) { h.Retries = n }) }
 
 // Backoff is the delay before retrying after an arbitrary error. Default:
 // Settings.Execution.DefaultBackoff (60s). TemporaryError carries its own.
-func Backoff(d time.Duration) HandlerOption { return func(h *handlers.Handler) { h.Backoff = d } }
+func Backoff(d time.Duration) HandlerOption {
+	return handlerOption(func(h *handlers.Handler) { h.Backoff = d })
+}
 
 // Timeout fails the handler permanently once this much time has passed since
 // its first attempt; the handler's ctx carries the deadline.
-func Timeout(d time.Duration) HandlerOption { return func(h *handlers.Handler) { h.Timeout = d } }
+func Timeout(d time.Duration) HandlerOption {
+	return handlerOption(func(h *handlers.Handler) { h.Timeout = d })
+}
 
 // ErrorsMode says how errors other than TemporaryError and PermanentError
 // are treated.
@@ -51,11 +73,13 @@ const (
 )
 
 // Errors sets the handler's errors mode. Default: ErrorsTemporary.
-func Errors(mode ErrorsMode) HandlerOption { return func(h *handlers.Handler) { h.Errors = mode } }
+func Errors(mode ErrorsMode) HandlerOption {
+	return handlerOption(func(h *handlers.Handler) { h.Errors = mode })
+}
 
 // Param is passed to the handler as Param, so that one function can serve
 // several registrations. It fits every handler kind.
-func Param(v any) CommonOption { return func(h *handlers.Handler) { h.Param = v } }
+func Param(v any) CommonOption { return commonOption(func(h *handlers.Handler) { h.Param = v }) }
 
 type deleteOption func(*handlers.Handler)
 

@@ -34,6 +34,12 @@ func obj(o *kopfgo.Object) bool { return true }
 func chg(c *kopfgo.Change) bool { return true }
 
 var op = kopfgo.New(kopfgo.Options{})
+
+// forged tries to make an option outside kopfgo: a method of another
+// package does not implement an unexported one.
+type forged struct{}
+
+func (forged) applyChange(h any) {}
 `
 	fits := header + `
 func init() {
@@ -61,6 +67,8 @@ func init() {
 		"optional on index":      `_ = kopfgo.NewIndex(op, "pods", ifn, kopfgo.Optional())`,
 		"deleted on create":      `op.On.Create("kex", fn, kopfgo.Deleted())`,
 		"labels on startup":      `op.On.Startup(func(ctx context.Context, a *kopfgo.Activity) error { return nil }, kopfgo.Labels{"a": "b"})`,
+		"forged option":          `op.On.Create("kex", fn, forged{})`,
+		"converted option":       `op.On.Create("kex", fn, kopfgo.HandlerOption(func(h any) {}))`,
 		"field on probe":         `op.On.Probe(func(ctx context.Context, a *kopfgo.Activity) (any, error) { return nil, nil }, kopfgo.Field("spec.x"))`,
 	}
 	var body strings.Builder

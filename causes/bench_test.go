@@ -3,7 +3,7 @@ package causes
 import (
 	"testing"
 
-	"github.com/kopfgo/kopfgo/internal/patch"
+	"github.com/kopfgo/kopfgo/patch"
 )
 
 func BenchmarkDetect(b *testing.B) {

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/kopfgo/kopfgo/diffbase"
-	"github.com/kopfgo/kopfgo/internal/patch"
+	"github.com/kopfgo/kopfgo/patch"
 )
 
 const ourFinalizer = "kopf.zalando.org/KopfFinalizerMarker"

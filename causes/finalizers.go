@@ -4,7 +4,7 @@ import (
 	"slices"
 
 	"github.com/kopfgo/kopfgo/internal/dicts"
-	"github.com/kopfgo/kopfgo/internal/patch"
+	"github.com/kopfgo/kopfgo/patch"
 )
 
 // IsDeleting reports whether the object is marked for deletion. A null

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/kopfgo/kopfgo/handlers"
-	"github.com/kopfgo/kopfgo/internal/patch"
+	"github.com/kopfgo/kopfgo/patch"
 	"github.com/kopfgo/kopfgo/timers"
 )
 

@@ -15,8 +15,8 @@ import (
 
 	"github.com/kopfgo/kopfgo/handlers"
 	"github.com/kopfgo/kopfgo/internal/config"
-	"github.com/kopfgo/kopfgo/internal/patch"
 	"github.com/kopfgo/kopfgo/internal/testlog"
+	"github.com/kopfgo/kopfgo/patch"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }

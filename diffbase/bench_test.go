@@ -4,7 +4,7 @@ import (
 	"testing"
 
 	"github.com/kopfgo/kopfgo/internal/dicts"
-	"github.com/kopfgo/kopfgo/internal/patch"
+	"github.com/kopfgo/kopfgo/patch"
 )
 
 // The executor runs Build, Fetch and Compute for every watch event of every

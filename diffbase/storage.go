@@ -8,7 +8,7 @@ import (
 
 	"github.com/kopfgo/kopfgo/internal/conventions"
 	"github.com/kopfgo/kopfgo/internal/dicts"
-	"github.com/kopfgo/kopfgo/internal/patch"
+	"github.com/kopfgo/kopfgo/patch"
 )
 
 // ErrCorrupt marks a stored diff-base that exists but cannot be read. The

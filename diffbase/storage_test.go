@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/kopfgo/kopfgo/internal/dicts"
-	"github.com/kopfgo/kopfgo/internal/patch"
+	"github.com/kopfgo/kopfgo/patch"
 )
 
 // realisticBody is a custom resource as the API server returns it after a

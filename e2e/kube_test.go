@@ -16,8 +16,8 @@ import (
 
 	"github.com/kopfgo/kopfgo/e2e/cluster"
 	kubeclient "github.com/kopfgo/kopfgo/internal/kube"
-	"github.com/kopfgo/kopfgo/internal/patch"
 	"github.com/kopfgo/kopfgo/internal/resources"
+	"github.com/kopfgo/kopfgo/patch"
 )
 
 // The operator reads only the resourceVersion of what its patches return, so

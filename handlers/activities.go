@@ -11,7 +11,8 @@ import (
 
 	"github.com/kopfgo/kopfgo/causes"
 	"github.com/kopfgo/kopfgo/internal/config"
-	"github.com/kopfgo/kopfgo/internal/patch"
+	"github.com/kopfgo/kopfgo/internal/resources"
+	"github.com/kopfgo/kopfgo/patch"
 	"github.com/kopfgo/kopfgo/persistence"
 )
 
@@ -56,14 +57,20 @@ type ActivityEnv struct {
 	DefaultBackoff time.Duration
 }
 
-// ActivityError is the permanent failure of activity handlers: the reason
+// activityError is the permanent failure of activity handlers: the reason
 // an operator does not start (startup) or cannot authenticate (login).
-type ActivityError struct {
+type activityError struct {
 	Kind     ActivityKind
 	Failures map[string]string // handler id → last message
+	// errs are the handlers' errors, for errors.Is and errors.As: a
+	// *RetriesExceededError, a *HandlerTimeoutError, or their own.
+	errs []error
 }
 
-func (e *ActivityError) Error() string {
+// Unwrap returns the errors the failed handlers ended with.
+func (e *activityError) Unwrap() []error { return e.errs }
+
+func (e *activityError) Error() string {
 	msg := fmt.Sprintf("%s activity failed:", e.Kind)
 	for id, m := range e.Failures {
 		msg += fmt.Sprintf(" handler %q: %s;", id, m)
@@ -80,11 +87,12 @@ func RunActivity(ctx context.Context, kind ActivityKind, hs []*ActivityHandler, 
 		mu       sync.Mutex
 		results  = map[string]any{}
 		failures = map[string]string{}
+		errs     []error
 		wg       sync.WaitGroup
 	)
 	for _, ah := range hs {
 		wg.Go(func() {
-			value, msg, ok := runOne(ctx, kind, ah, env)
+			value, msg, err, ok := runOne(ctx, kind, ah, env)
 			mu.Lock()
 			defer mu.Unlock()
 			switch {
@@ -92,6 +100,9 @@ func RunActivity(ctx context.Context, kind ActivityKind, hs []*ActivityHandler, 
 				results[ah.ID] = value
 			case !ok:
 				failures[ah.ID] = msg
+				if err != nil {
+					errs = append(errs, err)
+				}
 			}
 		})
 	}
@@ -100,14 +111,14 @@ func RunActivity(ctx context.Context, kind ActivityKind, hs []*ActivityHandler, 
 		return results, err
 	}
 	if len(failures) > 0 {
-		return results, &ActivityError{Kind: kind, Failures: failures}
+		return results, &activityError{Kind: kind, Failures: failures, errs: errs}
 	}
 	return results, nil
 }
 
 // runOne drives one activity handler through Kopf's handling cycle with an
 // in-memory progress storage, sleeping on the injected clock between tries.
-func runOne(ctx context.Context, kind ActivityKind, ah *ActivityHandler, env ActivityEnv) (value any, msg string, ok bool) {
+func runOne(ctx context.Context, kind ActivityKind, ah *ActivityHandler, env ActivityEnv) (value any, msg string, err error, ok bool) {
 	store := &memoryStorage{}
 	h := ah.Handler
 	if kind == Probe {
@@ -135,19 +146,19 @@ func runOne(ctx context.Context, kind ActivityKind, ah *ActivityHandler, env Act
 		out := c.Run(ctx)
 		if out.Done {
 			if out.Failed > 0 {
-				return nil, store.last.Message, false
+				return nil, store.last.Message, out.Err, false
 			}
-			return value, "", true
+			return value, "", nil, true
 		}
 		if ctx.Err() != nil {
-			return nil, ctx.Err().Error(), false
+			return nil, ctx.Err().Error(), ctx.Err(), false
 		}
 		if out.Delay > 0 {
 			t := env.Clock.NewTimer(out.Delay)
 			select {
 			case <-ctx.Done():
 				t.Stop()
-				return nil, ctx.Err().Error(), false
+				return nil, ctx.Err().Error(), ctx.Err(), false
 			case <-t.C():
 			}
 		}
@@ -195,33 +206,10 @@ func (r *Registry) AddActivity(kind ActivityKind, fn any, call func(ctx context.
 	if configure != nil {
 		configure(&ah.Handler)
 	}
-	full, derived := FuncName(fn)
-	ah.FuncName, ah.fnPtr = full, funcPtr(fn)
-	what := fmt.Sprintf("On.%s handler %s", titleCase(string(kind)), full)
-	var errs []error
-	if funcPtr(fn) == 0 {
-		errs = append(errs, fmt.Errorf("On.%s handler: the handler function is nil", titleCase(string(kind))))
-	}
-	if ah.ID == "" {
-		ah.ID = derived
-		if ah.ID == "" && funcPtr(fn) != 0 {
-			errs = append(errs, fmt.Errorf("%s: a closure or function literal has no stable name; give it kopfgo.ID(\"...\")", what))
-		}
-	}
-	if ah.Retries < 0 || ah.Backoff < 0 || ah.Timeout < 0 {
-		errs = append(errs, fmt.Errorf("%s: Retries, Backoff and Timeout must not be negative", what))
-	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	for _, o := range r.activities {
-		if len(errs) == 0 && o.Kind == kind && o.ID == ah.ID {
-			errs = append(errs, fmt.Errorf("%s: duplicate handler id %q; give one of them another kopfgo.ID", what, ah.ID))
-		}
-	}
-	for _, err := range errs {
-		r.errs = append(r.errs, fmt.Errorf("%w: %w", ErrRegistration, err))
-	}
-	if len(errs) == 0 {
+	what, errs := ah.validate(registration{call: "On." + titleCase(string(kind)), noun: "handler", fn: fn})
+	if r.record("activity "+string(kind), resources.Selector{}, what, &ah.Handler, errs) == nil {
+		r.mu.Lock()
+		defer r.mu.Unlock()
 		r.activities = append(r.activities, ah)
 	}
 }

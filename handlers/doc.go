@@ -11,5 +11,12 @@
 // the reactor applies. That is what lets a kopfgo operator be killed at any
 // moment and carry on where it stopped.
 //
-// The root package kopfgo re-exports the stable parts; prefer it.
+// Every handler kind embeds one spec, Handler (its id, options and
+// filters), and every registration goes through one validation
+// (registration.go), so that a mistake reads the same in every kind.
+//
+// The root package kopfgo re-exports the parts users need (the argument
+// types, the errors, Memo); prefer it. The other exported names (Registry,
+// Cycle, Select, Judge, Spawning, …) are for the framework's own packages:
+// the reactor, daemons and indexing run handlers through them.
 package handlers

@@ -49,16 +49,26 @@ func (e *PermanentError) Is(target error) bool {
 }
 
 // HandlerTimeoutError is the permanent failure of a handler whose Timeout has
-// passed since its first attempt.
+// passed since its first attempt, or would have passed before its next one
+// (Kopf's HandlerTimeoutError). Err is the last error of the handler, nil
+// when the time was up before an attempt.
 type HandlerTimeoutError struct {
 	ID      string
 	Timeout time.Duration
 	Runtime time.Duration
+	Err     error
 }
 
 func (e *HandlerTimeoutError) Error() string {
-	return fmt.Sprintf("handler %q has timed out after %s", e.ID, e.Runtime)
+	msg := fmt.Sprintf("handler %q has timed out after %s", e.ID, e.Timeout)
+	if e.Err != nil {
+		msg += ": " + e.Err.Error()
+	}
+	return msg
 }
+
+// Unwrap returns the handler's last error.
+func (e *HandlerTimeoutError) Unwrap() error { return e.Err }
 
 // Is makes the timeout a permanent error.
 func (e *HandlerTimeoutError) Is(target error) bool {
@@ -67,15 +77,24 @@ func (e *HandlerTimeoutError) Is(target error) bool {
 }
 
 // RetriesExceededError is the permanent failure of a handler that has used up
-// its Retries.
+// its Retries (Kopf's HandlerRetriesError). Err is the last error of the
+// handler, nil when the retries were used up before an attempt.
 type RetriesExceededError struct {
 	ID      string
 	Retries int
+	Err     error
 }
 
 func (e *RetriesExceededError) Error() string {
-	return fmt.Sprintf("handler %q has exceeded %d retries", e.ID, e.Retries)
+	msg := fmt.Sprintf("handler %q has exceeded %d retries", e.ID, e.Retries)
+	if e.Err != nil {
+		msg += ": " + e.Err.Error()
+	}
+	return msg
 }
+
+// Unwrap returns the handler's last error.
+func (e *RetriesExceededError) Unwrap() error { return e.Err }
 
 // Is makes exceeded retries a permanent error.
 func (e *RetriesExceededError) Is(target error) bool {

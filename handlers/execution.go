@@ -17,8 +17,8 @@ import (
 	"github.com/kopfgo/kopfgo/diffbase"
 	"github.com/kopfgo/kopfgo/internal/config"
 	"github.com/kopfgo/kopfgo/internal/dicts"
-	"github.com/kopfgo/kopfgo/internal/patch"
 	"github.com/kopfgo/kopfgo/internal/resources"
+	"github.com/kopfgo/kopfgo/patch"
 	"github.com/kopfgo/kopfgo/persistence"
 )
 
@@ -81,6 +81,9 @@ type Outcome struct {
 	Failed    int
 	// Ran reports whether a handler was invoked in this pass.
 	Ran bool
+	// Err is the error of a handler that failed permanently in this pass
+	// (see Verdict.Err), for callers that report it rather than persist it.
+	Err error
 }
 
 type state struct {
@@ -117,13 +120,14 @@ func (c *Cycle) Run(ctx context.Context) Outcome {
 		}
 	}
 	ran := false
+	var failed error
 	if next != nil {
-		next.rec = c.attempt(ctx, next.h, next.rec)
+		next.rec, failed = c.attempt(ctx, next.h, next.rec)
 		c.Storage.Store(next.h.ID, next.rec, c.Body, c.Patch)
 		ran = true
 	}
 
-	out := Outcome{Ran: ran, Delay: time.Duration(math.MaxInt64)}
+	out := Outcome{Ran: ran, Err: failed, Delay: time.Duration(math.MaxInt64)}
 	done := true
 	for _, s := range states {
 		switch {
@@ -238,8 +242,9 @@ func (c *Cycle) purge(states []state) {
 }
 
 // attempt invokes the handler once (or fails it without a call when its
-// timeout or retries are used up) and returns its new record.
-func (c *Cycle) attempt(ctx context.Context, h *Handler, prev *persistence.Record) *persistence.Record {
+// timeout or retries are used up) and returns its new record, and the error
+// it failed with if it failed permanently.
+func (c *Cycle) attempt(ctx context.Context, h *Handler, prev *persistence.Record) (*persistence.Record, error) {
 	// Records keep microseconds (Kopf's format): the handler must see the
 	// same Started on its first attempt as on the retries.
 	now := c.Clock.Now().UTC().Truncate(time.Microsecond)
@@ -262,13 +267,13 @@ func (c *Cycle) attempt(ctx context.Context, h *Handler, prev *persistence.Recor
 	// Kopf says so before its checks of timeouts and retries.
 	log.Debug(title + " is invoked.")
 
-	fail := func(msg string) *persistence.Record {
+	fail := func(msg string, err error) (*persistence.Record, error) {
 		log.Error(msg)
 		rec.Failure, rec.Stopped, rec.Delayed, rec.Message = true, &now, nil, msg
-		return &rec
+		return &rec, err
 	}
 	if v, expired := Expired(h, title, rec.Retries, runtime); expired {
-		return fail(v.Message)
+		return fail(v.Message, v.Err)
 	}
 
 	result, sub, err := c.invoke(ctx, h, rec, runtime)
@@ -280,7 +285,7 @@ func (c *Cycle) attempt(ctx context.Context, h *Handler, prev *persistence.Recor
 		// again, at once, when the operator restarts.
 		log.Warn(title + " is cancelled. Will escalate.")
 		rec.Message = "interrupted by the operator's exit"
-		return &rec
+		return &rec, nil
 	}
 	end := c.Clock.Now().UTC().Truncate(time.Microsecond)
 	if c.Observe != nil {
@@ -293,12 +298,13 @@ func (c *Cycle) attempt(ctx context.Context, h *Handler, prev *persistence.Recor
 		log.Debug(title + " has unfinished sub-handlers. Will retry soon.")
 		until := end.Add(sub.delay)
 		rec.Delayed, rec.Message = &until, ""
-		return &rec
+		return &rec, nil
 	}
 
 	if err == nil && result != nil {
 		if err := deliver(c.Patch, h.ID, result); err != nil {
-			return fail(fmt.Sprintf("%s returned a result that cannot be stored in status: %v", title, err))
+			return fail(fmt.Sprintf("%s returned a result that cannot be stored in status: %v", title, err),
+				fmt.Errorf("handler %q returned a result that cannot be stored in status: %w", h.ID, err))
 		}
 	}
 
@@ -313,7 +319,7 @@ func (c *Cycle) attempt(ctx context.Context, h *Handler, prev *persistence.Recor
 		until := end.Add(v.Delay)
 		rec.Delayed, rec.Message = &until, v.Message
 	}
-	return &rec
+	return &rec, v.Err
 }
 
 func seconds(d time.Duration) string {

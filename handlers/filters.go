@@ -12,8 +12,8 @@ import (
 	"github.com/kopfgo/kopfgo/diffbase"
 	"github.com/kopfgo/kopfgo/internal/config"
 	"github.com/kopfgo/kopfgo/internal/dicts"
-	"github.com/kopfgo/kopfgo/internal/patch"
 	"github.com/kopfgo/kopfgo/internal/resources"
+	"github.com/kopfgo/kopfgo/patch"
 )
 
 // Marker is a filter value that checks presence rather than a value.
@@ -38,18 +38,18 @@ func (m Marker) String() string {
 }
 
 // Check is one value filter: an exact value, a Marker, or a callback that
-// receives the value (nil when absent). Build it with NewCheck.
+// receives the value (nil when absent). Build it with newCheck.
 type Check struct {
 	marker Marker
 	value  any // normalised to the JSON-decoded form the body has
 	fn     func(any) bool
 }
 
-// NewCheck turns what the user wrote into a Check. Exact values go through
+// newCheck turns what the user wrote into a Check. Exact values go through
 // JSON so that an int literal compares equal to the int64 in a body and a
 // []string to the []any there. nil is rejected: Kubernetes has no null
 // values, so "nil" would be ambiguous between Absent and "anything".
-func NewCheck(v any) (Check, error) {
+func newCheck(v any) (Check, error) {
 	switch t := v.(type) {
 	case nil:
 		return Check{}, fmt.Errorf("nil is not a filter value: use kopfgo.Present or kopfgo.Absent")
@@ -153,7 +153,7 @@ func (f *Filters) addMeta(list []MetaCheck, what string, m map[string]any) []Met
 				continue
 			}
 		}
-		c, err := NewCheck(v)
+		c, err := newCheck(v)
 		if err != nil {
 			f.errs = append(f.errs, fmt.Errorf("%s filter %q: %w", what, k, err))
 			continue
@@ -177,7 +177,7 @@ func (f *Filters) SetOld(v any)   { f.Old = f.check("Old", v) }
 func (f *Filters) SetNew(v any)   { f.New = f.check("New", v) }
 
 func (f *Filters) check(what string, v any) *Check {
-	c, err := NewCheck(v)
+	c, err := newCheck(v)
 	if err != nil {
 		f.errs = append(f.errs, fmt.Errorf("%s filter: %w", what, err))
 		return nil

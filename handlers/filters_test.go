@@ -11,7 +11,7 @@ import (
 
 	"github.com/kopfgo/kopfgo/causes"
 	"github.com/kopfgo/kopfgo/diffbase"
-	"github.com/kopfgo/kopfgo/internal/patch"
+	"github.com/kopfgo/kopfgo/patch"
 	"github.com/kopfgo/kopfgo/persistence"
 )
 
@@ -56,7 +56,7 @@ func TestCheckValues(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c, err := NewCheck(tt.filter)
+			c, err := newCheck(tt.filter)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -69,8 +69,8 @@ func TestCheckValues(t *testing.T) {
 
 func TestCheckRejectsWhatCannotBeAFilter(t *testing.T) {
 	for _, v := range []any{nil, Marker(7), func(string) bool { return true }, make(chan int)} {
-		if _, err := NewCheck(v); err == nil {
-			t.Errorf("NewCheck(%T) accepted it", v)
+		if _, err := newCheck(v); err == nil {
+			t.Errorf("newCheck(%T) accepted it", v)
 		}
 	}
 }

@@ -55,13 +55,13 @@ func (h *Handler) RequiresFinalizer() bool {
 
 var closureRE = regexp.MustCompile(`\.func\d+(\.\d+)*$|^glob\.`)
 
-// FuncName returns the Go name of a function and the id Kopf-style
+// funcName returns the Go name of a function and the id Kopf-style
 // derivation gives it: the unqualified name of a top-level function
 // ("createFn"), or "Type.Method" for a method value. Closures and function
 // literals have no stable name (the compiler numbers them, func1, func2 …,
 // and the numbers shift with edits), so their id is "" and they must be
 // registered with an explicit ID: the id keys persisted progress.
-func FuncName(fn any) (full, id string) {
+func funcName(fn any) (full, id string) {
 	v := reflect.ValueOf(fn)
 	if v.Kind() != reflect.Func || v.IsNil() {
 		return "", ""

@@ -7,7 +7,6 @@ import (
 	"sync"
 
 	"github.com/kopfgo/kopfgo/causes"
-	"github.com/kopfgo/kopfgo/internal/dicts"
 	"github.com/kopfgo/kopfgo/internal/resources"
 )
 
@@ -21,6 +20,9 @@ type Registry struct {
 	activities []*ActivityHandler
 	spawning   []*Spawning
 	errs       []error
+	// ids are the ids taken, by the group that shares their namespace, with
+	// the description of the handler that took each (registration.go).
+	ids map[idKey]string
 }
 
 // Registration is what the public API hands over for one changing handler.
@@ -37,97 +39,25 @@ type Registration struct {
 
 // AddChanging validates and records a changing handler.
 func (r *Registry) AddChanging(reg Registration) {
-	h := &Handler{Reason: reg.Reason, Fn: reg.Fn, Resource: reg.Resource, AnyCause: reg.IsField}
+	h := &Handler{Reason: reg.Reason, Fn: reg.Fn, AnyCause: reg.IsField}
 	if reg.Configure != nil {
 		reg.Configure(h)
 	}
-	full, derived := FuncName(reg.Fn)
-	h.FuncName = full
-	h.fnPtr = funcPtr(reg.Fn)
-	explicit := h.ID
-	what := describe(reg, full, explicit)
-
-	var errs []error
-	if reg.Fn == nil {
-		errs = append(errs, fmt.Errorf("%s: the handler function is nil", what))
+	call := "On." + titleCase(string(reg.Reason))
+	if reg.IsField {
+		call = "On.Field"
 	}
-	id := explicit
-	if id == "" {
-		id = derived
-		if id == "" && reg.Fn != nil {
-			errs = append(errs, fmt.Errorf("%s: a closure or function literal has no stable name; give it kopfgo.ID(\"...\"), because the id keys the progress persisted on objects", what))
-		}
-	}
-	field := reg.Field
-	if !reg.IsField {
-		field = h.Filters.Field
-	} else if h.Filters.Field != "" {
-		errs = append(errs, fmt.Errorf("%s: On.Field takes its field as an argument; remove the kopfgo.Field option", what))
-	}
-	if reg.IsField || field != "" {
-		path, err := dicts.ParsePath(field)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("%s: %w", what, err))
-		}
-		h.Field = path
-		if id != "" && len(path) > 0 {
-			id += "/" + strings.Join(path, ".") // Kopf's suffix (compat: handlers-ids)
-		}
-	}
-	for _, err := range h.Filters.validate(len(h.Field) > 0, h.Reason == causes.Update) {
-		errs = append(errs, fmt.Errorf("%s: %w", what, err))
-	}
-	h.ID = id
-	sel, err := resources.Parse(reg.Resource)
-	if err != nil {
-		errs = append(errs, fmt.Errorf("%s: %w", what, err))
-	}
-	h.Selector = sel
-	if h.Retries < 0 {
-		errs = append(errs, fmt.Errorf("%s: Retries must not be negative", what))
-	}
-	if h.Backoff < 0 || h.Timeout < 0 {
-		errs = append(errs, fmt.Errorf("%s: Backoff and Timeout must not be negative", what))
-	}
-
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if len(errs) == 0 {
-		for _, o := range r.changing {
-			if o.ID == h.ID && o.Reason == h.Reason && o.Selector == h.Selector {
-				errs = append(errs, fmt.Errorf("%s: duplicate handler id %q (also %s); give one of them another kopfgo.ID", what, h.ID, o.FuncName))
-				break
-			}
-		}
-	}
-	for _, err := range errs {
-		r.errs = append(r.errs, fmt.Errorf("%w: %w", ErrRegistration, err))
-	}
-	if len(errs) == 0 {
+	what, errs := h.validate(registration{
+		call: fmt.Sprintf("%s(%q)", call, reg.Resource), noun: "handler", fn: reg.Fn,
+		resource: reg.Resource, scoped: true, field: reg.Field, isField: reg.IsField,
+		update: reg.Reason == causes.Update,
+	})
+	// The same function may serve several causes (deduplicated at run).
+	if r.record("changing "+string(reg.Reason), h.Selector, what, h, errs) == nil {
+		r.mu.Lock()
+		defer r.mu.Unlock()
 		r.changing = append(r.changing, h)
 	}
-}
-
-// AddError records a registration problem found by a caller.
-func (r *Registry) AddError(err error) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.errs = append(r.errs, fmt.Errorf("%w: %w", ErrRegistration, err))
-}
-
-func describe(reg Registration, full, explicit string) string {
-	kind := "On." + titleCase(string(reg.Reason))
-	if reg.IsField {
-		kind = "On.Field"
-	}
-	name := full
-	if explicit != "" {
-		name = fmt.Sprintf("%q (%s)", explicit, full)
-	}
-	if name == "" {
-		name = "<nil>"
-	}
-	return fmt.Sprintf("%s(%q) handler %s", kind, reg.Resource, name)
 }
 
 func titleCase(s string) string {
@@ -215,16 +145,6 @@ func ForResource[H interface{ ServesResource(resources.Resource) bool }](all []H
 
 // ServesResource reports whether the handler's selector matches res.
 func (h *Handler) ServesResource(res resources.Resource) bool { return h.Selector.Matches(res) }
-
-// RequiresFinalizer reports whether any of the handlers needs the finalizer.
-func RequiresFinalizer(hs []*Handler) bool {
-	for _, h := range hs {
-		if h.RequiresFinalizer() {
-			return true
-		}
-	}
-	return false
-}
 
 // ExtraFields returns the field paths that handlers watch (On.Field, or a
 // Field filter) outside the default essence, status or metadata.generation

@@ -29,7 +29,7 @@ func TestFuncNameDerivesStableIDs(t *testing.T) {
 		{ChangeFunc(closure), ""},
 	}
 	for _, tt := range tests {
-		if _, got := FuncName(tt.fn); got != tt.want {
+		if _, got := funcName(tt.fn); got != tt.want {
 			t.Errorf("FuncName = %q, want %q", got, tt.want)
 		}
 	}
@@ -71,7 +71,7 @@ func TestDuplicateIDs(t *testing.T) {
 	r.AddChanging(Registration{Resource: "kopfexamples", Reason: causes.Create, Fn: namedFn})
 	r.AddChanging(Registration{Resource: "kopfexamples", Reason: causes.Create, Fn: otherFn,
 		Configure: func(h *Handler) { h.ID = "namedFn" }})
-	if err := r.Err(); err == nil || !strings.Contains(err.Error(), `duplicate handler id "namedFn"`) {
+	if err := r.Err(); err == nil || !strings.Contains(err.Error(), `duplicate id "namedFn"`) {
 		t.Fatalf("err = %v", err)
 	}
 	// The same function for create and resume is fine (deduplicated at run).

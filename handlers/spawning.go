@@ -5,16 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"runtime/debug"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"k8s.io/utils/clock"
 
-	"github.com/kopfgo/kopfgo/internal/dicts"
-	"github.com/kopfgo/kopfgo/internal/patch"
-	"github.com/kopfgo/kopfgo/internal/resources"
+	"github.com/kopfgo/kopfgo/patch"
 )
 
 // SpawnKind tells daemons from timers.
@@ -84,7 +81,8 @@ func (s *Spawning) Call(ctx context.Context, arg *Spawn) (any, error) {
 type SpawnFunc func(ctx context.Context, s *Spawn) (any, error)
 
 // The reasons a daemon or timer is stopped, given by Spawn.StopReason and by
-// context.Cause of its ctx.
+// context.Cause of its ctx. ErrOperatorExiting is also the cause of the ctx
+// of any handler still running when the operator's exit cancels it.
 var (
 	ErrResourceDeleted = errors.New("stopped: the object is being deleted")
 	ErrFiltersMismatch = errors.New("stopped: the object no longer matches the handler's filters")
@@ -249,75 +247,39 @@ type SpawnRegistration struct {
 // AddSpawning validates and records a daemon or timer.
 func (r *Registry) AddSpawning(reg SpawnRegistration) {
 	s := &Spawning{Kind: reg.Kind, Fn: reg.Fn}
-	s.Resource = reg.Resource
 	if reg.Configure != nil {
 		reg.Configure(s)
 	}
-	full, derived := FuncName(reg.Fn)
-	s.FuncName, s.fnPtr = full, funcPtr(reg.Fn)
-	name := full
-	if s.ID != "" {
-		name = fmt.Sprintf("%q (%s)", s.ID, full)
-	}
-	what := fmt.Sprintf("%s(%q) handler %s", reg.Kind, reg.Resource, name)
-	if reg.Fn == nil {
-		what = fmt.Sprintf("%s(%q) handler <nil>", reg.Kind, reg.Resource)
-	}
-
-	var errs []error
-	check := func(bad bool, format string, args ...any) {
-		if bad {
-			errs = append(errs, fmt.Errorf("%s: "+format, append([]any{what}, args...)...))
-		}
-	}
-	check(reg.Fn == nil, "the handler function is nil")
-	if s.ID == "" {
-		s.ID = derived
-		check(s.ID == "" && reg.Fn != nil, "a closure or function literal has no stable name; give it kopfgo.ID(\"...\"), because the id keys its result in status and its place among the object's daemons")
-	}
-	if f := s.Filters.Field; f != "" {
-		// A field filter makes the id field-specific, as for changing
-		// handlers (compat: handlers-ids): kopfgo.Field("spec.x") → "fn/spec.x".
-		path, err := dicts.ParsePath(f)
-		check(err != nil, "%v", err)
-		s.Field = path
-		if s.ID != "" && err == nil {
-			s.ID += "/" + strings.Join(path, ".")
-		}
-	}
-	for _, err := range s.Filters.validate(len(s.Field) > 0, false) {
-		check(true, "%v", err)
-	}
-	sel, err := resources.Parse(reg.Resource)
-	check(err != nil, "%v", err)
-	s.Selector = sel
-	check(s.Retries < 0, "Retries must not be negative")
-	check(s.Backoff < 0 || s.Timeout < 0, "Backoff and Timeout must not be negative")
-	check(s.InitialDelay < 0, "InitialDelay must not be negative")
-	check(s.CancellationBackoff < 0 || s.CancellationTimeout < 0 || s.CancellationPolling < 0,
-		"CancellationBackoff, CancellationTimeout and CancellationPolling must not be negative")
-	check(s.Interval < 0 || s.Idle < 0, "Interval and Idle must not be negative")
-	if s.Kind == KindTimer {
-		check(s.Interval == 0 && s.Idle == 0, "a timer needs an Interval, an Idle time, or both; for a function that runs once per object, register a Daemon")
-		check(s.Sharp && s.Interval == 0, "Sharp needs an Interval: it keeps the invocations on the interval's grid")
-	}
-
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if len(errs) == 0 {
-		for _, o := range r.spawning {
-			if o.ID == s.ID && o.Selector == s.Selector {
-				check(true, "duplicate id %q (also %s %s); give one of them another kopfgo.ID", s.ID, o.Kind, o.FuncName)
-				break
-			}
-		}
-	}
-	for _, err := range errs {
-		r.errs = append(r.errs, fmt.Errorf("%w: %w", ErrRegistration, err))
-	}
-	if len(errs) == 0 {
+	what, errs := s.validate(registration{
+		call: fmt.Sprintf("%s(%q)", reg.Kind, reg.Resource), noun: "handler", fn: reg.Fn,
+		resource: reg.Resource, scoped: true, check: s.check,
+	})
+	// A daemon and a timer of one object share one namespace of ids: their
+	// results both go to status.<id>.
+	if r.record("spawning", s.Selector, what, &s.Handler, errs) == nil {
+		r.mu.Lock()
+		defer r.mu.Unlock()
 		r.spawning = append(r.spawning, s)
 	}
+}
+
+// check is what only daemons and timers can get wrong.
+func (s *Spawning) check() []error {
+	var errs []error
+	add := func(bad bool, msg string) {
+		if bad {
+			errs = append(errs, errors.New(msg))
+		}
+	}
+	add(s.InitialDelay < 0, "InitialDelay must not be negative")
+	add(s.CancellationBackoff < 0 || s.CancellationTimeout < 0 || s.CancellationPolling < 0,
+		"CancellationBackoff, CancellationTimeout and CancellationPolling must not be negative")
+	add(s.Interval < 0 || s.Idle < 0, "Interval and Idle must not be negative")
+	if s.Kind == KindTimer {
+		add(s.Interval == 0 && s.Idle == 0, "a timer needs an Interval, an Idle time, or both; for a function that runs once per object, register a Daemon")
+		add(s.Sharp && s.Interval == 0, "Sharp needs an Interval: it keeps the invocations on the interval's grid")
+	}
+	return errs
 }
 
 // Spawning returns the daemons and timers in registration order.

@@ -7,11 +7,9 @@ import (
 	"maps"
 	"math"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/kopfgo/kopfgo/causes"
-	"github.com/kopfgo/kopfgo/internal/dicts"
 )
 
 // Sub-handlers (compat: handlers-subhandlers; the manual's "Idempotence"): a
@@ -86,13 +84,14 @@ func Execute(ctx context.Context, fns map[string]ChangeFunc) error {
 	} else {
 		for _, key := range slices.Sorted(maps.Keys(fns)) {
 			fn := fns[key]
+			what := fmt.Sprintf("Execute of %q handler %q", s.parent.ID, key)
 			if fn == nil {
-				return fmt.Errorf("kopfgo.Execute: the function of sub-handler %q is nil", key)
+				return fmt.Errorf("%w: %s: %s", ErrRegistration, what, msgNilFunc)
 			}
 			if key == "" {
-				return fmt.Errorf("kopfgo.Execute: a sub-handler needs a non-empty id as its key")
+				return fmt.Errorf("%w: %s: a sub-handler needs a non-empty id as its key", ErrRegistration, what)
 			}
-			full, _ := FuncName(fn)
+			full, _ := funcName(fn)
 			children = append(children, &Handler{
 				ID: s.parent.ID + "/" + key, Reason: s.cycle.Reason, Fn: fn,
 				FuncName: full, fnPtr: funcPtr(fn), Resource: s.parent.Resource,
@@ -110,46 +109,25 @@ func Execute(ctx context.Context, fns map[string]ChangeFunc) error {
 func Register(ctx context.Context, fn ChangeFunc, configure func(*Handler)) error {
 	s := scopeOf(ctx)
 	if s == nil {
-		return fmt.Errorf("kopfgo.Register: %w", ErrNoParentHandler)
+		return fmt.Errorf("kopfgo.Subhandler: %w", ErrNoParentHandler)
 	}
-	h := &Handler{Reason: s.cycle.Reason, Fn: fn, Resource: s.parent.Resource}
+	h := &Handler{Reason: s.cycle.Reason, Fn: fn}
 	if configure != nil {
 		configure(h)
 	}
-	full, derived := FuncName(fn)
-	h.FuncName, h.fnPtr = full, funcPtr(fn)
-	id := h.ID
-	if id == "" {
-		id = derived
-	}
-	var errs []error
-	if fn == nil {
-		errs = append(errs, errors.New("the function is nil"))
-	} else if id == "" {
-		errs = append(errs, errors.New("a closure or function literal has no stable name; give it kopfgo.ID(\"...\"), because the id keys the progress persisted on the object"))
-	}
-	if h.Filters.Field != "" {
-		path, err := dicts.ParsePath(h.Filters.Field)
-		if err != nil {
-			errs = append(errs, err)
-		}
-		h.Field = path
-		if id != "" && len(path) > 0 {
-			id += "/" + strings.Join(path, ".")
-		}
-	}
-	errs = append(errs, h.Filters.validate(len(h.Field) > 0, s.cycle.Reason == causes.Update)...)
-	if h.Retries < 0 || h.Backoff < 0 || h.Timeout < 0 {
-		errs = append(errs, errors.New("Retries, Backoff and Timeout must not be negative"))
-	}
-	h.ID = s.parent.ID + "/" + id
+	what, errs := h.validate(registration{
+		call: fmt.Sprintf("Subhandler of %q", s.parent.ID), noun: "handler", fn: fn,
+		update: s.cycle.Reason == causes.Update,
+	})
+	h.Resource, h.Selector = s.parent.Resource, s.parent.Selector
+	h.ID = s.parent.ID + "/" + h.ID
 	for _, o := range s.registered {
 		if o.ID == h.ID {
-			errs = append(errs, fmt.Errorf("duplicate sub-handler id %q", h.ID))
+			errs = append(errs, duplicate(h.ID, fmt.Sprintf("Subhandler of %q handler %s", s.parent.ID, o.FuncName)))
 		}
 	}
-	if err := errors.Join(errs...); err != nil {
-		return fmt.Errorf("kopfgo.Register: sub-handler %q of %q: %w", id, s.parent.ID, err)
+	if len(errs) > 0 {
+		return fmt.Errorf("%w: %s: %w", ErrRegistration, what, errors.Join(errs...))
 	}
 	s.registered = append(s.registered, h)
 	return nil
@@ -177,7 +155,10 @@ func (s *scope) run(ctx context.Context, children []*Handler) error {
 		}
 	}
 	if next != nil {
-		next.rec = c.attempt(ctx, next.h, next.rec)
+		// A child's permanent failure counts as finished (compat:
+		// handlers-subhandlers): the parent goes on, so its error stays in
+		// the child's record.
+		next.rec, _ = c.attempt(ctx, next.h, next.rec)
 		c.Storage.Store(next.h.ID, next.rec, c.Body, c.Patch)
 	}
 	delay := time.Duration(math.MaxInt64)

@@ -13,7 +13,7 @@ import (
 
 	"github.com/kopfgo/kopfgo/diffbase"
 	"github.com/kopfgo/kopfgo/internal/dicts"
-	"github.com/kopfgo/kopfgo/internal/patch"
+	"github.com/kopfgo/kopfgo/patch"
 	"github.com/kopfgo/kopfgo/persistence"
 )
 
@@ -299,7 +299,7 @@ func TestSubhandlerDeclarationErrors(t *testing.T) {
 		return nil, nil
 	}
 	w.pass(parent)
-	want := []string{"give it kopfgo.ID", "only be used in update and field handlers", `duplicate sub-handler id "create_fn/namedFn"`}
+	want := []string{"give it kopfgo.ID", "only be used in update and field handlers", `duplicate id "create_fn/namedFn"`}
 	if len(errs) != len(want) {
 		t.Fatalf("errors = %q, want %d", errs, len(want))
 	}

@@ -7,7 +7,7 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/kopfgo/kopfgo/internal/patch"
+	"github.com/kopfgo/kopfgo/patch"
 )
 
 // Verdict is what one attempt of a handler comes to under Kopf's rules for
@@ -26,6 +26,10 @@ type Verdict struct {
 	// Message is what a progress record keeps: the error of a retried
 	// attempt, the whole log line of a failure, "" on success.
 	Message string
+	// Err is, when Failed, the error the handler failed with: a
+	// *HandlerTimeoutError or *RetriesExceededError when its Timeout or
+	// Retries ended it (as Kopf raises them), else its own last error.
+	Err error
 
 	title string
 	line  string
@@ -53,10 +57,10 @@ func Expired(h *Handler, title string, retries int, runtime time.Duration) (Verd
 	switch {
 	case h.Timeout > 0 && runtime >= h.Timeout:
 		line := fmt.Sprintf("%s has timed out after %s.", title, runtime.Round(time.Millisecond))
-		return failure(title, line, line, nil), true
+		return failure(title, line, line, nil, &HandlerTimeoutError{ID: h.ID, Timeout: h.Timeout, Runtime: runtime}), true
 	case h.Retries > 0 && retries >= h.Retries:
 		line := fmt.Sprintf("%s has exceeded %d retries.", title, h.Retries)
-		return failure(title, line, line, nil), true
+		return failure(title, line, line, nil, &RetriesExceededError{ID: h.ID, Retries: h.Retries}), true
 	}
 	return Verdict{}, false
 }
@@ -87,41 +91,43 @@ func Judge(h *Handler, title string, err error, retries int, runtime, defaultBac
 	if !errors.As(err, &temp) {
 		timeoutWord = "in"
 	}
-	lookahead := func(delay time.Duration) string {
+	// lookahead fails a retry that could not happen in time: it says what
+	// would end it, and the error it ends with (err inside).
+	lookahead := func(delay time.Duration) (string, error) {
 		if h.Timeout > 0 && runtime+delay >= h.Timeout {
-			return fmt.Sprintf("time out %s %s", timeoutWord, seconds(h.Timeout))
+			return fmt.Sprintf("time out %s %s", timeoutWord, seconds(h.Timeout)), &HandlerTimeoutError{ID: h.ID, Timeout: h.Timeout, Runtime: runtime, Err: err}
 		}
 		if h.Retries > 0 && retries >= h.Retries {
-			return fmt.Sprintf("exceed %d retries", h.Retries)
+			return fmt.Sprintf("exceed %d retries", h.Retries), &RetriesExceededError{ID: h.ID, Retries: h.Retries, Err: err}
 		}
-		return ""
+		return "", nil
 	}
 	retry := func(line string, delay time.Duration) Verdict {
 		return Verdict{Delay: delay, Message: msg, title: title, line: line, level: slog.LevelError, stack: stack}
 	}
 	switch {
 	case errors.As(err, &temp):
-		if ahead := lookahead(temp.Delay); ahead != "" {
+		if ahead, end := lookahead(temp.Delay); ahead != "" {
 			line := fmt.Sprintf("%s failed temporarily but will %s: %s", title, ahead, msg)
-			return failure(title, line, line, nil)
+			return failure(title, line, line, nil, end)
 		}
 		return retry(fmt.Sprintf("%s failed temporarily: %s", title, msg), temp.Delay)
 	case errors.Is(err, &PermanentError{}):
-		return failure(title, fmt.Sprintf("%s failed permanently: %s", title, msg), msg, nil)
+		return failure(title, fmt.Sprintf("%s failed permanently: %s", title, msg), msg, nil, err)
 	}
 	switch h.Errors {
 	case ErrorsIgnored:
 		return Verdict{Done: true, title: title, line: fmt.Sprintf("%s failed with an exception and will ignore it: %s", title, msg), level: slog.LevelError, stack: stack}
 	case ErrorsPermanent:
-		return failure(title, fmt.Sprintf("%s failed with an exception and will stop now: %s", title, msg), msg, stack)
+		return failure(title, fmt.Sprintf("%s failed with an exception and will stop now: %s", title, msg), msg, stack, err)
 	}
 	delay := h.Backoff
 	if delay == 0 {
 		delay = defaultBackoff
 	}
-	if ahead := lookahead(delay); ahead != "" {
+	if ahead, end := lookahead(delay); ahead != "" {
 		line := fmt.Sprintf("%s failed with an exception and will stop now (it would %s on the next attempt): %s", title, ahead, msg)
-		return failure(title, line, line, stack)
+		return failure(title, line, line, stack, end)
 	}
 	return retry(fmt.Sprintf("%s failed with an exception and will try again in %s: %s", title, seconds(delay), msg), delay)
 }
@@ -129,9 +135,9 @@ func Judge(h *Handler, title string, err error, retries int, runtime, defaultBac
 // failure is a final failure logged as line; message is what the progress
 // record keeps, as Kopf keeps str() of the outcome's exception: the error's
 // own text for a permanent error, the whole line where Kopf wraps it in its
-// timeout or retries error.
-func failure(title, line, message string, stack []byte) Verdict {
-	return Verdict{Done: true, Failed: true, Message: message, title: title, line: line, level: slog.LevelError, stack: stack}
+// timeout or retries error; err is the error it ends with (Verdict.Err).
+func failure(title, line, message string, stack []byte, err error) Verdict {
+	return Verdict{Done: true, Failed: true, Message: message, Err: err, title: title, line: line, level: slog.LevelError, stack: stack}
 }
 
 // DeliverResult puts a handler's result at status.<id> in p: a map merges

@@ -36,3 +36,63 @@ func TestJudgeRecordsKopfsMessages(t *testing.T) {
 		})
 	}
 }
+
+// A permanent failure carries its error: Kopf's HandlerTimeoutError and
+// HandlerRetriesError where the Timeout or the Retries end the handler
+// (before an attempt, or by the look-ahead after one), wrapping the
+// handler's last error; the handler's own error otherwise.
+func TestFailuresCarryTheirErrors(t *testing.T) {
+	boom := errors.New("boom")
+	timeout := func(h *Handler) { h.Timeout = 5 * time.Second }
+	retries := func(h *Handler) { h.Retries = 2 }
+	tests := []struct {
+		name    string
+		opts    func(*Handler)
+		err     error
+		retries int
+		runtime time.Duration
+		want    func(error) bool
+	}{
+		{"permanent", nil, &PermanentError{Err: boom}, 1, 0, func(err error) bool { return errors.Is(err, boom) }},
+		{"errors mode permanent", func(h *Handler) { h.Errors = ErrorsPermanent }, boom, 1, 0, func(err error) bool { return err == boom }},
+		{"temporary past the timeout", timeout, &TemporaryError{Err: boom, Delay: 10 * time.Second}, 1, 0, func(err error) bool {
+			var te *HandlerTimeoutError
+			return errors.As(err, &te) && te.ID == "h" && te.Timeout == 5*time.Second && errors.Is(err, boom)
+		}},
+		{"backoff past the timeout", func(h *Handler) { timeout(h); h.Backoff = 10 * time.Second }, boom, 1, 0, func(err error) bool {
+			var te *HandlerTimeoutError
+			return errors.As(err, &te) && errors.Is(err, boom) && errors.Is(err, &PermanentError{})
+		}},
+		{"the last retry", retries, boom, 2, 0, func(err error) bool {
+			var re *RetriesExceededError
+			return errors.As(err, &re) && re.ID == "h" && re.Retries == 2 && errors.Is(err, boom) && errors.Is(err, &PermanentError{})
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := &Handler{ID: "h", Backoff: time.Second}
+			if tt.opts != nil {
+				tt.opts(h)
+			}
+			v := Judge(h, "Handler 'h'", tt.err, tt.retries, tt.runtime, time.Minute)
+			if !v.Failed || !tt.want(v.Err) {
+				t.Errorf("verdict: failed %v, Err %#v", v.Failed, v.Err)
+			}
+		})
+	}
+	// Before an attempt, nothing of the handler's is inside.
+	v, expired := Expired(&Handler{ID: "h", Timeout: time.Second}, "Handler 'h'", 1, 2*time.Second)
+	var te *HandlerTimeoutError
+	if !expired || !errors.As(v.Err, &te) || te.Runtime != 2*time.Second || te.Err != nil {
+		t.Errorf("expired by the timeout: %v, Err %#v", expired, v.Err)
+	}
+	v, expired = Expired(&Handler{ID: "h", Retries: 3}, "Handler 'h'", 3, 0)
+	var re *RetriesExceededError
+	if !expired || !errors.As(v.Err, &re) || re.Retries != 3 {
+		t.Errorf("expired by the retries: %v, Err %#v", expired, v.Err)
+	}
+	// A retry and a success carry none.
+	if v := Judge(&Handler{ID: "h"}, "Handler 'h'", boom, 1, 0, time.Minute); v.Failed || v.Err != nil {
+		t.Errorf("a retry: %+v", v)
+	}
+}

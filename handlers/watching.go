@@ -5,9 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime/debug"
-	"strings"
 
-	"github.com/kopfgo/kopfgo/internal/dicts"
 	"github.com/kopfgo/kopfgo/internal/resources"
 )
 
@@ -41,23 +39,16 @@ type WatchEvent struct {
 type EventFunc func(ctx context.Context, e *WatchEvent) (any, error)
 
 // EventHandler is one registered event handler. Event handlers keep no
-// progress: no retries, no annotations; every event calls them again.
+// progress: no retries, no annotations; every event calls them again. It
+// embeds Handler for the options every kind shares; only the id, param and
+// filters apply, and Handler.Fn is unused.
 type EventHandler struct {
-	ID       string
-	Fn       EventFunc
-	Selector resources.Selector
-	Resource string
-	Field    []string
-	Param    any
-	Filters  Filters
-	FuncName string
-	fnPtr    uintptr
+	Handler
+	Fn EventFunc
 }
 
 // spec is the Handler used to check the filters and to carry the options.
-func (e *EventHandler) spec() *Handler {
-	return &Handler{ID: e.ID, Field: e.Field, Filters: e.Filters}
-}
+func (e *EventHandler) spec() *Handler { return &e.Handler }
 
 // EventRegistration is what the public API hands over for an event handler.
 type EventRegistration struct {
@@ -66,65 +57,19 @@ type EventRegistration struct {
 	Configure func(*Handler)
 }
 
-// AddEvent validates and records an event handler. Its options arrive on a
-// Handler, as for every kind; only the id, param and filters apply.
+// AddEvent validates and records an event handler.
 func (r *Registry) AddEvent(reg EventRegistration) {
-	h := &Handler{}
+	e := &EventHandler{Fn: reg.Fn}
 	if reg.Configure != nil {
-		reg.Configure(h)
+		reg.Configure(&e.Handler)
 	}
-	full, derived := FuncName(reg.Fn)
-	what := fmt.Sprintf("On.Event(%q) handler %s", reg.Resource, full)
-	if h.ID != "" {
-		what = fmt.Sprintf("On.Event(%q) handler %q (%s)", reg.Resource, h.ID, full)
-	}
-	var errs []error
-	id := h.ID
-	switch {
-	case reg.Fn == nil:
-		errs = append(errs, fmt.Errorf("%s: the handler function is nil", what))
-	case id == "":
-		id = derived
-		if id == "" {
-			errs = append(errs, fmt.Errorf("%s: a closure or function literal has no stable name; give it kopfgo.ID(\"...\")", what))
-		}
-	}
-	var field []string
-	if h.Filters.Field != "" {
-		path, err := dicts.ParsePath(h.Filters.Field)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("%s: %w", what, err))
-		}
-		field = path
-		if id != "" && len(path) > 0 {
-			id += "/" + strings.Join(path, ".")
-		}
-	}
-	for _, err := range h.Filters.validate(len(field) > 0, false) {
-		errs = append(errs, fmt.Errorf("%s: %w", what, err))
-	}
-	sel, err := resources.Parse(reg.Resource)
-	if err != nil {
-		errs = append(errs, fmt.Errorf("%s: %w", what, err))
-	}
-	e := &EventHandler{
-		ID: id, Fn: reg.Fn, Selector: sel, Resource: reg.Resource, Field: field,
-		Param: h.Param, Filters: h.Filters, FuncName: full, fnPtr: funcPtr(reg.Fn),
-	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if len(errs) == 0 {
-		for _, o := range r.events {
-			if o.ID == e.ID && o.Selector == e.Selector {
-				errs = append(errs, fmt.Errorf("%s: duplicate handler id %q (also %s); give one of them another kopfgo.ID", what, e.ID, o.FuncName))
-				break
-			}
-		}
-	}
-	for _, err := range errs {
-		r.errs = append(r.errs, fmt.Errorf("%w: %w", ErrRegistration, err))
-	}
-	if len(errs) == 0 {
+	what, errs := e.validate(registration{
+		call: fmt.Sprintf("On.Event(%q)", reg.Resource), noun: "handler", fn: reg.Fn,
+		resource: reg.Resource, scoped: true,
+	})
+	if r.record("event", e.Selector, what, &e.Handler, errs) == nil {
+		r.mu.Lock()
+		defer r.mu.Unlock()
 		r.events = append(r.events, e)
 	}
 }

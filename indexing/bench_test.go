@@ -28,7 +28,7 @@ func keys(n int) []ObjectKey {
 func BenchmarkIndexReplace(b *testing.B) {
 	for _, size := range []int{1_000, 10_000, 100_000} {
 		b.Run(fmt.Sprint(size), func(b *testing.B) {
-			ix := NewIndex[string, int]()
+			ix := newIndex[string, int]()
 			objs := keys(size)
 			for i, o := range objs {
 				ix.replace(o, map[string]int{fmt.Sprint("node-", i%100): i})
@@ -50,7 +50,7 @@ func BenchmarkIndexReplace(b *testing.B) {
 func BenchmarkIndexChurn(b *testing.B) {
 	for _, size := range []int{1_000, 100_000} {
 		b.Run(fmt.Sprint(size), func(b *testing.B) {
-			ix := NewIndex[string, string]()
+			ix := newIndex[string, string]()
 			objs := keys(2 * size)
 			for i := range size {
 				ix.replace(objs[i], map[string]string{fmt.Sprint("node-", i%100): objs[i].Name})
@@ -68,7 +68,7 @@ func BenchmarkIndexChurn(b *testing.B) {
 }
 
 func BenchmarkIndexGet(b *testing.B) {
-	ix := NewIndex[string, string]()
+	ix := newIndex[string, string]()
 	for i, o := range keys(10_000) {
 		ix.replace(o, map[string]string{fmt.Sprint("parent-", i%1000): o.Name}) // 10 values per key
 	}
@@ -83,7 +83,7 @@ func BenchmarkIndexGet(b *testing.B) {
 // BenchmarkIndexerObserve is the whole path of one event: the filters, the
 // user's function, the update.
 func BenchmarkIndexerObserve(b *testing.B) {
-	ix, err := Register("pods", func(ctx context.Context, o *handlers.Object) (map[string]string, error) {
+	ix, err := Register(&handlers.Registry{}, "pods", func(ctx context.Context, o *handlers.Object) (map[string]string, error) {
 		return map[string]string{o.Labels["parent"]: o.Name}, nil
 	}, func(h *handlers.Handler) {
 		h.ID = "by_parent"

@@ -13,5 +13,6 @@
 // initial listings, so that even the first creation handler sees complete
 // indices (compat: indices-complete).
 //
-// The root package kopfgo re-exports Index and NewIndex; prefer it.
+// The root package kopfgo re-exports Index, and registers indices with
+// kopfgo.NewIndex; prefer it.
 package indexing

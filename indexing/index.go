@@ -37,8 +37,8 @@ type entry[V any] struct {
 	val V
 }
 
-// NewIndex returns an empty index.
-func NewIndex[K comparable, V any]() *Index[K, V] {
+// newIndex returns an empty index.
+func newIndex[K comparable, V any]() *Index[K, V] {
 	return &Index[K, V]{stores: map[K]*store[V]{}, reverse: map[ObjectKey][]K{}}
 }
 

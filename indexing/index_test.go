@@ -20,7 +20,7 @@ func sorted(vs []string) []string { slices.Sort(vs); return vs }
 
 func TestIndexStructure(t *testing.T) {
 	// The manual's §25.2 example: three objects, two keys.
-	ix := NewIndex[string, string]()
+	ix := newIndex[string, string]()
 	ix.replace(obj("1"), map[string]string{"key1": "valueA"})
 	ix.replace(obj("2"), map[string]string{"key1": "valueB"})
 	ix.replace(obj("3"), map[string]string{"key2": "valueC"})
@@ -53,7 +53,7 @@ func TestIndexStructure(t *testing.T) {
 }
 
 func TestIndexAllIsASnapshot(t *testing.T) {
-	ix := NewIndex[string, int]()
+	ix := newIndex[string, int]()
 	for i := range 5 {
 		ix.replace(obj(fmt.Sprint(i)), map[string]int{"k": i, fmt.Sprint("own", i): i})
 	}
@@ -71,7 +71,7 @@ func TestIndexAllIsASnapshot(t *testing.T) {
 }
 
 func TestIndexIsSafeForConcurrentUse(t *testing.T) {
-	ix := NewIndex[int, int]()
+	ix := newIndex[int, int]()
 	var wg sync.WaitGroup
 	for w := range 4 {
 		wg.Go(func() {
@@ -102,7 +102,7 @@ type feed struct {
 }
 
 func newFeed(t *testing.T, fn Func[string, string], configure func(*handlers.Handler)) *feed {
-	ix, err := Register("pods", fn, func(h *handlers.Handler) {
+	ix, err := Register(&handlers.Registry{}, "pods", fn, func(h *handlers.Handler) {
 		h.ID = "idx"
 		if configure != nil {
 			configure(h)
@@ -248,7 +248,7 @@ func TestRegisterNamesTheIndexer(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			ix, err := Register("pods", tt.fn, tt.configure)
+			ix, err := Register(&handlers.Registry{}, "pods", tt.fn, tt.configure)
 			if tt.want == "" {
 				if err != nil || ix.Spec().ID != "byName" || !slices.Equal(ix.Spec().Field, []string{"spec", "x"}) {
 					t.Errorf("err = %v, spec = %+v; want the name without a field suffix (compat: indices-declare)", err, ix.Spec())

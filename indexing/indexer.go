@@ -10,7 +10,6 @@ import (
 
 	"github.com/kopfgo/kopfgo/handlers"
 	"github.com/kopfgo/kopfgo/internal/dicts"
-	"github.com/kopfgo/kopfgo/internal/resources"
 )
 
 // Func is an indexing function: the keys and values an object contributes.
@@ -60,11 +59,10 @@ type failure struct {
 	permanent bool
 }
 
-// New returns an indexer running fn under the options in spec. Indexers
-// default to the ignored errors mode (compat: indices-errors): set spec.Errors before the
-// user's options apply.
-func New[K comparable, V any](spec *handlers.Handler, fn Func[K, V]) *Indexer[K, V] {
-	return &Indexer[K, V]{spec: spec, fn: fn, index: NewIndex[K, V](), fails: map[ObjectKey]*failure{}}
+// newIndexer returns an indexer running fn under the options in spec (see
+// Register).
+func newIndexer[K comparable, V any](spec *handlers.Handler, fn Func[K, V]) *Indexer[K, V] {
+	return &Indexer[K, V]{spec: spec, fn: fn, index: newIndex[K, V](), fails: map[ObjectKey]*failure{}}
 }
 
 // Index returns the index the indexer maintains.
@@ -77,7 +75,7 @@ func (ix *Indexer[K, V]) Spec() *handlers.Handler { return ix.spec }
 // deleted, stops matching the filters (compat: indices-removal), or fails (compat: indices-errors).
 func (ix *Indexer[K, V]) Observe(ctx context.Context, ev Observation) {
 	c := ev.Cause
-	key := KeyOf(c.Body)
+	key := keyOf(c.Body)
 	if ev.Deleted {
 		ix.index.discard(key)
 		ix.mu.Lock()
@@ -204,8 +202,8 @@ func (ix *Indexer[K, V]) fail(key ObjectKey, err error, ev Observation) {
 	log.Error(line)
 }
 
-// KeyOf returns the key of an object in the indices' bookkeeping.
-func KeyOf(body map[string]any) ObjectKey {
+// keyOf returns the key of an object in the indices' bookkeeping.
+func keyOf(body map[string]any) ObjectKey {
 	meta := dicts.Map(body, "metadata")
 	return ObjectKey{
 		Namespace: dicts.String(meta, "namespace"),
@@ -214,53 +212,12 @@ func KeyOf(body map[string]any) ObjectKey {
 	}
 }
 
-// Register builds an indexer from a registration: the resource as the user
-// wrote it, the function, and the options. The index's name is the
-// function's name or the ID option, with no field suffix (compat: indices-declare); closures
-// need an ID. Indexers default to the ignored errors mode (compat: indices-errors). The
-// indexer is returned even with errors, so that its index exists; the
-// errors, each naming the indexer, are for Run to report.
-func Register[K comparable, V any](resource string, fn Func[K, V], configure func(*handlers.Handler)) (*Indexer[K, V], error) {
-	h := &handlers.Handler{Resource: resource, Errors: handlers.ErrorsIgnored}
-	if configure != nil {
-		configure(h)
-	}
-	full, derived := handlers.FuncName(fn)
-	h.FuncName = full
-	what := fmt.Sprintf("NewIndex(%q) indexer %s", resource, full)
-	if h.ID != "" {
-		what = fmt.Sprintf("NewIndex(%q) indexer %q (%s)", resource, h.ID, full)
-	} else {
-		h.ID = derived
-	}
-	var errs []error
-	switch {
-	case fn == nil:
-		errs = append(errs, errors.New("the index function is nil"))
-	case h.ID == "":
-		errs = append(errs, errors.New("a closure or function literal has no stable name; give it kopfgo.ID(\"...\"), the index's name"))
-	}
-	if h.Filters.Field != "" {
-		path, err := dicts.ParsePath(h.Filters.Field)
-		if err != nil {
-			errs = append(errs, err)
-		}
-		h.Field = path
-	}
-	if err := h.Filters.Validate(len(h.Field) > 0, false); err != nil {
-		errs = append(errs, err)
-	}
-	if h.Retries < 0 || h.Backoff < 0 || h.Timeout < 0 {
-		errs = append(errs, errors.New("Retries, Backoff and Timeout must not be negative"))
-	}
-	sel, err := resources.Parse(resource)
-	if err != nil {
-		errs = append(errs, err)
-	}
-	h.Selector = sel
-	ix := New(h, fn)
-	if err := errors.Join(errs...); err != nil {
-		return ix, fmt.Errorf("%s: %w", what, err)
-	}
-	return ix, nil
+// Register builds an indexer from a registration (the resource as the user
+// wrote it, the function, the options), validated and recorded in reg as
+// every handler is (Registry.AddIndex). The indexer is returned even with
+// errors, so that its index exists; the errors, each naming the indexer,
+// are returned too, and kept in reg for Run to report.
+func Register[K comparable, V any](reg *handlers.Registry, resource string, fn Func[K, V], configure func(*handlers.Handler)) (*Indexer[K, V], error) {
+	spec, err := reg.AddIndex(resource, fn, configure)
+	return newIndexer(spec, fn), err
 }

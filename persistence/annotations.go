@@ -5,7 +5,7 @@ import (
 
 	"github.com/kopfgo/kopfgo/internal/conventions"
 	"github.com/kopfgo/kopfgo/internal/dicts"
-	"github.com/kopfgo/kopfgo/internal/patch"
+	"github.com/kopfgo/kopfgo/patch"
 )
 
 // Kopf's defaults for the annotations storage.

@@ -3,7 +3,7 @@ package persistence
 import (
 	"testing"
 
-	"github.com/kopfgo/kopfgo/internal/patch"
+	"github.com/kopfgo/kopfgo/patch"
 )
 
 func BenchmarkRecordEncode(b *testing.B) {

@@ -4,7 +4,7 @@ import (
 	"maps"
 
 	"github.com/kopfgo/kopfgo/internal/dicts"
-	"github.com/kopfgo/kopfgo/internal/patch"
+	"github.com/kopfgo/kopfgo/patch"
 )
 
 // purgeField nulls a field that exists in the body; when only the patch has

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/kopfgo/kopfgo/internal/dicts"
-	"github.com/kopfgo/kopfgo/internal/patch"
+	"github.com/kopfgo/kopfgo/patch"
 )
 
 // Kopf's documented multi-storage example (compat: persistence-progress-storages).

@@ -5,7 +5,7 @@ import (
 	"strings"
 
 	"github.com/kopfgo/kopfgo/internal/dicts"
-	"github.com/kopfgo/kopfgo/internal/patch"
+	"github.com/kopfgo/kopfgo/patch"
 )
 
 // Kopf's defaults for the status storage. "{name}" in a field is replaced by

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/kopfgo/kopfgo/internal/dicts"
-	"github.com/kopfgo/kopfgo/internal/patch"
+	"github.com/kopfgo/kopfgo/patch"
 )
 
 // How the status storage holds records: plain objects, as the API server

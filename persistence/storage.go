@@ -3,7 +3,7 @@ package persistence
 import (
 	"errors"
 
-	"github.com/kopfgo/kopfgo/internal/patch"
+	"github.com/kopfgo/kopfgo/patch"
 )
 
 // Storage keeps handlers' progress records, as Kopf's ProgressStorage does.

@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"runtime"
 	"runtime/debug"
 	"strings"
@@ -17,6 +16,7 @@ import (
 
 	"github.com/kopfgo/kopfgo/internal/cli"
 	"github.com/kopfgo/kopfgo/internal/testlog"
+	"github.com/kopfgo/kopfgo/internal/testmod"
 )
 
 // execute runs the kopfgo command line in dir and returns its exit code and
@@ -415,25 +415,7 @@ func TestRunWithKopfgo(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rootMod, err := os.ReadFile(filepath.Join(root, "go.mod"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	rootSum, err := os.ReadFile(filepath.Join(root, "go.sum"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	// kopfgo's own requirements and sums, so the build list is kopfgo's.
-	goLine := regexp.MustCompile(`(?m)^go [0-9.]+$`).Find(rootMod)
-	if goLine == nil {
-		t.Fatalf("no go directive in %s", filepath.Join(root, "go.mod"))
-	}
-	_, requires, _ := strings.Cut(string(rootMod), "\nrequire")
-	dir := t.TempDir()
-	writeFiles(t, dir, map[string]string{
-		"go.mod": "module example.com/op\n\n" + string(goLine) + "\n\nrequire github.com/kopfgo/kopfgo v0.0.0\n\n" +
-			"replace github.com/kopfgo/kopfgo => " + root + "\n\nrequire" + requires,
-		"go.sum": string(rootSum),
+	dir := testmod.Write(t, root, "example.com/op", map[string]string{
 		"handlers/handlers.go": `package handlers
 
 import (
@@ -450,11 +432,10 @@ func createFn(ctx context.Context, c *kopfgo.Change) (any, error) {
 }
 `,
 	})
-	// The module cache may hold none of these modules (a fresh machine, or
-	// only the packages this test binary needed): the go command fetches
-	// what is missing through the module proxy, as it does for a user.
-	// go.mod and go.sum are complete, so nothing is written to them.
-	t.Setenv("GOFLAGS", "-mod=readonly")
+	for _, kv := range testmod.Vars {
+		k, v, _ := strings.Cut(kv, "=")
+		t.Setenv(k, v)
+	}
 	t.Setenv("KUBECONFIG", filepath.Join(dir, "no-such-kubeconfig"))
 
 	code, _, stderr := execute(t, dir, "run", "./handlers", "--log-format=json", "-n", "default",

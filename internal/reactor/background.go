@@ -10,7 +10,7 @@ import (
 	"github.com/kopfgo/kopfgo/diffbase"
 	"github.com/kopfgo/kopfgo/handlers"
 	"github.com/kopfgo/kopfgo/internal/kube"
-	"github.com/kopfgo/kopfgo/internal/patch"
+	"github.com/kopfgo/kopfgo/patch"
 )
 
 // background is what an object's state keeps for its daemons and timers.

@@ -10,9 +10,9 @@ import (
 	"github.com/kopfgo/kopfgo/causes"
 	"github.com/kopfgo/kopfgo/diffbase"
 	"github.com/kopfgo/kopfgo/handlers"
-	"github.com/kopfgo/kopfgo/internal/patch"
 	"github.com/kopfgo/kopfgo/internal/plan"
 	"github.com/kopfgo/kopfgo/internal/pyrepr"
+	"github.com/kopfgo/kopfgo/patch"
 )
 
 // pass is one pass over an object: what read found, for plan and act.

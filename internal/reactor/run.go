@@ -152,14 +152,10 @@ func Run(ctx context.Context, cfg Config) error {
 		}
 		t.Stop()
 	}
-	hcancel(ErrOperatorExiting)
+	hcancel(handlers.ErrOperatorExiting)
 	<-stopped
 	return nil
 }
-
-// ErrOperatorExiting is the cause of the cancellation of handlers that are
-// still running when the operator's exit timeout has passed.
-var ErrOperatorExiting = errors.New("the operator is exiting")
 
 // limiter caps concurrent handler invocations at n (Execution.MaxWorkers);
 // nil, with no cap.

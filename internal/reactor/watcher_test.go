@@ -163,7 +163,7 @@ func TestEventHandlerResultsAreStoredAndFiltersApply(t *testing.T) {
 func TestIndicesArePopulatedBeforeAnyHandler(t *testing.T) {
 	s := newScenario(t)
 	blocked, release := make(chan struct{}), make(chan struct{})
-	ix, err := indexing.Register("pods", func(ctx context.Context, o *handlers.Object) (map[string]string, error) {
+	ix, err := indexing.Register(&handlers.Registry{}, "pods", func(ctx context.Context, o *handlers.Object) (map[string]string, error) {
 		if o.Name == "pod-19" {
 			close(blocked)
 			<-release

@@ -10,7 +10,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/kopfgo/kopfgo/diffbase"
-	"github.com/kopfgo/kopfgo/internal/patch"
+	"github.com/kopfgo/kopfgo/patch"
 )
 
 // The floor and the peer must write byte for byte what kopfgo writes, or the
