@@ -33,6 +33,7 @@ func TestLayers(t *testing.T) {
 		"internal/hierarchies": nil,
 		"internal/unjson":      nil,
 		"internal/testlog":     nil,
+		"internal/testmod":     nil,
 		"internal/pyrepr":      nil,
 		"handlers":             append([]string{"causes", "diffbase", "persistence", "internal/resources", "internal/config"}, leaves...),
 		"indexing":             append([]string{"handlers", "causes", "diffbase", "persistence", "internal/resources", "internal/config"}, leaves...),
