@@ -26,6 +26,9 @@ func TestLayers(t *testing.T) {
 		"internal/config":      append([]string{"diffbase", "persistence", "internal/logging"}, leaves...),
 		"internal/kube":        append([]string{"internal/resources", "internal/unjson"}, leaves...),
 		"internal/health":      nil,
+		"internal/rbac":        {"internal/resources"},
+		"internal/metrics":     nil,
+		"internal/inspect":     {"diffbase", "persistence"},
 		"internal/posting":     {"internal/config", "internal/logging", "internal/pyrepr"},
 		"internal/hierarchies": nil,
 		"internal/unjson":      nil,
@@ -39,7 +42,7 @@ func TestLayers(t *testing.T) {
 		"internal/reactor": append([]string{"daemons", "indexing", "handlers", "causes", "diffbase", "persistence", "internal/plan", "internal/resources",
 			"internal/config", "internal/kube", "internal/logging", "internal/posting", "internal/pyrepr"}, leaves...),
 		"": {"daemons", "indexing", "handlers", "causes", "patch", "internal/config", "internal/kube", "internal/logging", "internal/reactor", "internal/cli",
-			"internal/health", "internal/posting", "internal/hierarchies"},
+			"internal/health", "internal/posting", "internal/hierarchies", "internal/rbac", "internal/resources", "internal/metrics"},
 	}
 	out, err := exec.Command("go", "list", "-f", `{{.ImportPath}}{{range .Imports}} {{.}}{{end}}`, "./...").CombinedOutput()
 	if err != nil {

@@ -3,6 +3,7 @@ package kopfgo
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -35,7 +36,7 @@ func Main() { MainOperator(defaultOperator) }
 // the logging, unless op was given a Logger of its own.
 func MainOperator(op *Operator) {
 	root := newRunCommand(op, filepath.Base(os.Args[0]))
-	root.AddCommand(NewRunCommand(op))
+	root.AddCommand(NewRunCommand(op), newRBACCommand(op))
 	os.Exit(cli.Execute(root, os.Args[1:], os.Stderr))
 }
 
@@ -82,6 +83,9 @@ func runOperator(op *Operator, flags *cli.RunFlags, stderr io.Writer) error {
 	if flags.Liveness != "" {
 		op.opts.Liveness = flags.Liveness
 	}
+	if flags.MetricsAddr != "" {
+		op.opts.MetricsAddr = flags.MetricsAddr
+	}
 	ctx, stop := cli.SignalContext(context.Background(), logger, op.ultimateExitingTimeout)
 	defer stop()
 	err := op.Run(ctx)
@@ -90,4 +94,33 @@ func runOperator(op *Operator, flags *cli.RunFlags, stderr io.Writer) error {
 		return &cli.ExitCodeError{Code: cli.ExitError}
 	}
 	return nil
+}
+
+// newRBACCommand is `BIN rbac`: the RBAC the handlers need, which `kopfgo
+// rbac ./pkg` runs after building the operator.
+func newRBACCommand(op *Operator) *cobra.Command {
+	var o RBACOptions
+	cmd := &cobra.Command{
+		Use:   "rbac [flags]",
+		Short: "Print the least-privilege RBAC roles and bindings the handlers need",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			out, err := RBAC(cmd.Context(), op, o)
+			if err != nil {
+				fmt.Fprintln(cmd.ErrOrStderr(), "Error:", err)
+				return &cli.ExitCodeError{Code: cli.ExitError}
+			}
+			_, err = cmd.OutOrStdout().Write(out)
+			return err
+		},
+	}
+	fs := cmd.Flags()
+	fs.StringArrayVarP(&o.Namespaces, "namespace", "n", nil, "the namespaces the operator serves (as for run); none: the whole cluster")
+	fs.BoolVar(&o.Namespaced, "namespaced", false, "Roles in each namespace instead of a ClusterRole (needs -n with plain names)")
+	fs.StringVar(&o.Name, "name", "kopfgo-operator", "the name of the roles and bindings")
+	fs.StringVar(&o.ServiceAccount, "service-account", "", "the service account to bind (default: --name)")
+	fs.StringVar(&o.ServiceAccountNamespace, "service-account-namespace", "default", "the service account's namespace")
+	fs.StringVar(&o.Kubeconfig, "kubeconfig", "", "the kubeconfig of the cluster that resolves the resources")
+	fs.StringVar(&o.Context, "context", "", "the kubeconfig context")
+	return cmd
 }

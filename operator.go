@@ -53,6 +53,10 @@ type Options struct {
 	// Liveness, e.g. "http://0.0.0.0:8080/healthz", serves the probe
 	// handlers' results there once the operator has started. Empty: off.
 	Liveness string
+	// MetricsAddr, e.g. "0.0.0.0:9090", serves Prometheus metrics at
+	// /metrics and readiness at /readyz. Without it, the liveness endpoint
+	// serves both, if there is one.
+	MetricsAddr string
 	// Memo is the operator's memo (see Memo), the one activity handlers
 	// get: every object's memo starts as a shallow copy of it. Nil: an
 	// empty one.
@@ -147,12 +151,30 @@ func (op *Operator) Run(ctx context.Context) error {
 		return runActivity(ctx, kind, op.reg.Activities(kind))
 	}
 
+	// Readiness and metrics (observability.go): their own server, if any,
+	// serves from now on, so that /readyz says 503 during the startup.
+	obs := newObservability(op.opts)
+	var obsWG sync.WaitGroup
+	defer obsWG.Wait()
+	obsCtx, obsCancel := context.WithCancelCause(ctx)
+	defer obsCancel(nil)
+	if op.opts.MetricsAddr != "" {
+		obsWG.Go(func() {
+			if err := obs.serve(obsCtx, op.opts, logger); err != nil {
+				logger.Error(err.Error())
+				obsCancel(err)
+			}
+		})
+	}
+	ctx = obsCtx
+
 	if _, err := activity(ctx, handlers.Startup); err != nil {
 		if ctx.Err() != nil {
 			return nil
 		}
 		return fmt.Errorf("the operator cannot start: %w", err)
 	}
+	obs.ready.StartupDone()
 	// The startup handlers have returned: nothing writes settings now.
 	op.logFilter.Set(settings.Logging.Filter)
 	settings = settings.WithDefaults()
@@ -180,7 +202,7 @@ func (op *Operator) Run(ctx context.Context) error {
 	defer wg.Wait()
 	if liveness != nil {
 		srv := &health.Server{
-			Endpoint: *liveness, Clock: clk, Logger: logger,
+			Endpoint: *liveness, Clock: clk, Logger: logger, Extra: obs.handlers(op.opts),
 			Probe: func(ctx context.Context) (map[string]any, error) { return activity(ctx, handlers.Probe) },
 		}
 		wg.Go(func() {
@@ -201,6 +223,7 @@ func (op *Operator) Run(ctx context.Context) error {
 		Clock:      clk,
 		Indexers:   indexers,
 		Memo:       op.memo,
+		Hooks:      obs, // readiness and metrics
 
 		DefaultNamespace: op.defaultNamespace(),
 	})

@@ -59,6 +59,9 @@ type Cycle struct {
 	// Invoke wraps each handler call, e.g. to limit concurrency; nil calls
 	// the handler directly.
 	Invoke func(ctx context.Context, call func())
+	// Observe, when set, is told of each handler call: its error (nil on
+	// success), the attempt's number (0: the first) and its duration.
+	Observe func(id string, reason causes.Reason, err error, retry int, d time.Duration)
 
 	// parent is set in the cycles of sub-handlers (subhandlers.go).
 	parent *scope
@@ -284,8 +287,11 @@ func (c *Cycle) attempt(ctx context.Context, h *Handler, prev *persistence.Recor
 		rec.Message = "interrupted by the operator's exit"
 		return &rec, nil
 	}
-	rec.Retries++
 	end := c.Clock.Now().UTC().Truncate(time.Microsecond)
+	if c.Observe != nil {
+		c.Observe(h.ID, c.Reason, err, rec.Retries, end.Sub(now))
+	}
+	rec.Retries++
 	if sub.pending && (err == nil || errors.Is(err, ErrSubhandlersPending)) {
 		// Not a failure: the parent is invoked again when a child is due,
 		// and its result is delivered only once all children are done.

@@ -1,6 +1,9 @@
 // Command kopfgo is the command line of kopfgo, as `kopf` is Kopf's:
 //
 //	kopfgo run PATH... [flags]   build the operator in PATH and run it
+//	kopfgo build PATH... -o BIN  build it into a static binary, for images
+//	kopfgo rbac PATH... [flags]  print the least-privilege RBAC its handlers need
+//	kopfgo inspect RESOURCE      show objects' handling state, no operator needed
 //	kopfgo version               print the versions of kopfgo and Go
 //
 // `kopfgo run ./handlers -n default` works like `kopf run handlers.py -n
@@ -23,4 +26,10 @@
 // Ctrl-C in a terminal reaches it once, through kopfgo: the first signal
 // stops it gracefully, a second one at once. kopfgo exits with the
 // operator's exit code.
+//
+// `kopfgo build` is run's build step alone (one implementation: runner.build),
+// statically linked, so that images need no Go toolchain; `kopfgo rbac`
+// builds the same way and runs the operator's own `rbac` subcommand, which
+// knows the registry. `kopfgo inspect`
+// reads the objects' records with the kubeconfig alone (internal/inspect).
 package main

@@ -64,8 +64,9 @@ func runArgs(_ *cobra.Command, args []string) error {
 // runner builds the operator and runs it. Its fields are for tests.
 type runner struct {
 	stdout, stderr io.Writer
-	goTool         string // "go" in PATH if empty
-	workDir        string // the current directory if empty
+	goTool         string   // "go" in PATH if empty
+	workDir        string   // the current directory if empty
+	env            []string // added to the go build's environment
 }
 
 // pkg is what go list says of a package.
@@ -86,20 +87,8 @@ type plan struct {
 }
 
 func (r *runner) run(paths, args []string) error {
-	if r.goTool == "" {
-		goTool, err := exec.LookPath("go")
-		if err != nil {
-			fmt.Fprintln(r.stderr, "kopfgo: kopfgo run needs the go command in PATH to build the operator:", err)
-			return &cli.ExitCodeError{Code: cli.ExitError}
-		}
-		r.goTool = goTool
-	}
-	if r.workDir == "" {
-		wd, err := os.Getwd()
-		if err != nil {
-			return r.fail(paths, err)
-		}
-		r.workDir = wd
+	if err := r.setup(paths); err != nil {
+		return err
 	}
 
 	// From here on, SIGINT and SIGTERM stop the build, then go to the operator.
@@ -126,7 +115,7 @@ func (r *runner) run(paths, args []string) error {
 			interrupted <- nil
 		}
 	}()
-	bin, err := r.build(ctx, paths, tmp)
+	bin, err := r.build(ctx, paths, tmp, "")
 	close(building)
 	if s := <-interrupted; s != nil {
 		return &cli.ExitCodeError{Code: cli.SignalExitCode(s)}
@@ -137,14 +126,36 @@ func (r *runner) run(paths, args []string) error {
 	return r.exec(bin, append([]string{"run"}, args...), sigs)
 }
 
+// setup finds the go command and the current directory, unless set.
+func (r *runner) setup(paths []string) error {
+	if r.goTool == "" {
+		goTool, err := exec.LookPath("go")
+		if err != nil {
+			fmt.Fprintln(r.stderr, "kopfgo: kopfgo needs the go command in PATH to build the operator:", err)
+			return &cli.ExitCodeError{Code: cli.ExitError}
+		}
+		r.goTool = goTool
+	}
+	if r.workDir == "" {
+		wd, err := os.Getwd()
+		if err != nil {
+			return r.fail(paths, err)
+		}
+		r.workDir = wd
+	}
+	return nil
+}
+
 // fail reports an error about building paths.
 func (r *runner) fail(paths []string, err error) error {
 	fmt.Fprintf(r.stderr, "kopfgo: cannot build %s: %v\n", strings.Join(paths, " "), err)
 	return &cli.ExitCodeError{Code: cli.ExitError}
 }
 
-// build builds the operator of paths into dir and returns the binary.
-func (r *runner) build(ctx context.Context, paths []string, dir string) (string, error) {
+// build builds the operator of paths and returns the binary: bin if given,
+// else a file in dir named after the operator. dir also holds the generated
+// main.
+func (r *runner) build(ctx context.Context, paths []string, dir, bin string) (string, error) {
 	p, err := r.plan(ctx, paths)
 	if ctx.Err() != nil {
 		return "", ctx.Err() // interrupted: nothing to report
@@ -152,7 +163,9 @@ func (r *runner) build(ctx context.Context, paths []string, dir string) (string,
 	if err != nil {
 		return "", r.fail(paths, err)
 	}
-	bin := filepath.Join(dir, binaryName(p))
+	if bin == "" {
+		bin = filepath.Join(dir, binaryName(p))
+	}
 	args := []string{"build", "-o", bin}
 	if p.isMain {
 		args = append(args, p.pkgs[0].ImportPath)
@@ -178,6 +191,7 @@ func (r *runner) build(ctx context.Context, paths []string, dir string) (string,
 	var out bytes.Buffer
 	cmd := exec.CommandContext(ctx, r.goTool, args...)
 	cmd.Dir = p.buildDir
+	cmd.Env = append(os.Environ(), r.env...)
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Run(); err != nil {
 		if ctx.Err() != nil {

@@ -29,6 +29,7 @@ type RunFlags struct {
 	Kubeconfig    string   // --kubeconfig
 	Context       string   // --context
 	Liveness      string   // -L/--liveness
+	MetricsAddr   string   // --metrics-addr (kopfgo's own)
 }
 
 // The environment variables of the flags, as Kopf's click names them
@@ -49,6 +50,7 @@ var envNames = map[string]string{
 	"kubeconfig":     "KOPF_RUN_KUBECONFIG",
 	"context":        "KOPF_RUN_CONTEXT",
 	"liveness":       "KOPF_RUN_LIVENESS_ENDPOINT",
+	"metrics-addr":   "KOPFGO_METRICS_ADDR",
 }
 
 // LegacyNamespaceEnv names one more namespace, appended to the others.
@@ -84,7 +86,10 @@ func (f *RunFlags) Bind(fs *pflag.FlagSet) {
 	fs.StringVar(&f.Context, "context", "", usage("context",
 		"kubeconfig context (default: the current context)"))
 	fs.StringVarP(&f.Liveness, "liveness", "L", "", usage("liveness",
-		"serve the probe handlers' results for liveness probes at this URL, e.g. http://0.0.0.0:8080/healthz"))
+		"serve the probe handlers' results for liveness probes at this URL, e.g. http://0.0.0.0:8080/healthz; "+
+			"/readyz there answers readiness probes, and /metrics serves the metrics unless --metrics-addr is given"))
+	fs.StringVar(&f.MetricsAddr, "metrics-addr", "", usage("metrics-addr",
+		"serve Prometheus metrics at http://ADDR/metrics (and readiness at /readyz), e.g. 0.0.0.0:9090"))
 }
 
 // Complete applies the environment variables to the flags not given on the

@@ -61,6 +61,8 @@ type Server struct {
 	// Timeouts against slow or stuck clients; zero fields take the
 	// defaults (DefaultTimeouts).
 	Timeouts Timeouts
+	// Extra handlers by path, e.g. /readyz and /metrics.
+	Extra map[string]http.Handler
 
 	mu      sync.Mutex // serialises probe runs: at most one in flight
 	cached  []byte
@@ -108,18 +110,31 @@ const maxHeaderBytes = 16 << 10
 // Run serves until ctx ends. The listener is opened before Run returns an
 // error for it, so a port conflict is reported at once.
 func (s *Server) Run(ctx context.Context) error {
-	ln := s.Listener
-	if ln == nil {
-		var err error
-		if ln, err = net.Listen("tcp", s.Endpoint.Addr); err != nil {
-			return fmt.Errorf("cannot serve the liveness endpoint on %s: %w", s.Endpoint.Addr, err)
-		}
-	}
 	mux := http.NewServeMux()
 	mux.HandleFunc(s.Endpoint.Path, s.serve)
-	to := s.Timeouts.withDefaults()
+	for path, h := range s.Extra {
+		if path != s.Endpoint.Path {
+			mux.Handle(path, h)
+		}
+	}
+	return Serve(ctx, s.Endpoint.Addr, s.Listener, mux, s.Timeouts, s.Logger, "liveness endpoint", "Serving health status at http://%s"+s.Endpoint.Path)
+}
+
+// Serve serves h on addr (or on ln, if given) until ctx ends, with the
+// timeouts (zero fields: DefaultTimeouts); what names it in errors, line (a
+// format of the address) is logged when it serves. The listener is opened
+// before Serve returns an error for it, so a port conflict is reported at
+// once.
+func Serve(ctx context.Context, addr string, ln net.Listener, h http.Handler, timeouts Timeouts, logger *slog.Logger, what, line string) error {
+	if ln == nil {
+		var err error
+		if ln, err = net.Listen("tcp", addr); err != nil {
+			return fmt.Errorf("cannot serve the %s on %s: %w", what, addr, err)
+		}
+	}
+	to := timeouts.withDefaults()
 	srv := &http.Server{
-		Handler: mux, ReadHeaderTimeout: to.ReadHeader, ReadTimeout: to.Read, WriteTimeout: to.Write,
+		Handler: h, ReadHeaderTimeout: to.ReadHeader, ReadTimeout: to.Read, WriteTimeout: to.Write,
 		IdleTimeout: to.Idle, MaxHeaderBytes: maxHeaderBytes,
 	}
 	done := make(chan struct{})
@@ -130,7 +145,7 @@ func (s *Server) Run(ctx context.Context) error {
 		defer cancel()
 		_ = srv.Shutdown(shutdown)
 	}()
-	s.Logger.Debug(fmt.Sprintf("Serving health status at http://%s%s", ln.Addr(), s.Endpoint.Path))
+	logger.Debug(fmt.Sprintf(line, ln.Addr()))
 	err := srv.Serve(ln)
 	<-done
 	if errors.Is(err, http.ErrServerClosed) {

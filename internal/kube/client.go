@@ -197,7 +197,7 @@ func (c *Client) Apply(ctx context.Context, res resources.Resource, namespace, n
 		if err != nil {
 			verb := "patch"
 			if part.sub != "" {
-				verb = "patch the status of"
+				verb = verbPatchStatus
 			}
 			return last, explain(err, verb, res, namespace, name)
 		}

@@ -87,6 +87,9 @@ func transient(err error) bool {
 		utilnet.IsConnectionRefused(err) || utilnet.IsProbableEOF(err)
 }
 
+// verbPatchStatus is the verb of a status patch in messages.
+const verbPatchStatus = "patch the status of"
+
 // explain turns a failed request into an error that says what to do: a 403
 // names the verb, resource and namespace the operator lacks.
 func explain(err error, verb string, res resources.Resource, namespace, name string) error {
@@ -95,8 +98,14 @@ func explain(err error, verb string, res resources.Resource, namespace, name str
 		if namespace != "" {
 			where = "in namespace " + namespace
 		}
+		// The rule to grant: the verb itself, on "plural/status" for the
+		// status subresource, as RBAC rules and `kopfgo rbac` spell them.
+		rule, resource := verb, res.Plural
+		if verb == verbPatchStatus {
+			rule, resource = "patch", res.Plural+"/status"
+		}
 		return fmt.Errorf("%w: the operator may not %s %s %s (object %s); grant it the %q verb on %q in its RBAC: %w",
-			ErrForbidden, verb, res, where, name, verb, res.Plural+"."+res.Group, err)
+			ErrForbidden, verb, res, where, name, rule, resource+"."+res.Group, err)
 	}
 	return fmt.Errorf("%s %s %s: %w", verb, res, objectName(namespace, name), err)
 }

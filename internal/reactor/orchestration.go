@@ -89,11 +89,18 @@ func (o *orchestrator) serve(served []resources.Resource) {
 			w := newWatcher(o.run, res, ns, o.scope, gate)
 			prev, done := o.exited[key], make(chan struct{})
 			o.exited[key] = done
+			if prev == nil {
+				o.hooks().WatchStarted(key) // hook: readiness
+			}
 			o.wg.Go(func() {
 				defer close(done)
 				if prev != nil {
+					// The previous watch has stopped (and said so to
+					// readiness): this one starts listing only now.
 					<-prev
+					o.hooks().WatchStarted(key) // hook: readiness
 				}
+				defer o.hooks().WatchStopped(key)
 				w.watch(ctx)
 			})
 			if ns == "" || len(started) == 0 || started[len(started)-1] != res.String() {

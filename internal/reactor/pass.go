@@ -250,6 +250,7 @@ func (w *watcher) handle(ctx context.Context, ps *pass, reason causes.Reason) ne
 		Patch: c.Patch, Storage: w.Settings.Persistence.ProgressStorage, Clock: w.Clock, Logger: ps.log, Memo: c.Memo,
 		DefaultBackoff: w.Settings.Execution.DefaultBackoff,
 		Invoke:         w.invoke, Handling: w.Settings.Handling,
+		Observe: w.hooks().Handler, // hook: handler invocations
 	}
 	logProgress(ctx, ps.log, reason, c.Body, c.Old, c.New, c.Diff)
 	out := cycle.Run(w.handlerContext(ctx))

@@ -39,6 +39,9 @@ type Config struct {
 	// Memo is the operator's memo, copied into every object's memo when
 	// the object first appears (compat: memos-operator). Nil: objects start empty.
 	Memo *handlers.Memo
+	// Hooks are told of the reactor's progress (readiness, metrics); nil:
+	// none.
+	Hooks Hooks
 
 	// onSleep, for tests, is told when a worker starts sleeping until its
 	// delayed handlers are due, and whether it is settled: its own last patch
@@ -88,7 +91,8 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 
 	poster := posting.New(posting.Config{
-		Client: client, Settings: cfg.Settings.Posting, Namespace: cfg.DefaultNamespace, Clock: cfg.Clock, Logger: cfg.Logger,
+		Client:   countingClient{client, cfg.hooks()}, // hook: events posted
+		Settings: cfg.Settings.Posting, Namespace: cfg.DefaultNamespace, Clock: cfg.Clock, Logger: cfg.Logger,
 	})
 	ctx, stopPosting := startPosting(ctx, poster)
 	defer stopPosting() // after the watchers, so that handlers' last Kubernetes Events are posted
@@ -108,10 +112,12 @@ func Run(ctx context.Context, cfg Config) error {
 	if len(cfg.Indexers) > 0 {
 		r.ready = ready
 	}
+	cfg.hooks().Daemons(r.daemons.Running) // hook: daemons and timers running
 
 	var wg sync.WaitGroup
 	orch := newOrchestrator(ctx, r, &wg)
 	orch.serve(served)
+	cfg.hooks().Served() // hook: readiness
 	if r.ready != nil {
 		// The watchers of the first serve hold the handlers until their
 		// indexers have seen the initial listings; resources that appear

@@ -120,21 +120,25 @@ func (w *watcher) watch(ctx context.Context) {
 	if w.indexed != nil {
 		defer w.indexed() // never leave the other handlers waiting
 	}
+	resName := w.res.String()
 	reg, err := w.informer.AddEventHandler(cache.ResourceEventHandlerDetailedFuncs{
 		AddFunc: func(obj any, initial bool) {
 			typ := handlers.EventAdded
 			if initial {
 				typ = handlers.EventListed
 			}
+			w.hooks().WatchEvent(resName, string(typ)) // hook: watch events
 			w.observe(ctx, obj, typ, initial, false)
 		},
 		UpdateFunc: func(_, obj any) {
+			w.hooks().WatchEvent(resName, string(handlers.EventModified))
 			w.observe(ctx, obj, handlers.EventModified, false, false)
 		},
 		DeleteFunc: func(obj any) {
 			if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 				obj = t.Obj
 			}
+			w.hooks().WatchEvent(resName, string(handlers.EventDeleted))
 			w.observe(ctx, obj, handlers.EventDeleted, false, true)
 		},
 	})
@@ -144,6 +148,12 @@ func (w *watcher) watch(ctx context.Context) {
 	}
 	var wg sync.WaitGroup
 	wg.Go(func() { w.informer.RunWithContext(ctx) })
+	wg.Go(func() {
+		key := w.res.String() + "@" + w.namespace
+		if cache.WaitForCacheSync(ctx.Done(), reg.HasSynced) {
+			w.hooks().WatchSynced(key) // hook: readiness
+		}
+	})
 	if w.indexed != nil {
 		// The handler's registration has synced once every object of the
 		// initial listing has passed through observe, indexers included.
@@ -160,6 +170,9 @@ func (w *watcher) watch(ctx context.Context) {
 // human can fix, so it says exactly what to grant; the end of a stream
 // (expired versions, a restarted apiserver) is routine and logged quietly.
 func (w *watcher) watchError(ctx context.Context, err error) {
+	if ctx.Err() == nil {
+		w.hooks().WatchRestart(w.res.String()) // hook: watch restarts
+	}
 	where := w.where()
 	switch {
 	case ctx.Err() != nil:

@@ -272,6 +272,8 @@ func (w *watcher) work(ctx context.Context, wk *worker) {
 // object's queued observations for the watching handlers first, in order,
 // then the pass over its latest state (pass.go).
 func (w *watcher) pass(ctx context.Context, wk *worker) (n next) {
+	w.hooks().Busy(1) // hook: objects in flight
+	defer w.hooks().Busy(-1)
 	w.pool.run(func() {
 		w.dispatch(ctx, wk)
 		w.goodbye(ctx, wk)

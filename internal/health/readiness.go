@@ -1,0 +1,86 @@
+package health
+
+import (
+	"fmt"
+	"net/http"
+	"sort"
+	"strings"
+	"sync"
+)
+
+// Readiness says whether the operator is ready (/readyz): its startup
+// handlers have finished, the resources it serves at startup are all being
+// watched, and every watch has processed its initial listing, indices
+// included. Watches started later (CRDs that appear) count too while they
+// list. Not ready means 503, so that a Service or a rollout waits.
+type Readiness struct {
+	mu      sync.Mutex
+	started bool            // the startup handlers have finished
+	served  bool            // the startup's resources are being watched
+	pending map[string]bool // watches whose initial listing is not done
+}
+
+// StartupDone: the startup handlers have finished.
+func (r *Readiness) StartupDone() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.started = true
+}
+
+// Served: the resources of the startup are all being watched.
+func (r *Readiness) Served() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.served = true
+}
+
+// WatchStarted: a watch lists; the operator is not ready until it has.
+func (r *Readiness) WatchStarted(key string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.pending == nil {
+		r.pending = map[string]bool{}
+	}
+	r.pending[key] = true
+}
+
+// WatchSynced: a watch has processed its initial listing.
+func (r *Readiness) WatchSynced(key string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.pending, key)
+}
+
+// WatchStopped: a watch is gone, listed or not.
+func (r *Readiness) WatchStopped(key string) { r.WatchSynced(key) }
+
+// Ready reports readiness and, when not ready, why.
+func (r *Readiness) Ready() (bool, string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	switch {
+	case !r.started:
+		return false, "the startup handlers have not finished"
+	case !r.served:
+		return false, "the served resources are not watched yet"
+	case len(r.pending) > 0:
+		keys := make([]string, 0, len(r.pending))
+		for k := range r.pending {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		return false, "the initial listing is not complete for " + strings.Join(keys, ", ")
+	}
+	return true, ""
+}
+
+// ServeHTTP answers 200 "ok" when ready, else 503 with the reason.
+func (r *Readiness) ServeHTTP(w http.ResponseWriter, _ *http.Request) {
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	if ok, why := r.Ready(); !ok {
+		w.WriteHeader(http.StatusServiceUnavailable)
+		fmt.Fprintf(w, "not ready: %s\n", why)
+		return
+	}
+	fmt.Fprintln(w, "ok")
+}

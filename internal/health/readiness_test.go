@@ -1,0 +1,33 @@
+package health
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+)
+
+func TestReadiness(t *testing.T) {
+	r := &Readiness{}
+	check := func(code int, body string) {
+		t.Helper()
+		w := httptest.NewRecorder()
+		r.ServeHTTP(w, httptest.NewRequest(http.MethodGet, "/readyz", nil))
+		if w.Code != code || !strings.Contains(w.Body.String(), body) {
+			t.Fatalf("%d %q, want %d with %q", w.Code, w.Body.String(), code, body)
+		}
+	}
+	check(503, "startup handlers")
+	r.StartupDone()
+	check(503, "not watched yet")
+	r.WatchStarted("a@ns")
+	r.WatchStarted("b@")
+	r.Served()
+	check(503, "a@ns, b@")
+	r.WatchSynced("a@ns")
+	check(503, "for b@")
+	r.WatchStopped("b@")
+	check(200, "ok")
+	r.WatchStarted("c@") // a CRD that appeared later
+	check(503, "for c@")
+}

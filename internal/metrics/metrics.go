@@ -1,0 +1,164 @@
+package metrics
+
+import (
+	"context"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	clientmetrics "k8s.io/client-go/tools/metrics"
+)
+
+// Outcomes of handler invocations, as the label "outcome" says them.
+const (
+	Success   = "success"
+	Temporary = "temporary" // a kopfgo.TemporaryError: retried after its delay
+	Permanent = "permanent" // a kopfgo.PermanentError: not retried
+	Exception = "exception" // any other error: retried with the default backoff
+)
+
+// Metrics holds an operator's metrics in a registry of its own.
+type Metrics struct {
+	reg *prometheus.Registry
+
+	invocations   *prometheus.CounterVec
+	duration      *prometheus.HistogramVec
+	retries       *prometheus.CounterVec
+	inFlight      prometheus.Gauge
+	watchEvents   *prometheus.CounterVec
+	watchRestarts *prometheus.CounterVec
+	apiLatency    *prometheus.HistogramVec
+	apiRequests   *prometheus.CounterVec
+	events        *prometheus.CounterVec
+
+	daemonsOnce sync.Once
+}
+
+// New makes the metrics, with the Go runtime and process collectors, and
+// makes them the receiver of client-go's request metrics.
+func New() *Metrics {
+	m := &Metrics{reg: prometheus.NewRegistry()}
+	m.invocations = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "kopfgo_handler_invocations_total",
+		Help: "Calls of resource-changing handlers, by handler id, cause and outcome (success, temporary, permanent, exception).",
+	}, []string{"handler", "cause", "outcome"})
+	m.duration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "kopfgo_handler_duration_seconds",
+		Help:    "How long resource-changing handlers ran, by handler id and cause.",
+		Buckets: []float64{.001, .005, .01, .05, .1, .5, 1, 5, 10, 60, 300},
+	}, []string{"handler", "cause"})
+	m.retries = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "kopfgo_handler_retries_total",
+		Help: "Calls of resource-changing handlers that were retries of an earlier failed call, by handler id and cause.",
+	}, []string{"handler", "cause"})
+	m.inFlight = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "kopfgo_objects_in_flight",
+		Help: "Objects being processed right now.",
+	})
+	m.watchEvents = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "kopfgo_watch_events_total",
+		Help: "Watch events received, by resource and type (LISTED for the initial listing).",
+	}, []string{"resource", "type"})
+	m.watchRestarts = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "kopfgo_watch_restarts_total",
+		Help: "Lists or watches that failed or ended and are retried, by resource.",
+	}, []string{"resource"})
+	m.apiLatency = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "kopfgo_api_request_duration_seconds",
+		Help:    "Latency of Kubernetes API requests, by verb.",
+		Buckets: []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30},
+	}, []string{"verb"})
+	m.apiRequests = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "kopfgo_api_requests_total",
+		Help: "Kubernetes API requests, by verb and HTTP status code (<error> when none came).",
+	}, []string{"verb", "code"})
+	m.events = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "kopfgo_events_posted_total",
+		Help: "Kubernetes Events posted, by result (posted, failed).",
+	}, []string{"result"})
+	m.reg.MustRegister(m.invocations, m.duration, m.retries, m.inFlight, m.watchEvents, m.watchRestarts,
+		m.apiLatency, m.apiRequests, m.events,
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	current.Store(m)
+	registerClientGo.Do(func() {
+		clientmetrics.Register(clientmetrics.RegisterOpts{RequestLatency: latencyAdapter{}, RequestResult: resultAdapter{}})
+	})
+	return m
+}
+
+// Registry is where the metrics are, for serving or for tests.
+func (m *Metrics) Registry() *prometheus.Registry { return m.reg }
+
+// HTTPHandler serves the metrics in Prometheus' text format.
+func (m *Metrics) HTTPHandler() http.Handler {
+	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{})
+}
+
+// HandlerCalled records one handler call: its outcome (Success, ...), its
+// attempt's number (0: the first) and its duration.
+func (m *Metrics) HandlerCalled(id, cause, outcome string, retry int, d time.Duration) {
+	m.invocations.WithLabelValues(id, cause, outcome).Inc()
+	m.duration.WithLabelValues(id, cause).Observe(d.Seconds())
+	if retry > 0 {
+		m.retries.WithLabelValues(id, cause).Inc()
+	}
+}
+
+// Busy adds delta to the objects in flight.
+func (m *Metrics) Busy(delta int) { m.inFlight.Add(float64(delta)) }
+
+// WatchEvent counts a watch event.
+func (m *Metrics) WatchEvent(resource, typ string) {
+	m.watchEvents.WithLabelValues(resource, typ).Inc()
+}
+
+// WatchRestart counts a retried list or watch.
+func (m *Metrics) WatchRestart(resource string) { m.watchRestarts.WithLabelValues(resource).Inc() }
+
+// EventPosted counts an Event posted or not.
+func (m *Metrics) EventPosted(err error) {
+	if err != nil {
+		m.events.WithLabelValues("failed").Inc()
+		return
+	}
+	m.events.WithLabelValues("posted").Inc()
+}
+
+// Daemons exports running() as kopfgo_daemons_running, once.
+func (m *Metrics) Daemons(running func() int) {
+	m.daemonsOnce.Do(func() {
+		m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "kopfgo_daemons_running",
+			Help: "Daemons and timers running, across all objects.",
+		}, func() float64 { return float64(running()) }))
+	})
+}
+
+// client-go has one set of metrics hooks per process, registered once: they
+// forward to the latest Metrics made.
+var (
+	registerClientGo sync.Once
+	current          atomic.Pointer[Metrics]
+)
+
+type latencyAdapter struct{}
+
+func (latencyAdapter) Observe(_ context.Context, verb string, _ url.URL, latency time.Duration) {
+	if m := current.Load(); m != nil {
+		m.apiLatency.WithLabelValues(strings.ToUpper(verb)).Observe(latency.Seconds())
+	}
+}
+
+type resultAdapter struct{}
+
+func (resultAdapter) Increment(_ context.Context, code, method, _ string) {
+	if m := current.Load(); m != nil {
+		m.apiRequests.WithLabelValues(strings.ToUpper(method), code).Inc()
+	}
+}

@@ -1,0 +1,52 @@
+package rbac
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/kopfgo/kopfgo/internal/resources"
+)
+
+var kex = resources.Resource{Group: "kopf.dev", Version: "v1", Plural: "kopfexamples", Namespaced: true, Subresources: []string{"status"}}
+var pods = resources.Resource{Version: "v1", Plural: "pods", Namespaced: true, Subresources: []string{"status"}}
+
+func TestRules(t *testing.T) {
+	got := Rules(Spec{Uses: []Use{{Resource: kex, Handles: true}, {Resource: pods, Indexes: true}}, Events: true, ScanCRDs: true})
+	var lines []string
+	for _, r := range got {
+		lines = append(lines, r.String())
+	}
+	want := []string{
+		"create events",
+		"list,watch pods",
+		"list,watch customresourcedefinitions.apiextensions.k8s.io",
+		"get,list,watch,patch kopfexamples.kopf.dev",
+		"patch kopfexamples/status.kopf.dev",
+	}
+	if strings.Join(lines, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("rules:\n%s\nwant:\n%s", strings.Join(lines, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+func TestManifestsNamespaced(t *testing.T) {
+	spec := Spec{Uses: []Use{{Resource: kex, Reacts: true}}, Events: true, ScanCRDs: true,
+		Namespaces: []string{"a", "b"}, Namespaced: true, Name: "op", ServiceAccountNamespace: "sys"}
+	out, err := Manifests(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(out)
+	for _, want := range []string{"kind: ClusterRole\n", "kind: ClusterRoleBinding\n", "kind: Role\n", "namespace: a\n", "namespace: b\n",
+		"- customresourcedefinitions\n", "- kopfexamples/status\n", "# create events: posting Events"} {
+		if !strings.Contains(s, want) {
+			t.Errorf("no %q in:\n%s", want, s)
+		}
+	}
+	if strings.Contains(s, "- get\n") {
+		t.Errorf("event handlers need no get:\n%s", s)
+	}
+	spec.Namespaces = []string{"a*"}
+	if _, err := Manifests(spec); err == nil {
+		t.Error("namespaced RBAC for a pattern: no error")
+	}
+}

@@ -1,0 +1,71 @@
+package reactor
+
+import (
+	"context"
+	"time"
+
+	"github.com/kopfgo/kopfgo/causes"
+	"github.com/kopfgo/kopfgo/internal/posting"
+)
+
+// Hooks are told what the reactor does, for readiness and metrics. The
+// reactor calls them at a handful of places only (each marked "hook:"), so
+// that they survive changes of the reactor's inner structure; every method
+// must be cheap and must not block, as most are called on hot paths.
+type Hooks interface {
+	// WatchStarted: a watch of a resource in a namespace (key
+	// "resource@namespace") is started; WatchSynced: its initial listing,
+	// indices included, has been processed; WatchStopped: it has stopped.
+	WatchStarted(key string)
+	WatchSynced(key string)
+	WatchStopped(key string)
+	// Served: the resources of the startup are all being watched.
+	Served()
+	// WatchEvent: a watch event of a resource, of a type ("ADDED", ...).
+	WatchEvent(resource string, typ string)
+	// WatchRestart: a list or watch failed or ended and is retried.
+	WatchRestart(resource string)
+	// Busy: an object's processing starts (+1) or ends (-1).
+	Busy(delta int)
+	// Handler: a resource-changing handler ran for a cause and returned err
+	// (nil: success) after d; retry is its attempt's number, 0 the first.
+	Handler(id string, reason causes.Reason, err error, retry int, d time.Duration)
+	// EventPosted: a Kubernetes Event was posted (err nil) or not.
+	EventPosted(err error)
+	// Daemons gives a count of the running daemons and timers.
+	Daemons(running func() int)
+}
+
+// nopHooks is the Hooks of a Config without any.
+type nopHooks struct{}
+
+func (nopHooks) WatchStarted(string)                                      {}
+func (nopHooks) WatchSynced(string)                                       {}
+func (nopHooks) WatchStopped(string)                                      {}
+func (nopHooks) Served()                                                  {}
+func (nopHooks) WatchEvent(string, string)                                {}
+func (nopHooks) WatchRestart(string)                                      {}
+func (nopHooks) Busy(int)                                                 {}
+func (nopHooks) Handler(string, causes.Reason, error, int, time.Duration) {}
+func (nopHooks) EventPosted(error)                                        {}
+func (nopHooks) Daemons(func() int)                                       {}
+
+// countingClient tells the hooks of each Event posted.
+type countingClient struct {
+	posting.Client
+	hooks Hooks
+}
+
+func (c countingClient) PostEvent(ctx context.Context, namespace string, body map[string]any) error {
+	err := c.Client.PostEvent(ctx, namespace, body)
+	c.hooks.EventPosted(err) // hook: events posted
+	return err
+}
+
+// hooks is cfg.Hooks, or hooks that do nothing.
+func (cfg *Config) hooks() Hooks {
+	if cfg.Hooks == nil {
+		return nopHooks{}
+	}
+	return cfg.Hooks
+}

@@ -1,0 +1,107 @@
+package kopfgo
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/kopfgo/kopfgo/causes"
+	"github.com/kopfgo/kopfgo/handlers"
+	"github.com/kopfgo/kopfgo/internal/health"
+	"github.com/kopfgo/kopfgo/internal/metrics"
+)
+
+// observability is a run's readiness and metrics, and the reactor's hooks
+// that feed them. Kept apart from Run so that Run only creates it, starts
+// its server and marks the end of the startup.
+type observability struct {
+	ready   *health.Readiness
+	metrics *metrics.Metrics // nil: no metrics are served
+}
+
+func newObservability(o Options) *observability {
+	obs := &observability{ready: &health.Readiness{}}
+	if o.MetricsAddr != "" || o.Liveness != "" {
+		obs.metrics = metrics.New()
+	}
+	return obs
+}
+
+// handlers are the extra paths of the liveness server: /readyz, and
+// /metrics unless they have a server of their own.
+func (obs *observability) handlers(o Options) map[string]http.Handler {
+	hs := map[string]http.Handler{"/readyz": obs.ready}
+	if o.MetricsAddr == "" && obs.metrics != nil {
+		hs["/metrics"] = obs.metrics.HTTPHandler()
+	}
+	return hs
+}
+
+// serve serves /metrics and /readyz on o.MetricsAddr until ctx ends; it
+// starts before the startup handlers, so that /readyz says 503 meanwhile.
+func (obs *observability) serve(ctx context.Context, o Options, logger *slog.Logger) error {
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", obs.metrics.HTTPHandler())
+	mux.Handle("/readyz", obs.ready)
+	return health.Serve(ctx, o.MetricsAddr, nil, mux, health.Timeouts{}, logger, "metrics", "Serving metrics at http://%s/metrics")
+}
+
+// The reactor's hooks (reactor.Hooks).
+
+func (obs *observability) WatchStarted(key string) { obs.ready.WatchStarted(key) }
+func (obs *observability) WatchSynced(key string)  { obs.ready.WatchSynced(key) }
+func (obs *observability) WatchStopped(key string) { obs.ready.WatchStopped(key) }
+func (obs *observability) Served()                 { obs.ready.Served() }
+
+func (obs *observability) WatchEvent(resource, typ string) {
+	if obs.metrics != nil {
+		obs.metrics.WatchEvent(resource, typ)
+	}
+}
+
+func (obs *observability) WatchRestart(resource string) {
+	if obs.metrics != nil {
+		obs.metrics.WatchRestart(resource)
+	}
+}
+
+func (obs *observability) Busy(delta int) {
+	if obs.metrics != nil {
+		obs.metrics.Busy(delta)
+	}
+}
+
+func (obs *observability) Handler(id string, reason causes.Reason, err error, retry int, d time.Duration) {
+	if obs.metrics != nil {
+		obs.metrics.HandlerCalled(id, string(reason), outcome(err), retry, d)
+	}
+}
+
+func (obs *observability) EventPosted(err error) {
+	if obs.metrics != nil {
+		obs.metrics.EventPosted(err)
+	}
+}
+
+func (obs *observability) Daemons(running func() int) {
+	if obs.metrics != nil {
+		obs.metrics.Daemons(running)
+	}
+}
+
+// outcome names a handler's error as the metrics do, by the error's kind
+// (as Judge tells them apart).
+func outcome(err error) string {
+	var temp *handlers.TemporaryError
+	switch {
+	case err == nil:
+		return metrics.Success
+	case errors.As(err, &temp):
+		return metrics.Temporary
+	case errors.Is(err, &handlers.PermanentError{}):
+		return metrics.Permanent
+	}
+	return metrics.Exception
+}

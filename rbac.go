@@ -1,0 +1,108 @@
+package kopfgo
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"k8s.io/client-go/rest"
+
+	"github.com/kopfgo/kopfgo/internal/kube"
+	"github.com/kopfgo/kopfgo/internal/rbac"
+	"github.com/kopfgo/kopfgo/internal/resources"
+)
+
+// RBACOptions say whom the roles are for and where the operator runs.
+type RBACOptions struct {
+	// Namespaces the operator serves (as -n); empty: the whole cluster.
+	Namespaces []string
+	// Namespaced writes a Role and RoleBinding in each namespace instead
+	// of a ClusterRole; CRD scanning and cluster-scoped resources stay in a
+	// ClusterRole. Needs plain namespace names.
+	Namespaced bool
+	// Name of the roles and bindings; default "kopfgo-operator".
+	Name string
+	// ServiceAccount and ServiceAccountNamespace are the bindings'
+	// subject; default Name in "default".
+	ServiceAccount, ServiceAccountNamespace string
+	// RESTConfig, or else Kubeconfig and Context, reach the cluster whose
+	// discovery resolves the handlers' resources.
+	RESTConfig          *rest.Config
+	Kubeconfig, Context string
+}
+
+// RBAC returns the least-privilege roles and bindings op's handlers need, as
+// YAML manifests for kubectl apply: for each served resource list, watch,
+// patch (and patch of the status subresource, where handlers' results go),
+// get for re-reads; create on Events; list and watch on CRDs unless
+// Settings.Scanning.Disabled. The resources are resolved against the cluster,
+// as the running operator resolves them.
+func RBAC(ctx context.Context, op *Operator, o RBACOptions) ([]byte, error) {
+	if err := op.reg.Err(); err != nil {
+		return nil, err
+	}
+	cfg := o.RESTConfig
+	if cfg == nil {
+		var err error
+		if cfg, err = kube.LoadConfig(o.Kubeconfig, o.Context); err != nil {
+			return nil, err
+		}
+	}
+	client, err := kube.NewClient(cfg, kube.ClientOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("cannot connect: %w", err)
+	}
+	all, derr := client.Discover(ctx)
+	if len(all) == 0 && derr != nil {
+		return nil, fmt.Errorf("cannot discover the cluster's resources: %w", derr)
+	}
+	uses := map[string]*rbac.Use{}
+	var order []string
+	var errs []error
+	use := func(sel resources.Selector, f func(*rbac.Use)) {
+		found, err := sel.Select(all)
+		if err == nil && len(found) == 0 {
+			err = resources.ErrUnresolved
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", sel, err))
+			return
+		}
+		for _, r := range found {
+			key := r.Plural + "." + r.Group // RBAC has no versions
+			if uses[key] == nil {
+				uses[key] = &rbac.Use{Resource: r}
+				order = append(order, key)
+			}
+			f(uses[key])
+		}
+	}
+	for _, h := range op.reg.Changing() {
+		use(h.Selector, func(u *rbac.Use) { u.Handles = true })
+	}
+	for _, s := range op.reg.Spawning() {
+		use(s.Selector, func(u *rbac.Use) { u.Handles = true })
+	}
+	for _, h := range op.reg.Events() {
+		use(h.Selector, func(u *rbac.Use) { u.Reacts = true })
+	}
+	op.mu.Lock()
+	for _, ix := range op.indexers {
+		use(ix.Spec().Selector, func(u *rbac.Use) { u.Indexes = true })
+	}
+	op.mu.Unlock()
+	if len(errs) > 0 {
+		return nil, fmt.Errorf("cannot resolve the handlers' resources (create their CRDs first): %w", errors.Join(errs...))
+	}
+	spec := rbac.Spec{
+		Events:     len(op.reg.Changing())+len(op.reg.Spawning())+len(op.reg.Events()) > 0,
+		ScanCRDs:   !op.opts.Settings.Scanning.Disabled,
+		Namespaces: o.Namespaces, Namespaced: o.Namespaced,
+		DefaultNamespace: kube.DefaultNamespace(o.Kubeconfig, o.Context),
+		Name:             o.Name, ServiceAccount: o.ServiceAccount, ServiceAccountNamespace: o.ServiceAccountNamespace,
+	}
+	for _, k := range order {
+		spec.Uses = append(spec.Uses, *uses[k])
+	}
+	return rbac.Manifests(spec)
+}
