@@ -111,21 +111,8 @@ func TestBadInputOperatorFaults(t *testing.T) {
 func TestBadInputClusterChangesUnderAHandler(t *testing.T) {
 	shared := cluster.Shared(t)
 	group := fmt.Sprintf("vanish%d.e2e.kopfgo.dev", time.Now().UnixNano()%1e9)
-	crd := fmt.Sprintf(`
-apiVersion: apiextensions.k8s.io/v1
-kind: CustomResourceDefinition
-metadata: {name: vanishings.%[1]s}
-spec:
-  group: %[1]s
-  scope: Namespaced
-  names: {kind: Vanishing, plural: vanishings, singular: vanishing}
-  versions:
-  - name: v1
-    served: true
-    storage: true
-    schema: {openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}}
-`, group)
-	if err := shared.Apply(context.Background(), []byte(crd)); err != nil {
+	crd := crdYAML(group, "Vanishing", "vanishings")
+	if err := shared.Apply(context.Background(), []byte(badCRDs+"---"+crd)); err != nil {
 		t.Fatal(err)
 	}
 	vanGVR := schema.GroupVersionResource{Group: group, Version: "v1", Resource: "vanishings"}

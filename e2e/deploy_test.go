@@ -9,7 +9,6 @@ import (
 	"regexp"
 	"strings"
 	"testing"
-	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
@@ -56,23 +55,7 @@ func buildImageBinary(t *testing.T) string {
 // startBinary runs an operator binary built by kopfgo build: BIN run ARGS.
 func startBinary(t *testing.T, bin string, env []string, args ...string) *runner.Process {
 	t.Helper()
-	p, err := runner.Start(bin, append([]string{"run", "--standalone", "--verbose", "--log-format=plain"}, args...), runner.Options{Dir: t.TempDir(), Env: env})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		select {
-		case <-p.Done():
-		default:
-			if err := p.Stop(30 * time.Second); err != nil {
-				t.Errorf("stopping the operator: %v", err)
-			}
-		}
-		if t.Failed() {
-			t.Logf("operator log:\n%s", p.Log())
-		}
-	})
-	return p
+	return startProcess(t, bin, append([]string{"run", "--standalone", "--verbose", "--log-format=plain"}, args...), runner.Options{Dir: t.TempDir(), Env: env})
 }
 
 // TestDeployBuildStage builds the image's binary as deploy/Dockerfile does

@@ -79,7 +79,14 @@ func runOperator(t *testing.T, pkg, ns string, extra ...string) *runner.Process 
 	if echo != nil {
 		opts.Echo = echo
 	}
-	p, err := runner.Start(kopfgoCLI(t), args, opts)
+	return startProcess(t, kopfgoCLI(t), args, opts)
+}
+
+// startProcess starts an operator process and stops it (SIGTERM) when the
+// test ends, logging its output if the test failed.
+func startProcess(t *testing.T, bin string, args []string, opts runner.Options) *runner.Process {
+	t.Helper()
+	p, err := runner.Start(bin, args, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -341,4 +348,23 @@ func handled(u *unstructured.Unstructured) bool {
 		}
 	}
 	return true
+}
+
+// crdYAML is a CustomResourceDefinition of one served version v1 that keeps
+// any fields, for tests of resources of their own.
+func crdYAML(group, kind, plural string) string {
+	return fmt.Sprintf(`
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: %[3]s.%[1]s}
+spec:
+  group: %[1]s
+  scope: Namespaced
+  names: {kind: %[2]s, plural: %[3]s, singular: %[4]s}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema: {openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}}
+`, group, kind, plural, strings.ToLower(kind))
 }

@@ -224,20 +224,7 @@ func TestNewCRDIsServedWithoutARestart(t *testing.T) {
 		op.On.Create("latewidgets."+group, creates.fn, kopfgo.ID("create"))
 	})
 	log.WaitFor(t, "Unresolved resources cannot be served", 1)
-	crd := fmt.Sprintf(`
-apiVersion: apiextensions.k8s.io/v1
-kind: CustomResourceDefinition
-metadata: {name: latewidgets.%[1]s}
-spec:
-  group: %[1]s
-  scope: Namespaced
-  names: {kind: LateWidget, plural: latewidgets, singular: latewidget}
-  versions:
-  - name: v1
-    served: true
-    storage: true
-    schema: {openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}}
-`, group)
+	crd := crdYAML(group, "LateWidget", "latewidgets")
 	if err := cluster.Shared(t).Apply(context.Background(), []byte(crd)); err != nil {
 		t.Fatal(err)
 	}
