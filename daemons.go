@@ -32,6 +32,10 @@ var (
 	// ctx of a changing handler still running when the operator's exit
 	// cancels it (after Settings.Queueing.ExitTimeout).
 	ErrOperatorExiting = handlers.ErrOperatorExiting
+	// ErrOperatorPausing: the operator stands by (a peer of higher
+	// priority, a freeze, a Lease held by another replica); the daemon is
+	// spawned again when the operator resumes.
+	ErrOperatorPausing = handlers.ErrOperatorPausing
 )
 
 // DaemonOption configures a daemon.

@@ -59,6 +59,26 @@ func (s *Set) Sync(matching []*handlers.Spawning) {
 // ErrResourceDeleted when the object is being deleted.
 func (s *Set) Stop(reason error) { s.m.awaitInstantExit(s.stopAll(reason)) }
 
+// Halt asks every daemon and timer of the object to stop with reason, and
+// returns a wait for all of them to return or be abandoned, those already
+// stopping included. A watcher that stops (a pause, a resource gone) halts
+// its objects' sets and waits before its successor starts, so that no
+// daemon runs twice at once for one object.
+func (s *Set) Halt(reason error) (wait func()) {
+	s.stopAll(reason)
+	s.mu.Lock()
+	all := make([]*daemon, 0, len(s.running))
+	for _, d := range s.running {
+		all = append(all, d)
+	}
+	s.mu.Unlock()
+	return func() {
+		for _, d := range all {
+			<-d.settled
+		}
+	}
+}
+
 // Forget stops every daemon and timer of an object that is gone, with
 // ErrResourceDeleted, and returns without waiting for any.
 func (s *Set) Forget() { s.stopAll(handlers.ErrResourceDeleted) }

@@ -87,6 +87,7 @@ var (
 	ErrResourceDeleted = errors.New("stopped: the object is being deleted")
 	ErrFiltersMismatch = errors.New("stopped: the object no longer matches the handler's filters")
 	ErrOperatorExiting = errors.New("stopped: the operator is exiting")
+	ErrOperatorPausing = errors.New("stopped: the operator is pausing")
 )
 
 // Stopper is the stop signal of one daemon or timer: set once, with a reason.

@@ -575,14 +575,23 @@ func (s *supervisor) rss() int64 {
 	return 0
 }
 
-// settledRSS waits up to two minutes for the idle operator's memory to come
-// back within 10% of before: Go returns freed memory to the system
-// gradually, so the first reading after a burst overstates what is held.
+// settledRSS waits up to five minutes for the idle operator's memory to
+// come back within 10% of before: Go returns freed memory to the system
+// only after a collection has shrunk the heap goal, and an idle process
+// collects only when the runtime forces it, every two minutes; the first
+// reading after a burst overstates what is held.
 func (r *run) settledRSS(before int64) int64 {
 	rss := r.op.rss()
-	for deadline := time.Now().Add(2 * time.Minute); (rss == 0 || rss > before*110/100) && time.Now().Before(deadline); {
+	start := time.Now()
+	next := start
+	for deadline := start.Add(5 * time.Minute); (rss == 0 || rss > before*110/100) && time.Now().Before(deadline); {
+		if time.Now().After(next) {
+			r.cfg.Logf("chaos: idle operator RSS %.1f MB after %s (baseline %.1f MB)", float64(rss)/(1<<20), time.Since(start).Round(time.Second), float64(before)/(1<<20))
+			next = next.Add(15 * time.Second)
+		}
 		time.Sleep(2 * time.Second)
 		rss = r.op.rss()
 	}
+	r.cfg.Logf("chaos: idle operator RSS %.1f MB after %s", float64(rss)/(1<<20), time.Since(start).Round(time.Second))
 	return rss
 }

@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/clock"
 
+	"github.com/kopfgo/kopfgo/handlers"
 	"github.com/kopfgo/kopfgo/internal/kube"
 	"github.com/kopfgo/kopfgo/internal/resources"
 )
@@ -31,7 +32,7 @@ type orchestrator struct {
 	nss   []string
 
 	mu      sync.Mutex
-	running map[string]context.CancelFunc
+	running map[string]context.CancelCauseFunc
 	// served are the resources to serve; while paused (Config.Pause),
 	// none is watched, and they are watched again on resuming.
 	served []resources.Resource
@@ -59,7 +60,7 @@ func newOrchestrator(ctx context.Context, r *run, wg *sync.WaitGroup) *orchestra
 	if !exact {
 		nss = []string{metav1.NamespaceAll}
 	}
-	return &orchestrator{run: r, ctx: ctx, wg: wg, scope: scope, nss: nss, running: map[string]context.CancelFunc{}, exited: map[string]chan struct{}{}, gating: r.ready != nil, gated: make(chan struct{}),
+	return &orchestrator{run: r, ctx: ctx, wg: wg, scope: scope, nss: nss, running: map[string]context.CancelCauseFunc{}, exited: map[string]chan struct{}{}, gating: r.ready != nil, gated: make(chan struct{}),
 		// Paused from the start: nothing is watched until resumed, and
 		// follow tells the hooks.
 		paused: r.Pause.Paused()}
@@ -142,7 +143,7 @@ func (o *orchestrator) reconcile() {
 			if _, ok := o.running[key]; ok {
 				continue
 			}
-			ctx, cancel := context.WithCancel(o.ctx)
+			ctx, cancel := context.WithCancelCause(o.ctx)
 			o.running[key] = cancel
 			var gate *sync.WaitGroup
 			if o.gating {
@@ -172,10 +173,12 @@ func (o *orchestrator) reconcile() {
 	}
 	for key, cancel := range o.running {
 		if !want[key] {
-			if !o.paused {
+			if o.paused {
+				cancel(handlers.ErrOperatorPausing)
+			} else {
 				o.Logger.Info(fmt.Sprintf("Stopped serving %s: the resource is gone.", key))
+				cancel(handlers.ErrResourceDeleted)
 			}
-			cancel()
 			delete(o.running, key)
 		}
 	}

@@ -2,8 +2,11 @@ package reactor
 
 import (
 	"context"
+	"errors"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/kopfgo/kopfgo/causes"
 	"github.com/kopfgo/kopfgo/handlers"
@@ -79,5 +82,58 @@ func TestPausedFromTheStartWatchesNothingUntilResumed(t *testing.T) {
 	}
 	if n := calls.get("kex1"); n != 1 {
 		t.Errorf("create handler calls: %d, want 1", n)
+	}
+}
+
+// A pause stops each object's daemons with ErrOperatorPausing, and the
+// resume spawns them again only once the old ones have returned: never two
+// at once for one object.
+func TestPauseStopsDaemonsAndResumeRespawnsThemAfterTheyReturn(t *testing.T) {
+	s := newScenario(t)
+	s.pause = &pausing.Switch{}
+	var running, overlaps, starts atomic.Int32
+	reasons := make(chan error, 2)
+	release := make(chan struct{})
+	s.daemon("monitor", func(ctx context.Context, sp *handlers.Spawn) (any, error) {
+		if running.Add(1) > 1 {
+			overlaps.Add(1)
+		}
+		defer running.Add(-1)
+		if starts.Add(1) > 1 {
+			return nil, nil // the respawned one: done
+		}
+		<-ctx.Done()
+		reasons <- context.Cause(ctx)
+		<-release // a slow cleanup
+		sp.Logger.Info("The first daemon returns.")
+		return nil, nil
+	})
+	s.create("kex1", map[string]any{"field": "value"})
+	s.start()
+	s.until("the daemon started", func() bool { return starts.Load() == 1 })
+
+	s.pause.Pause("peering")
+	select {
+	case got := <-reasons:
+		if !errors.Is(got, handlers.ErrOperatorPausing) {
+			t.Errorf("context.Cause = %v, want ErrOperatorPausing", got)
+		}
+	case <-time.After(30 * time.Second): // a failure detector
+		close(release)
+		t.Fatal("the pause did not stop the daemon")
+	}
+	s.pause.Resume("peering")
+	s.until("resumed", func() bool { return strings.Contains(s.log.String(), "Resuming the watch-stream") })
+	close(release)
+	s.until("the daemon respawned", func() bool { return starts.Load() == 2 })
+	s.stop()
+	if n := overlaps.Load(); n != 0 {
+		t.Errorf("the daemon ran twice at once %d times", n)
+	}
+	log := s.log.String()
+	first := strings.Index(log, "The first daemon returns.")
+	second := strings.LastIndex(log, "Starting the watch-stream for kopfexamples")
+	if first < 0 || second < first {
+		t.Errorf("the resumed watch started before the paused daemon returned; log:\n%s", log)
 	}
 }

@@ -584,7 +584,16 @@ func TestResourceIsServedOnceDiscoveryCatchesUpWithItsCRD(t *testing.T) {
 	})
 	s.discoveryCaughtUp.Store(true)
 	s.clock.Step(time.Second)
-	s.until("kex1 handled", func() bool { return calls.get("kex1") == 1 })
+	// Handled and recorded: the fake API holds the operator's patches until
+	// the informer watches (see gated), so the handler's call alone would
+	// let the test stop the operator with its patch still held.
+	s.until("kex1 handled and recorded", func() bool {
+		_, ok := annotation(s.get("kex1"), "kopf.zalando.org/last-handled-configuration")
+		return ok
+	})
+	if n := calls.get("kex1"); n != 1 {
+		t.Errorf("create handler calls: %d, want 1", n)
+	}
 }
 
 // TestKopfLinesOfAnObjectsLife: the debug lines that Kopf writes about an

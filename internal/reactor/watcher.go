@@ -164,7 +164,7 @@ func (w *watcher) watch(ctx context.Context) {
 	}
 	<-ctx.Done()
 	wg.Wait()
-	w.stop()
+	w.stop(ctx)
 }
 
 // watchError reports a failed list or watch; client-go retries it with its

@@ -2,6 +2,7 @@ package reactor
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -313,14 +314,35 @@ func (w *watcher) retire(wk *worker) bool {
 	return true
 }
 
-// stop joins the workers once ctx has ended. Taking the lock first lets a
-// notify or poke that saw ctx alive finish starting its worker, so that no
-// worker starts after the Wait has begun.
-func (w *watcher) stop() {
+// stop joins the workers once ctx has ended, then stops the objects'
+// daemons and timers and waits for them: a watcher started again for the
+// same resource (a resume, a resource back after an API server restart)
+// would otherwise spawn each object's daemons beside the old ones. Taking
+// the lock first lets a notify or poke that saw ctx alive finish starting
+// its worker, so that no worker starts after the Wait has begun.
+func (w *watcher) stop(ctx context.Context) {
 	w.mu.Lock()
 	w.mu.Unlock() // empty on purpose: a barrier
 	w.wg.Wait()
 	w.pool.stop()
+	reason := context.Cause(ctx)
+	if !errors.Is(reason, handlers.ErrOperatorPausing) && !errors.Is(reason, handlers.ErrResourceDeleted) {
+		reason = handlers.ErrOperatorExiting
+	}
+	w.mu.Lock()
+	var waits []func()
+	for _, st := range w.states {
+		st.mu.Lock()
+		bg := st.background
+		st.mu.Unlock()
+		if bg != nil {
+			waits = append(waits, bg.set.Halt(reason))
+		}
+	}
+	w.mu.Unlock()
+	for _, wait := range waits {
+		wait()
+	}
 }
 
 // pool is the set of goroutines that carry passes. A pass grows a deep
