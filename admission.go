@@ -80,7 +80,10 @@ func SideEffects(on bool) AdmissionOption {
 }
 
 // IgnoreFailures lets the API server admit requests when the webhook cannot
-// be reached or fails (failurePolicy Ignore instead of Fail).
+// be reached or fails (failurePolicy Ignore instead of Fail). A panic of
+// the handler is such a failure: the call fails with HTTP 500 and the
+// request is admitted; without IgnoreFailures a panic rejects the request
+// with its message (compat: admission-handlers).
 func IgnoreFailures(on bool) AdmissionOption {
 	return admissionOption(func(h *handlers.AdmissionHandler) { h.IgnoreFailures = on })
 }

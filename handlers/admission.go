@@ -194,6 +194,10 @@ type AdmissionOutcome struct {
 	Warnings []string
 	// Invoked is the number of handlers that ran.
 	Invoked int
+	// Failure is the panic of a handler registered with IgnoreFailures:
+	// the webhook itself failed, and the API server's failurePolicy
+	// (Ignore) decides, instead of a rejection.
+	Failure error
 }
 
 // ServeAdmission runs every handler of hs that serves the request, one after
@@ -230,8 +234,20 @@ func ServeAdmission(ctx context.Context, hs []*AdmissionHandler, req AdmissionRe
 			var pnc *PanicError
 			if errors.As(err, &pnc) {
 				req.Logger.Debug(fmt.Sprintf("Handler '%s' panicked at:\n%s", h.ID, pnc.Stack))
+				if h.IgnoreFailures && out.Failure == nil {
+					out.Failure = fmt.Errorf("handler '%s' failed: %w", h.ID, err)
+				}
 			}
-			req.Logger.Error(fmt.Sprintf("Handler '%s' failed with an exception. Will stop.", h.ID), "error", err.Error())
+			// Kopf's lines, its errors mode being permanent for webhooks.
+			var temp *TemporaryError
+			switch {
+			case errors.Is(err, &PermanentError{}):
+				req.Logger.Error(fmt.Sprintf("Handler '%s' failed permanently: %s", h.ID, err))
+			case errors.As(err, &temp):
+				req.Logger.Error(fmt.Sprintf("Handler '%s' failed temporarily: %s", h.ID, err))
+			default:
+				req.Logger.Error(fmt.Sprintf("Handler '%s' failed with an exception. Will stop.", h.ID), "error", err.Error())
+			}
 			errs = append(errs, err)
 			continue
 		}

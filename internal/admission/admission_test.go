@@ -129,6 +129,13 @@ func TestPanicRejectsAndDryRunReachesHandlers(t *testing.T) {
 	if a.Response.Allowed || !strings.Contains(a.Response.Status.Message, "oops") || a.Response.Status.Code != 500 || !dry {
 		t.Errorf("answer = %+v, dry %v", a.Response, dry)
 	}
+	// With IgnoreFailures, the panic fails the call instead, so that the
+	// API server's failurePolicy Ignore admits the request.
+	h.IgnoreFailures = true
+	_, status, err := engine(h).Answer(context.Background(), reviewJSON("CREATE", obj, false), "", nil, nil)
+	if status != http.StatusInternalServerError || err == nil || !strings.Contains(err.Error(), "oops") {
+		t.Errorf("with IgnoreFailures: %d %v", status, err)
+	}
 }
 
 // The mutations of all mutating handlers become one minimal JSON patch.

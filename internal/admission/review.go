@@ -127,6 +127,11 @@ func (e *Engine) Answer(ctx context.Context, data []byte, webhook string, header
 		req.Memo = &handlers.Memo{}
 	}
 	out := handlers.ServeAdmission(ctx, e.Handlers, req)
+	if out.Failure != nil {
+		// A panic where failures are to be ignored: fail the call, so that
+		// the API server's failurePolicy Ignore admits the request.
+		return nil, http.StatusInternalServerError, out.Failure
+	}
 	resp, err := e.respond(&rv, out)
 	if err != nil {
 		return nil, http.StatusInternalServerError, err
