@@ -4,15 +4,24 @@ package e2e
 
 import (
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
+	"crypto/x509/pkix"
 	"encoding/base64"
 	"encoding/json"
+	"encoding/pem"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"math/big"
+	"net"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -368,5 +377,116 @@ func TestAdmissionPanics(t *testing.T) {
 	}
 	if _, err := gates.Create(context.Background(), obj("strict2", "strict"), metav1.CreateOptions{}); err == nil {
 		t.Errorf("the server stopped rejecting after panics")
+	}
+}
+
+// writeCert writes a self-signed certificate for 127.0.0.1 and its key,
+// the certificate being its own CA bundle.
+func writeCert(t *testing.T, certFile, keyFile string) []byte {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(time.Now().UnixNano()), Subject: pkix.Name{CommonName: "127.0.0.1"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		KeyUsage:    x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}, BasicConstraintsValid: true, IsCA: true,
+		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kder, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	certPEM := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
+	// The key first: the server reads the pair when the certificate changes.
+	if err := os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kder}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(certFile, certPEM, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return certPEM
+}
+
+func caBundles(t *testing.T, name string) []string {
+	var out []string
+	for _, h := range webhooksOf(t, validatingGVR, name) {
+		out = append(out, h["clientConfig"].(map[string]any)["caBundle"].(string))
+	}
+	return out
+}
+
+// The managed configurations follow the certificate files (renewed while
+// the operator runs: the new CA bundle is patched in and the API server's
+// calls go on) and the handlers (another operator version under the same
+// name replaces the webhooks).
+func TestAdmissionManagedConfigsFollowCertificatesAndHandlers(t *testing.T) {
+	gvr, resource := admissionCRD(t)
+	ns := namespace(t)
+	managed := fmt.Sprintf("c%d.auto.kopf.dev", time.Now().UnixNano()%1e9)
+	deleteConfigs(t, managed)
+	dir := t.TempDir()
+	certFile, keyFile := filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
+	first := base64.StdEncoding.EncodeToString(writeCert(t, certFile, keyFile))
+	opts := kopfgo.Options{Namespaces: []string{ns}}
+	opts.Settings.Admission = kopfgo.AdmissionSettings{Managed: managed, Server: &kopfgo.WebhookServer{
+		Addr: "127.0.0.1", CertFile: certFile, KeyFile: keyFile, FileCheckInterval: 100 * time.Millisecond,
+	}}
+	reject := func(ctx context.Context, a *kopfgo.Admission) error {
+		if a.Spec["field"] == "wrong" {
+			return kopfgo.AdmissionError("no", 0)
+		}
+		return nil
+	}
+	_, stop := stoppable(t, opts, func(op *kopfgo.Operator) {
+		op.On.Validate(resource, reject, kopfgo.ID("check_a"))
+		op.On.Validate(resource, reject, kopfgo.ID("check_b"))
+	})
+	eventually(t, waitLong, "the first CA bundle", func() (bool, error) {
+		b := caBundles(t, managed)
+		return len(b) == 2 && b[0] == first && b[1] == first, nil
+	})
+	gates := dyn(t).Resource(gvr).Namespace(ns)
+	wrong := func(name string) error {
+		_, err := gates.Create(context.Background(), &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": gvr.Group + "/v1", "kind": "Gate", "metadata": map[string]any{"name": name},
+			"spec": map[string]any{"field": "wrong"},
+		}}, metav1.CreateOptions{})
+		return err
+	}
+	eventually(t, waitShort, "a rejection", func() (bool, error) { return wrong("w1") != nil, nil })
+
+	second := base64.StdEncoding.EncodeToString(writeCert(t, certFile, keyFile))
+	eventually(t, waitShort, "the renewed CA bundle", func() (bool, error) {
+		b := caBundles(t, managed)
+		return len(b) == 2 && b[0] == second, nil
+	})
+	// Rejected through the new certificate (code 0 answers 500).
+	var err error
+	eventually(t, waitShort, "a rejection with the renewed certificate", func() (bool, error) {
+		err = wrong("w2")
+		return err != nil && strings.Contains(err.Error(), "denied the request: no"), nil
+	})
+	var st apierrors.APIStatus
+	if !errors.As(err, &st) || st.Status().Code != 500 {
+		t.Errorf("rejection = %v", err)
+	}
+	stop()
+
+	_, stop2 := stoppable(t, opts, func(op *kopfgo.Operator) {
+		op.On.Validate(resource, reject, kopfgo.ID("check_c"))
+	})
+	eventually(t, waitLong, "the webhooks of the new handlers", func() (bool, error) {
+		return hookNames(webhooksOf(t, validatingGVR, managed)) == "check-c."+managed, nil
+	})
+	stop2()
+	if got := webhooksOf(t, validatingGVR, managed); len(got) != 0 {
+		t.Errorf("after exit: %s", hookNames(got))
 	}
 }
