@@ -6,6 +6,7 @@ import (
 	"crypto/x509"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -13,6 +14,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	jsonpatch "github.com/evanphx/json-patch/v5"
 
 	"github.com/kopfgo/kopfgo/handlers"
 	"github.com/kopfgo/kopfgo/internal/config"
@@ -171,6 +174,24 @@ func TestMutationsMinimalJSONPatch(t *testing.T) {
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("ops = %v", ops)
+	}
+	// Applied as the API server applies it (RFC 6902), the patch gives the
+	// object the handlers meant.
+	jp, err := jsonpatch.DecodePatch(a.Response.Patch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	orig, _ := json.Marshal(obj)
+	applied, err := jp.Apply(orig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var result map[string]any
+	_ = json.Unmarshal(applied, &result)
+	spec := result["spec"].(map[string]any)
+	if spec["default"] != 5.0 || spec["drop"] != nil || fmt.Sprint(spec["items"]) != "[a B c]" ||
+		result["metadata"].(map[string]any)["labels"].(map[string]any)["added"] != "yes" {
+		t.Errorf("applied = %v", result)
 	}
 	// Nothing changed: no patch at all.
 	noop := handler(t, handlers.Mutating, "noop", func(ctx context.Context, a *handlers.Admission) error {
