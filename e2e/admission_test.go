@@ -309,8 +309,8 @@ func TestAdmissionValidateMutateManaged(t *testing.T) {
 	if got := webhooksOf(t, mutatingGVR, managed); len(got) != 0 {
 		t.Errorf("after exit, mutating webhooks = %v", hookNames(got))
 	}
-	if log.Count("Cleaning up the admission webhook "+managed) != 1 {
-		t.Errorf("no clean-up line")
+	if log.Count("Cleaning up the admission webhook "+managed+".") != 2 {
+		t.Errorf("not two clean-up lines (one per configuration)")
 	}
 }
 

@@ -51,7 +51,7 @@ func TestExample17Admission(t *testing.T) {
 		}
 	})
 	op := runOperator(t, "./examples/17-admission", ns)
-	waitLog(t, op, "Reconfiguring the admission webhooks auto.kopf.dev.", 1)
+	waitLog(t, op, "Reconfiguring the mutating webhook auto.kopf.dev.", 1)
 
 	warned := &warnings{}
 	cfg := rest.CopyConfig(cluster.Shared(t).RESTConfig())

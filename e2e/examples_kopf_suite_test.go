@@ -85,7 +85,7 @@ var kopfSuiteExamples = []kopfExample{
 	{dir: "17-admission",
 		// "We do not care: pods can have 6-10 updates here."
 		successCounts: map[string]int{},
-		readyLine:     "Reconfiguring the admission webhooks auto.kopf.dev."},
+		readyLine:     "Reconfiguring the mutating webhook auto.kopf.dev."},
 	{dir: "99-all-at-once", hasOnCreate: true, hasMandatoryOnDelete: true, hasChangingHandlers: true,
 		allowTracebacks:   true,
 		startupStopWords:  []string{"Served by the background task."},

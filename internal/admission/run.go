@@ -106,6 +106,12 @@ func manage(ctx context.Context, cfg Config, res *resolver, configs <-chan Clien
 			kind handlers.AdmissionKind
 			res  resources.Resource
 		}{{handlers.Validating, ValidatingConfigs}, {handlers.Mutating, MutatingConfigs}} {
+			// Kopf's lines, one per configuration.
+			if persistentOnly {
+				cfg.Logger.Info(fmt.Sprintf("Cleaning up the admission webhook %s.", name))
+			} else {
+				cfg.Logger.Info(fmt.Sprintf("Reconfiguring the %s webhook %s.", k.kind, name))
+			}
 			var p patch.Patch
 			p.Map()["webhooks"] = BuildWebhooks(cfg.Handlers, k.kind, served, name, cc, persistentOnly)
 			if _, err := cfg.Client.Apply(ctx, k.res, "", name, &p); err != nil {
@@ -119,7 +125,6 @@ func manage(ctx context.Context, cfg Config, res *resolver, configs <-chan Clien
 		if last == nil {
 			return
 		}
-		cfg.Logger.Info(fmt.Sprintf("Cleaning up the admission webhook %s.", name))
 		cleanup, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 		defer cancel()
 		if err := apply(cleanup, *last, true); err != nil {
@@ -131,7 +136,6 @@ func manage(ctx context.Context, cfg Config, res *resolver, configs <-chan Clien
 		case <-ctx.Done():
 			return nil
 		case cc := <-configs:
-			cfg.Logger.Info(fmt.Sprintf("Reconfiguring the admission webhooks %s.", name))
 			last = &cc
 			if err := apply(ctx, cc, false); err != nil {
 				if ctx.Err() != nil {
