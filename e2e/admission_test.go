@@ -130,7 +130,7 @@ func hookNames(hooks []map[string]any) string {
 // dry runs reach it with DryRun and store nothing; a mutating handler's
 // changes (a label, a default, a removed field, a list element) are stored,
 // sent as a minimal JSON patch; at a clean exit only the persistent
-// webhook stays (compat: admission-handlers, admission-managed, admission-server).
+// webhook stays (compat: admission-handlers, admission-managed, admission-servers).
 func TestAdmissionValidateMutateManaged(t *testing.T) {
 	gvr, resource := admissionCRD(t)
 	ns := namespace(t)

@@ -19,7 +19,7 @@ import (
 // go as a JSON patch guarded by a test of the resourceVersion: another
 // writer's change that lands between the read and the patch makes the test
 // fail, the functions run again on the newer object, and neither change is
-// lost (compat: patch-fns).
+// lost (compat: handlers-patch-fns).
 func TestPatchFnsUnderAConcurrentWriter(t *testing.T) {
 	ns := namespace(t)
 	var calls atomic.Int32

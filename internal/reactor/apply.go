@@ -56,7 +56,7 @@ func (w *watcher) apply(ctx context.Context, u *unstructured.Unstructured, st *s
 	defer cancel()
 	res, err := w.client.Apply(actx, w.res, u.GetNamespace(), u.GetName(), pt)
 	if err == nil && len(pt.Fns) > 0 {
-		// The handlers' transformations (compat: patch-fns), after the merge
+		// The handlers' transformations (compat: handlers-patch-fns), after the merge
 		// patch, on the object's latest state, as Kopf applies them.
 		var rv string
 		if rv, err = w.client.Transform(actx, w.res, u.GetNamespace(), u.GetName(), pt.Fns); rv != "" {
