@@ -16,14 +16,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"math/big"
 	"net"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -35,7 +33,6 @@ import (
 
 	"github.com/kopfgo/kopfgo"
 	"github.com/kopfgo/kopfgo/e2e/cluster"
-	"github.com/kopfgo/kopfgo/internal/logging"
 )
 
 var (
@@ -54,39 +51,12 @@ func admissionCRD(t *testing.T) (schema.GroupVersionResource, string) {
 	return schema.GroupVersionResource{Group: group, Version: "v1", Resource: "gates"}, "gates." + group
 }
 
-// stoppable runs an embedded operator until stop is called (or the test
-// ends), so that a test can look at what a clean exit leaves.
-func stoppable(t *testing.T, opts kopfgo.Options, register func(op *kopfgo.Operator)) (*logSink, func()) {
-	t.Helper()
-	sink := &logSink{}
-	opts.RESTConfig = cluster.Shared(t).RESTConfig()
-	opts.Logger = logging.New(logging.Config{Format: logging.FormatPlain, Level: slog.LevelDebug, Writer: sink})
-	op := kopfgo.New(opts)
-	register(op)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- op.Run(ctx) }()
-	var once sync.Once
-	stop := func() {
-		once.Do(func() {
-			cancel()
-			select {
-			case err := <-done:
-				if err != nil {
-					t.Errorf("Run: %v", err)
-				}
-			case <-time.After(waitShort):
-				t.Errorf("Run did not return within %s after its context ended", waitShort)
-			}
-		})
-	}
-	t.Cleanup(func() {
-		stop()
-		if t.Failed() {
-			t.Logf("operator log:\n%s", sink)
-		}
-	})
-	return sink, stop
+// gateObj is an object of the test's CRD.
+func gateObj(gvr schema.GroupVersionResource, name string, spec, labels map[string]any) *unstructured.Unstructured {
+	return &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": gvr.Group + "/v1", "kind": "Gate",
+		"metadata": map[string]any{"name": name, "labels": labels}, "spec": spec,
+	}}
 }
 
 // deleteConfigs removes the managed configurations at the end of a test
@@ -139,7 +109,7 @@ func TestAdmissionValidateMutateManaged(t *testing.T) {
 	var sawDry atomic.Bool
 	opts := kopfgo.Options{Namespaces: []string{ns}}
 	opts.Settings.Admission = kopfgo.AdmissionSettings{Server: &kopfgo.WebhookServer{Addr: "127.0.0.1"}, Managed: managed}
-	log, stop := stoppable(t, opts, func(op *kopfgo.Operator) {
+	log, stop := operatorWith(t, ns, opts, func(op *kopfgo.Operator) {
 		op.On.Validate(resource, func(ctx context.Context, a *kopfgo.Admission) error {
 			if a.DryRun {
 				sawDry.Store(true)
@@ -197,11 +167,8 @@ func TestAdmissionValidateMutateManaged(t *testing.T) {
 	// The API server needs a moment to see new configurations; a rejected
 	// object is the sign.
 	gates := dyn(t).Resource(gvr).Namespace(ns)
-	gate := func(name string, spec map[string]any, labels map[string]any) *unstructured.Unstructured {
-		return &unstructured.Unstructured{Object: map[string]any{
-			"apiVersion": gvr.Group + "/v1", "kind": "Gate",
-			"metadata": map[string]any{"name": name, "labels": labels}, "spec": spec,
-		}}
+	gate := func(name string, spec, labels map[string]any) *unstructured.Unstructured {
+		return gateObj(gvr, name, spec, labels)
 	}
 	var rejected error
 	eventually(t, waitShort, "the webhook to be called", func() (bool, error) {
@@ -346,7 +313,7 @@ func TestAdmissionPanics(t *testing.T) {
 	deleteConfigs(t, managed)
 	opts := kopfgo.Options{Namespaces: []string{ns}}
 	opts.Settings.Admission = kopfgo.AdmissionSettings{Server: &kopfgo.WebhookServer{Addr: "127.0.0.1"}, Managed: managed}
-	stoppable(t, opts, func(op *kopfgo.Operator) {
+	operatorWith(t, ns, opts, func(op *kopfgo.Operator) {
 		op.On.Validate(resource, func(ctx context.Context, a *kopfgo.Admission) error {
 			panic("strict handler broke")
 		}, kopfgo.ID("strict"), kopfgo.Labels{"mode": "strict"})
@@ -359,10 +326,7 @@ func TestAdmissionPanics(t *testing.T) {
 	})
 	gates := dyn(t).Resource(gvr).Namespace(ns)
 	obj := func(name, mode string) *unstructured.Unstructured {
-		return &unstructured.Unstructured{Object: map[string]any{
-			"apiVersion": gvr.Group + "/v1", "kind": "Gate",
-			"metadata": map[string]any{"name": name, "labels": map[string]any{"mode": mode}},
-		}}
+		return gateObj(gvr, name, nil, map[string]any{"mode": mode})
 	}
 	var err error
 	eventually(t, waitShort, "the webhook to be called", func() (bool, error) {
@@ -444,7 +408,7 @@ func TestAdmissionManagedConfigsFollowCertificatesAndHandlers(t *testing.T) {
 		}
 		return nil
 	}
-	_, stop := stoppable(t, opts, func(op *kopfgo.Operator) {
+	_, stop := operatorWith(t, ns, opts, func(op *kopfgo.Operator) {
 		op.On.Validate(resource, reject, kopfgo.ID("check_a"))
 		op.On.Validate(resource, reject, kopfgo.ID("check_b"))
 	})
@@ -454,10 +418,7 @@ func TestAdmissionManagedConfigsFollowCertificatesAndHandlers(t *testing.T) {
 	})
 	gates := dyn(t).Resource(gvr).Namespace(ns)
 	wrong := func(name string) error {
-		_, err := gates.Create(context.Background(), &unstructured.Unstructured{Object: map[string]any{
-			"apiVersion": gvr.Group + "/v1", "kind": "Gate", "metadata": map[string]any{"name": name},
-			"spec": map[string]any{"field": "wrong"},
-		}}, metav1.CreateOptions{})
+		_, err := gates.Create(context.Background(), gateObj(gvr, name, map[string]any{"field": "wrong"}, nil), metav1.CreateOptions{})
 		return err
 	}
 	eventually(t, waitShort, "a rejection", func() (bool, error) { return wrong("w1") != nil, nil })
@@ -479,7 +440,7 @@ func TestAdmissionManagedConfigsFollowCertificatesAndHandlers(t *testing.T) {
 	}
 	stop()
 
-	_, stop2 := stoppable(t, opts, func(op *kopfgo.Operator) {
+	_, stop2 := operatorWith(t, ns, opts, func(op *kopfgo.Operator) {
 		op.On.Validate(resource, reject, kopfgo.ID("check_c"))
 	})
 	eventually(t, waitLong, "the webhooks of the new handlers", func() (bool, error) {
