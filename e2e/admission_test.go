@@ -451,3 +451,48 @@ func TestAdmissionManagedConfigsFollowCertificatesAndHandlers(t *testing.T) {
 		t.Errorf("after exit: %s", hookNames(got))
 	}
 }
+
+// A handler whose CRD appears after the start gets its webhook's rules then,
+// and the API server calls it (compat: admission-managed).
+func TestAdmissionResourceAppearingLater(t *testing.T) {
+	ns := namespace(t)
+	group := fmt.Sprintf("late%d.e2e.kopfgo.dev", time.Now().UnixNano()%1e9)
+	gvr := schema.GroupVersionResource{Group: group, Version: "v1", Resource: "gates"}
+	managed := fmt.Sprintf("l%d.auto.kopf.dev", time.Now().UnixNano()%1e9)
+	deleteConfigs(t, managed)
+	opts := kopfgo.Options{}
+	opts.Settings.Admission = kopfgo.AdmissionSettings{Server: &kopfgo.WebhookServer{Addr: "127.0.0.1"}, Managed: managed}
+	log, _ := operatorWith(t, ns, opts, func(op *kopfgo.Operator) {
+		op.On.Validate("gates."+group, func(ctx context.Context, a *kopfgo.Admission) error {
+			return kopfgo.AdmissionError("late but here", 409)
+		}, kopfgo.ID("late"))
+	})
+	log.WaitFor(t, "Reconfiguring the validating webhook "+managed+".", 1)
+	if hooks := webhooksOf(t, validatingGVR, managed); len(hooks) != 1 || rulesOf(hooks[0]) != 0 {
+		t.Fatalf("before the CRD: %v", hooks)
+	}
+	if err := cluster.Shared(t).Apply(context.Background(), []byte(crdYAML(group, "Gate", "gates"))); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, waitLong, "the webhook's rules for the new resource", func() (bool, error) {
+		hooks := webhooksOf(t, validatingGVR, managed)
+		return len(hooks) == 1 && rulesOf(hooks[0]) == 1, nil
+	})
+	var err error
+	eventually(t, waitShort, "the webhook to be called", func() (bool, error) {
+		_, err = dyn(t).Resource(gvr).Namespace(ns).Create(context.Background(), gateObj(gvr, "g", nil, nil), metav1.CreateOptions{})
+		if err == nil {
+			_ = dyn(t).Resource(gvr).Namespace(ns).Delete(context.Background(), "g", metav1.DeleteOptions{})
+		}
+		return err != nil, nil
+	})
+	if !strings.Contains(err.Error(), "late but here") {
+		t.Errorf("error = %v", err)
+	}
+}
+
+// rulesOf counts a webhook's rules (none stored: the field is absent).
+func rulesOf(hook map[string]any) int {
+	rules, _ := hook["rules"].([]any)
+	return len(rules)
+}

@@ -337,3 +337,19 @@ func TestServerTLS(t *testing.T) {
 		}
 	}
 }
+
+// The resolver knows only the resources some handler serves (Kopf's 404
+// for the others).
+func TestResolverKnowsServedResourcesOnly(t *testing.T) {
+	pods := resources.Resource{Version: "v1", Plural: "pods", Kind: "Pod", Preferred: true}
+	r := &resolver{handlers: []*handlers.AdmissionHandler{handler(t, handlers.Validating, "v", nil2, nil)}, all: []resources.Resource{kex, pods}}
+	if res, ok := r.lookup("kopf.dev", "v1", "kopfexamples"); !ok || res.Kind != "KopfExample" {
+		t.Errorf("kopfexamples: %v %v", res, ok)
+	}
+	if _, ok := r.lookup("", "v1", "pods"); ok {
+		t.Error("pods are served without a handler")
+	}
+	if got := r.served(); len(got) != 1 || got[0].Plural != "kopfexamples" {
+		t.Errorf("served = %v", got)
+	}
+}

@@ -121,6 +121,11 @@ func manage(ctx context.Context, cfg Config, res *resolver, configs <-chan Clien
 		return nil
 	}
 	var last *ClientConfig
+	// While a handler serves no resource yet (its CRD is not there), the
+	// resources are discovered again now and then, and the webhooks get
+	// their rules as soon as it appears, as Kopf's do from its CRD watch.
+	rescan := time.NewTicker(rescanEvery)
+	defer rescan.Stop()
 	defer func() {
 		if last == nil {
 			return
@@ -137,12 +142,20 @@ func manage(ctx context.Context, cfg Config, res *resolver, configs <-chan Clien
 			return nil
 		case cc := <-configs:
 			last = &cc
-			if err := apply(ctx, cc, false); err != nil {
-				if ctx.Err() != nil {
-					return nil
-				}
-				return err
+		case <-rescan.C:
+			if last == nil || !res.unresolved() {
+				continue
 			}
+			before := len(res.served())
+			if err := res.refresh(ctx, false); err != nil || len(res.served()) == before {
+				continue
+			}
+		}
+		if err := apply(ctx, *last, false); err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return err
 		}
 	}
 }
@@ -161,6 +174,29 @@ type resolver struct {
 }
 
 const rediscoverEvery = 5 * time.Second
+
+// rescanEvery is how often the resources are discovered again while a
+// handler serves none.
+var rescanEvery = 10 * time.Second
+
+// unresolved reports whether some handler serves no discovered resource.
+func (r *resolver) unresolved() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, h := range r.handlers {
+		found := false
+		for _, res := range r.all {
+			if h.Selector.Matches(res) {
+				found = true
+				break
+			}
+		}
+		if !found {
+			return true
+		}
+	}
+	return false
+}
 
 func (r *resolver) refresh(ctx context.Context, first bool) error {
 	all, err := r.client.Discover(ctx)
@@ -201,7 +237,14 @@ func (r *resolver) lookup(group, version, plural string) (resources.Resource, bo
 	defer r.mu.Unlock()
 	for _, res := range r.all {
 		if res.Group == group && res.Version == version && res.Plural == plural {
-			return res, true
+			// Only a resource some handler serves is known: Kopf answers 404
+			// for any other.
+			for _, h := range r.handlers {
+				if h.Selector.Matches(res) {
+					return res, true
+				}
+			}
+			return resources.Resource{}, false
 		}
 	}
 	return resources.Resource{}, false
