@@ -11,6 +11,9 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -282,9 +285,9 @@ func TestServerTLS(t *testing.T) {
 		t.Fatal(err)
 	}
 	srv := &Server{
-		Config:   config.WebhookServer{Addr: "127.0.0.1", Path: "/hooks"},
+		Config:   config.WebhookServer{Addr: "127.0.0.1", Path: "/hooks", CADump: filepath.Join(t.TempDir(), "ca.pem")},
 		Listener: ln, Logger: slog.New(slog.DiscardHandler),
-		Handler: engine(handler(t, handlers.Validating, "v", func(ctx context.Context, a *handlers.Admission) error {
+		Handler: engine(handler(t, handlers.Validating, "v/spec.x", func(ctx context.Context, a *handlers.Admission) error {
 			return &handlers.AdmissionError{Message: "no", Code: 403}
 		}, nil)),
 	}
@@ -307,8 +310,13 @@ func TestServerTLS(t *testing.T) {
 	if !pool.AppendCertsFromPEM(cc.CABundle) {
 		t.Fatal("bad CA bundle")
 	}
+	if dumped, err := os.ReadFile(srv.Config.CADump); err != nil || string(dumped) != string(cc.CABundle) {
+		t.Errorf("CADump: %v, %q", err, dumped)
+	}
 	client := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
-	resp, err := client.Post(cc.URL+"/v", "application/json", strings.NewReader(string(reviewJSON("CREATE", obj, false))))
+	// The handler id is the URL's last segment, escaped as the managed
+	// configurations escape it.
+	resp, err := client.Post(cc.URL+"/"+url.PathEscape("v/spec.x"), "application/json", strings.NewReader(string(reviewJSON("CREATE", obj, false))))
 	if err != nil {
 		t.Fatal(err)
 	}

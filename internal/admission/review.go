@@ -9,7 +9,6 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"net/url"
 	"strings"
 
 	"github.com/wI2L/jsondiff"
@@ -90,7 +89,8 @@ func (e *Engine) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, fmt.Sprintf("cannot read the request: %v", err), http.StatusBadRequest)
 		return
 	}
-	webhook, _ := url.PathUnescape(strings.Trim(strings.TrimPrefix(r.URL.Path, e.Root), "/"))
+	// r.URL.Path is already unescaped: "check%2Fspec.x" is "check/spec.x".
+	webhook := strings.Trim(strings.TrimPrefix(r.URL.Path, e.Root), "/")
 	resp, status, err := e.Answer(r.Context(), data, webhook, r.Header, r.TLS)
 	if err != nil {
 		http.Error(w, err.Error(), status)
