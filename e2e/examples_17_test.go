@@ -5,6 +5,8 @@ package e2e
 import (
 	"context"
 	"errors"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -127,4 +129,56 @@ func codeOf(st apierrors.APIStatus) any {
 		return nil
 	}
 	return st.Status().Code
+}
+
+// Example 17 as a service account with only the roles `kopfgo rbac`
+// generates for it: the webhook configurations are created and patched
+// (and emptied at exit) without a 403, and the webhooks are called.
+func TestExample17UnderGeneratedRBAC(t *testing.T) {
+	ns := namespace(t)
+	t.Cleanup(func() {
+		for _, gvr := range []schema.GroupVersionResource{validatingGVR, mutatingGVR} {
+			_ = dyn(t).Resource(gvr).Delete(context.Background(), "auto.kopf.dev", metav1.DeleteOptions{})
+		}
+	})
+	const pkg = "./examples/17-admission"
+	manifest := kopfgoRBAC(t, pkg, "-n", ns, "--service-account-namespace", ns)
+	for _, want := range []string{"validatingwebhookconfigurations", "mutatingwebhookconfigurations"} {
+		if !strings.Contains(manifest, want) {
+			t.Errorf("kopfgo rbac grants nothing on %s:\n%s", want, manifest)
+		}
+	}
+	bin := filepath.Join(t.TempDir(), "operator")
+	build := exec.Command(kopfgoCLI(t), "build", pkg, "-o", bin)
+	build.Dir = repoRoot
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("kopfgo build: %v\n%s", err, out)
+	}
+	kubeconfig, k := serviceAccountKubeconfig(t, ns, "op-admission")
+	applyRBAC(t, rename(t, docs(t, manifest), "kopfgo-e2e-admission-"+ns, "op-admission"))
+	for _, res := range []string{"validatingwebhookconfigurations", "mutatingwebhookconfigurations"} {
+		waitAllowed(t, k, "", "admissionregistration.k8s.io", "patch", res)
+	}
+	p := startBinary(t, bin, nil, "-n", ns, "--kubeconfig", kubeconfig)
+	waitLog(t, p, "Reconfiguring the mutating webhook auto.kopf.dev.", 1)
+	probe := objYAML(t)
+	probe["spec"].(map[string]any)["field"] = "not-allowed"
+	var err error
+	eventually(t, waitShort, "the webhooks to be called", func() (bool, error) {
+		_, err = dyn(t).Resource(kexGVR).Namespace(ns).Create(context.Background(), &unstructured.Unstructured{Object: probe}, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		return err != nil, nil
+	})
+	checkDenied(t, err, "validate2.spec.field.auto.kopf.dev", "I'm too lazy anyway. Go away!", 555)
+	if err := p.Stop(waitLong); err != nil || p.ExitCode() != 0 {
+		t.Errorf("the operator exited with code %d (%v)", p.ExitCode(), err)
+	}
+	waitLog(t, p, "Cleaning up the admission webhook auto.kopf.dev.", 2)
+	for _, l := range p.Lines() {
+		if strings.Contains(strings.ToLower(l), "forbidden") {
+			t.Errorf("a 403 with the generated role: %s", l)
+		}
+	}
+	if hooks := webhooksOf(t, validatingGVR, "auto.kopf.dev"); len(hooks) != 0 {
+		t.Errorf("left: %s", hookNames(hooks))
+	}
 }
