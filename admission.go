@@ -32,8 +32,8 @@ func AdmissionError(msg string, code int) error {
 	return &handlers.AdmissionError{Message: msg, Code: code}
 }
 
-// AdmissionErr is the error AdmissionError returns, for errors.As.
-type AdmissionErr = handlers.AdmissionError
+// AdmissionRejection is the error AdmissionError returns, for errors.As.
+type AdmissionRejection = handlers.AdmissionError
 
 // AdmissionOption configures a validating or mutating handler: ID, Param,
 // the filters (Labels, Annotations, Field, Value, When), Operations,
