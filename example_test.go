@@ -210,3 +210,28 @@ func ExampleOperator_Daemon() {
 	// Output:
 	// a timer needs an Interval, an Idle time, or both; for a function that runs once per object, register a Daemon
 }
+
+// Validating and mutating handlers answer the API server's admission calls
+// from the operator's HTTPS webhook server; with Managed, the operator keeps
+// the webhook configurations itself, one webhook per handler.
+func ExampleRegistrar_Validate() {
+	opts := quiet
+	opts.Settings.Admission = kopfgo.AdmissionSettings{Server: &kopfgo.WebhookServer{}, Managed: "auto.kopf.dev"}
+	op := kopfgo.New(opts)
+	op.On.Validate("kopfexamples", func(ctx context.Context, a *kopfgo.Admission) error {
+		if a.Spec["field"] == "wrong" {
+			return kopfgo.AdmissionError("Change the field.", 422) // kubectl shows it, with the code
+		}
+		a.Warnings = append(a.Warnings, "looks fine")
+		return nil
+	}, kopfgo.ID("check"), kopfgo.Operations("CREATE", "UPDATE"))
+	op.On.Mutate("kopfexamples", func(ctx context.Context, a *kopfgo.Admission) error {
+		a.Patch.Spec()["injected"] = 123 // answered as a JSON patch
+		return nil
+	}, kopfgo.ID("inject"), kopfgo.Labels{"app": "web"}) // the label filter is also the objectSelector
+	op.On.Validate("kopfexamples", func(ctx context.Context, a *kopfgo.Admission) error { return nil },
+		kopfgo.ID("bad"), kopfgo.Operations("PATCH"))
+	fmt.Println(op.Err())
+	// Output:
+	// invalid handler registration: On.Validate("kopfexamples") handler "bad" (github.com/kopfgo/kopfgo_test.ExampleRegistrar_Validate.func3): unknown operation "PATCH": use CREATE, UPDATE, DELETE, CONNECT or *
+}

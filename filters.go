@@ -38,6 +38,7 @@ const (
 type CommonOption interface {
 	HandlerOption
 	EventOption
+	AdmissionOption
 }
 
 type commonOption func(*handlers.Handler)
@@ -59,6 +60,7 @@ type FilterOption interface {
 	IndexOption
 	DaemonOption
 	TimerOption
+	AdmissionOption
 }
 
 type filterOption func(*handlers.Handler)

@@ -15,6 +15,7 @@ import (
 	"github.com/kopfgo/kopfgo/causes"
 	"github.com/kopfgo/kopfgo/handlers"
 	"github.com/kopfgo/kopfgo/indexing"
+	"github.com/kopfgo/kopfgo/internal/admission"
 	"github.com/kopfgo/kopfgo/internal/config"
 	"github.com/kopfgo/kopfgo/internal/health"
 	"github.com/kopfgo/kopfgo/internal/kube"
@@ -211,6 +212,24 @@ func (op *Operator) Run(ctx context.Context) error {
 				cancel(err)
 			}
 		})
+	}
+	if hs := op.reg.Admissions(); len(hs) > 0 {
+		if settings.Admission.Server == nil {
+			cancel(admission.ErrNoServer)
+		} else if client, err := kube.NewClient(cfg, kube.ClientOptions{
+			RequestTimeout: settings.Networking.RequestTimeout, TrustEnv: settings.Networking.TrustEnv,
+		}); err != nil {
+			cancel(err)
+		} else {
+			wg.Go(func() {
+				err := admission.Run(ctx, admission.Config{
+					Handlers: hs, Settings: settings.Admission, Client: client, Logger: logger, Memo: op.memo,
+				})
+				if err != nil {
+					cancel(err)
+				}
+			})
+		}
 	}
 	op.mu.Lock()
 	indexers := append([]indexing.Runner(nil), op.indexers...)

@@ -29,6 +29,7 @@ import (
 func fn(ctx context.Context, c *kopfgo.Change) (any, error) { return nil, nil }
 func efn(ctx context.Context, e *kopfgo.WatchEvent) (any, error) { return nil, nil }
 func ifn(ctx context.Context, o *kopfgo.Object) (map[string]int, error) { return nil, nil }
+func afn(ctx context.Context, a *kopfgo.Admission) error { return nil }
 func any_(v any) bool { return true }
 func obj(o *kopfgo.Object) bool { return true }
 func chg(c *kopfgo.Change) bool { return true }
@@ -55,21 +56,27 @@ func init() {
 	_ = kopfgo.NewIndex(op, "pods", ifn, l, a, f, v, w, id, p, r, kopfgo.Errors(kopfgo.ErrorsPermanent), kopfgo.Backoff(1))
 	_ = kopfgo.Subhandler(context.Background(), fn, l, f, kopfgo.OldValue(1), r, id)
 	op.On.Startup(func(ctx context.Context, a *kopfgo.Activity) error { return nil }, id, p, r)
+	op.On.Validate("kex", afn, l, a, f, v, w, id, p, kopfgo.Operations("CREATE"), kopfgo.SubResource("*"), kopfgo.Persistent(true))
+	op.On.Mutate("kex", afn, l, id, kopfgo.SideEffects(true), kopfgo.IgnoreFailures(true))
 }
 `
 	misfits := map[string]string{
-		"old value on delete":    `op.On.Delete("kex", fn, kopfgo.OldValue("x"))`,
-		"new value on resume":    `op.On.Resume("kex", fn, kopfgo.NewValue("x"))`,
-		"retries on events":      `op.On.Event("kex", efn, kopfgo.Retries(3))`,
-		"errors on events":       `op.On.Event("kex", efn, kopfgo.Errors(kopfgo.ErrorsIgnored))`,
-		"change filter on event": `op.On.Event("kex", efn, kopfgo.WhenChange(chg))`,
-		"old value on index":     `_ = kopfgo.NewIndex(op, "pods", ifn, kopfgo.OldValue(1))`,
-		"optional on index":      `_ = kopfgo.NewIndex(op, "pods", ifn, kopfgo.Optional())`,
-		"deleted on create":      `op.On.Create("kex", fn, kopfgo.Deleted())`,
-		"labels on startup":      `op.On.Startup(func(ctx context.Context, a *kopfgo.Activity) error { return nil }, kopfgo.Labels{"a": "b"})`,
-		"forged option":          `op.On.Create("kex", fn, forged{})`,
-		"converted option":       `op.On.Create("kex", fn, kopfgo.HandlerOption(func(h any) {}))`,
-		"field on probe":         `op.On.Probe(func(ctx context.Context, a *kopfgo.Activity) (any, error) { return nil, nil }, kopfgo.Field("spec.x"))`,
+		"old value on delete":     `op.On.Delete("kex", fn, kopfgo.OldValue("x"))`,
+		"new value on resume":     `op.On.Resume("kex", fn, kopfgo.NewValue("x"))`,
+		"retries on events":       `op.On.Event("kex", efn, kopfgo.Retries(3))`,
+		"errors on events":        `op.On.Event("kex", efn, kopfgo.Errors(kopfgo.ErrorsIgnored))`,
+		"change filter on event":  `op.On.Event("kex", efn, kopfgo.WhenChange(chg))`,
+		"old value on index":      `_ = kopfgo.NewIndex(op, "pods", ifn, kopfgo.OldValue(1))`,
+		"optional on index":       `_ = kopfgo.NewIndex(op, "pods", ifn, kopfgo.Optional())`,
+		"deleted on create":       `op.On.Create("kex", fn, kopfgo.Deleted())`,
+		"labels on startup":       `op.On.Startup(func(ctx context.Context, a *kopfgo.Activity) error { return nil }, kopfgo.Labels{"a": "b"})`,
+		"forged option":           `op.On.Create("kex", fn, forged{})`,
+		"retries on validate":     `op.On.Validate("kex", afn, kopfgo.Retries(3))`,
+		"change filter on mutate": `op.On.Mutate("kex", afn, kopfgo.WhenChange(chg))`,
+		"old value on validate":   `op.On.Validate("kex", afn, kopfgo.OldValue(1))`,
+		"operations on create":    `op.On.Create("kex", fn, kopfgo.Operations("CREATE"))`,
+		"converted option":        `op.On.Create("kex", fn, kopfgo.HandlerOption(func(h any) {}))`,
+		"field on probe":          `op.On.Probe(func(ctx context.Context, a *kopfgo.Activity) (any, error) { return nil, nil }, kopfgo.Field("spec.x"))`,
 	}
 	var body strings.Builder
 	lines := map[int]string{}

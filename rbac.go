@@ -35,7 +35,8 @@ type RBACOptions struct {
 // YAML manifests for kubectl apply: for each served resource list, watch,
 // patch (and patch of the status subresource, where handlers' results go),
 // get for re-reads; create on Events; list and watch on CRDs unless
-// Settings.Scanning.Disabled. The resources are resolved against the cluster,
+// Settings.Scanning.Disabled; create and patch on the webhook configurations
+// when there are admission handlers. The resources are resolved against the cluster,
 // as the running operator resolves them.
 func RBAC(ctx context.Context, op *Operator, o RBACOptions) ([]byte, error) {
 	if err := op.reg.Err(); err != nil {
@@ -95,9 +96,13 @@ func RBAC(ctx context.Context, op *Operator, o RBACOptions) ([]byte, error) {
 		return nil, fmt.Errorf("cannot resolve the handlers' resources (create their CRDs first): %w", errors.Join(errs...))
 	}
 	spec := rbac.Spec{
-		Events:     len(op.reg.Changing())+len(op.reg.Spawning())+len(op.reg.Events()) > 0,
-		ScanCRDs:   !op.opts.Settings.Scanning.Disabled,
-		Namespaces: o.Namespaces, Namespaced: o.Namespaced,
+		Events:   len(op.reg.Changing())+len(op.reg.Spawning())+len(op.reg.Events()) > 0,
+		ScanCRDs: !op.opts.Settings.Scanning.Disabled,
+		// Settings.Admission.Managed is often set by a startup handler (as
+		// in Kopf's example), which does not run here: admission handlers
+		// are taken to mean managed configurations.
+		ManagedWebhooks: len(op.reg.Admissions()) > 0,
+		Namespaces:      o.Namespaces, Namespaced: o.Namespaced,
 		DefaultNamespace: kube.DefaultNamespace(o.Kubeconfig, o.Context),
 		Name:             o.Name, ServiceAccount: o.ServiceAccount, ServiceAccountNamespace: o.ServiceAccountNamespace,
 	}

@@ -14,6 +14,7 @@ func namedChange(ctx context.Context, c *kopfgo.Change) (any, error)           {
 func namedEvent(ctx context.Context, e *kopfgo.WatchEvent) (any, error)        { return nil, nil }
 func namedSpawn(ctx context.Context, s *kopfgo.Spawn) (any, error)             { return nil, nil }
 func namedStartup(ctx context.Context, a *kopfgo.Activity) error               { return nil }
+func namedAdmission(ctx context.Context, a *kopfgo.Admission) error            { return nil }
 func namedIndex(ctx context.Context, o *kopfgo.Object) (map[string]int, error) { return nil, nil }
 
 // Every handler kind goes through one validation: the same mistake gives
@@ -62,6 +63,13 @@ func TestOneMessagePerMistakeForEveryKind(t *testing.T) {
 				fn = func(ctx context.Context, s *kopfgo.Spawn) (any, error) { return nil, nil }
 			}
 			op.Timer("kex", fn, kopfgo.Interval(time.Second))
+		},
+		`On.Validate("kex") handler`: func(op *kopfgo.Operator, closure bool) {
+			fn := namedAdmission
+			if closure {
+				fn = func(ctx context.Context, a *kopfgo.Admission) error { return nil }
+			}
+			op.On.Validate("kex", fn)
 		},
 		`NewIndex("kex") indexer`: func(op *kopfgo.Operator, closure bool) {
 			fn := namedIndex

@@ -42,6 +42,10 @@ type kopfExample struct {
 	allowTracebacks                                                          bool
 	successCounts, failureCounts                                             map[string]int
 
+	// readyLine says the operator serves; default "Serving " (a resource
+	// served), for an example of admission handlers only, its webhooks.
+	readyLine string
+
 	// setup prepares the namespace before the operator starts: Kopf's suite
 	// runs on a real cluster, which has pods of its own; the test cluster
 	// has none.
@@ -78,6 +82,10 @@ var kopfSuiteExamples = []kopfExample{
 	{dir: "16-indexing",
 		// "We do not care: pods can have 6-10 updates here."
 		successCounts: map[string]int{}},
+	{dir: "17-admission",
+		// "We do not care: pods can have 6-10 updates here."
+		successCounts: map[string]int{},
+		readyLine:     "Reconfiguring the mutating webhook auto.kopf.dev."},
 	{dir: "99-all-at-once", hasOnCreate: true, hasMandatoryOnDelete: true, hasChangingHandlers: true,
 		allowTracebacks:   true,
 		startupStopWords:  []string{"Served by the background task."},
@@ -120,7 +128,11 @@ func runKopfSuiteChecks(t *testing.T, ex kopfExample) {
 		ex.setup(t, ns)
 	}
 	op := runOperator(t, "./examples/"+ex.dir, ns)
-	waitLog(t, op, "Serving ", 1)
+	ready := ex.readyLine
+	if ready == "" {
+		ready = "Serving "
+	}
+	waitLog(t, op, ready, 1)
 	if ex.startupStopWords != nil {
 		sleepTillStopword(t, op, ex.startupTimeLimit, ex.startupStopWords)
 	}

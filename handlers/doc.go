@@ -11,6 +11,10 @@
 // the reactor applies. That is what lets a kopfgo operator be killed at any
 // moment and carry on where it stopped.
 //
+// Admission handlers (admission.go) are answered once per request, never
+// retried: ServeAdmission runs those of one AdmissionReview and gathers
+// their verdict, warnings and mutations; internal/admission serves them.
+//
 // Every handler kind embeds one spec, Handler (its id, options and
 // filters), and every registration goes through one validation
 // (registration.go), so that a mistake reads the same in every kind.

@@ -96,6 +96,13 @@ func (c Check) Matches(v any, present bool) bool {
 	}
 }
 
+// Describe tells what the check is, for those that must say it elsewhere
+// (a webhook's objectSelector): a marker, or an exact value (exact true),
+// or neither for a callback.
+func (c Check) Describe() (marker Marker, value any, exact bool) {
+	return c.marker, c.value, c.marker == 0 && c.fn == nil
+}
+
 // MetaCheck is a check of one label or annotation.
 type MetaCheck struct {
 	Key   string

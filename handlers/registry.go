@@ -19,6 +19,7 @@ type Registry struct {
 	events     []*EventHandler
 	activities []*ActivityHandler
 	spawning   []*Spawning
+	admissions []*AdmissionHandler
 	errs       []error
 	// ids are the ids taken, by the group that shares their namespace, with
 	// the description of the handler that took each (registration.go).

@@ -2,6 +2,7 @@ package patch
 
 import (
 	"encoding/json"
+	"fmt"
 
 	"github.com/kopfgo/kopfgo/internal/dicts"
 )
@@ -11,6 +12,13 @@ import (
 // included) replaces the field. The zero value is an empty patch ready to use.
 type Patch struct {
 	root map[string]any
+
+	// Fns are transformations of the whole object (Kopf's patch.fns), for
+	// what a merge patch cannot say: an element of a list changed, added or
+	// removed in place. Each gets the object with the merge patch and the
+	// earlier Fns applied and changes it in place. Mutating admission
+	// handlers send the result as a JSON patch; see Transform.
+	Fns []func(body map[string]any) error
 }
 
 // Map returns the patch as a tree. It is the patch's own storage, not a copy.
@@ -152,4 +160,20 @@ func applyInto(dst, src map[string]any) {
 			dst[k] = dicts.DeepCopy(t)
 		}
 	}
+}
+
+// Transform returns a copy of body with the merge patch applied and then
+// every function of Fns, in order (Kopf's order: the merge patch first,
+// since it knows nothing of the transformations).
+func (p *Patch) Transform(body map[string]any) (map[string]any, error) {
+	out := p.Apply(body)
+	for i, fn := range p.Fns {
+		if fn == nil {
+			continue
+		}
+		if err := fn(out); err != nil {
+			return nil, fmt.Errorf("patch function %d: %w", i, err)
+		}
+	}
+	return out, nil
 }

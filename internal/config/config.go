@@ -24,6 +24,7 @@ type Settings struct {
 	Background  Background
 	Logging     Logging
 	Handling    Handling
+	Admission   Admission
 }
 
 // Persistence says where and how the operator keeps its state on objects.

@@ -136,6 +136,10 @@ func Serve(ctx context.Context, addr string, ln net.Listener, h http.Handler, ti
 	srv := &http.Server{
 		Handler: h, ReadHeaderTimeout: to.ReadHeader, ReadTimeout: to.Read, WriteTimeout: to.Write,
 		IdleTimeout: to.Idle, MaxHeaderBytes: maxHeaderBytes,
+		// The server's own complaints (a TLS handshake from a plain-HTTP
+		// client, a client gone mid-answer) go to the operator's log at
+		// DEBUG, not to stderr past the log's format.
+		ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelDebug),
 	}
 	done := make(chan struct{})
 	go func() {

@@ -270,3 +270,20 @@ func objectName(namespace, name string) string {
 	}
 	return namespace + "/" + name
 }
+
+// CreateEmpty creates a cluster-scoped object with only its name, if it
+// does not exist yet (the webhook configurations the operator manages, which
+// it then patches): trying and tolerating a conflict needs no "get" rights.
+func (c *Client) CreateEmpty(ctx context.Context, res resources.Resource, kind, name string) error {
+	obj := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": res.APIVersion(), "kind": kind, "metadata": map[string]any{"name": name},
+	}}
+	err := c.Retry.do(ctx, func() string { return c.describe("POST", res, "", "", "") }, func() error {
+		_, err := c.resource(res, "").Create(ctx, obj, metav1.CreateOptions{})
+		return err
+	})
+	if err != nil && !apierrors.IsAlreadyExists(err) {
+		return explain(err, "create", res, "", name)
+	}
+	return nil
+}

@@ -33,6 +33,9 @@ type Spec struct {
 	Events bool
 	// ScanCRDs: the operator watches CRDs to serve new resources.
 	ScanCRDs bool
+	// ManagedWebhooks: the operator creates and patches its validating and
+	// mutating webhook configurations (Settings.Admission.Managed).
+	ManagedWebhooks bool
 	// Namespaces the operator serves; nil or patterns: cluster-wide.
 	Namespaces []string
 	// Namespaced writes Roles in each of Namespaces instead of a
@@ -105,6 +108,11 @@ func Rules(spec Spec) []Rule {
 	}
 	if spec.ScanCRDs {
 		add("apiextensions.k8s.io", "customresourcedefinitions", false, "serving resources whose CRDs appear later", "list", "watch")
+	}
+	if spec.ManagedWebhooks {
+		for _, res := range []string{"validatingwebhookconfigurations", "mutatingwebhookconfigurations"} {
+			add("admissionregistration.k8s.io", res, false, "the managed admission webhook configurations", "create", "patch")
+		}
 	}
 	out := make([]Rule, 0, len(byKey))
 	for _, r := range byKey {

@@ -50,3 +50,14 @@ func TestManifestsNamespaced(t *testing.T) {
 		t.Error("namespaced RBAC for a pattern: no error")
 	}
 }
+
+func TestManagedWebhooksRules(t *testing.T) {
+	got := Rules(Spec{ManagedWebhooks: true})
+	if len(got) != 2 || got[0].String() != "create,patch mutatingwebhookconfigurations.admissionregistration.k8s.io" ||
+		got[1].String() != "create,patch validatingwebhookconfigurations.admissionregistration.k8s.io" || got[0].Namespaced {
+		t.Errorf("rules = %v", got)
+	}
+	if got := Rules(Spec{}); len(got) != 0 {
+		t.Errorf("without admission: %v", got)
+	}
+}

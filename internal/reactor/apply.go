@@ -45,7 +45,7 @@ func (r patched) then(n next) next {
 // pass waits for the watch to catch up with it. On unexpected errors, the
 // object is throttled with growing delays; other objects are unaffected.
 func (w *watcher) apply(ctx context.Context, u *unstructured.Unstructured, st *state, log *slog.Logger, pt *patch.Patch) patched {
-	if pt.IsEmpty() {
+	if pt.IsEmpty() && len(pt.Fns) == 0 {
 		return patched{}
 	}
 	w.Settings.Persistence.ProgressStorage.Touch(u.Object, pt, nil) // a real patch makes the touch-dummy unnecessary
@@ -55,6 +55,14 @@ func (w *watcher) apply(ctx context.Context, u *unstructured.Unstructured, st *s
 	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), applyTimeout)
 	defer cancel()
 	res, err := w.client.Apply(actx, w.res, u.GetNamespace(), u.GetName(), pt)
+	if err == nil && len(pt.Fns) > 0 {
+		// The handlers' transformations (compat: handlers-patch-fns), after the merge
+		// patch, on the object's latest state, as Kopf applies them.
+		var rv string
+		if rv, err = w.client.Transform(actx, w.res, u.GetNamespace(), u.GetName(), pt.Fns); rv != "" {
+			res = rv
+		}
+	}
 	if errors.Is(err, kube.ErrGone) {
 		log.Debug("The object is gone while patching; nothing to do.")
 		return patched{gone: true}

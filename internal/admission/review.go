@@ -1,0 +1,247 @@
+package admission
+
+import (
+	"context"
+	"crypto/tls"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"strings"
+
+	"github.com/wI2L/jsondiff"
+
+	"github.com/kopfgo/kopfgo/handlers"
+	"github.com/kopfgo/kopfgo/internal/logging"
+	"github.com/kopfgo/kopfgo/internal/resources"
+)
+
+// maxReviewBytes bounds a review's body: the API server's own limit on an
+// object is 3 MiB, and a review holds two of them.
+const maxReviewBytes = 8 << 20
+
+// review is an AdmissionReview (admission.k8s.io/v1 or v1beta1) as far as the
+// handlers need it; objects stay unstructured.
+type review struct {
+	APIVersion string         `json:"apiVersion"`
+	Kind       string         `json:"kind"`
+	Request    *reviewRequest `json:"request"`
+}
+
+type reviewRequest struct {
+	UID      string `json:"uid"`
+	Resource *struct {
+		Group    string `json:"group"`
+		Version  string `json:"version"`
+		Resource string `json:"resource"`
+	} `json:"resource"`
+	SubResource string         `json:"subResource"`
+	Operation   string         `json:"operation"`
+	UserInfo    map[string]any `json:"userInfo"`
+	Object      map[string]any `json:"object"`
+	OldObject   map[string]any `json:"oldObject"`
+	DryRun      *bool          `json:"dryRun"`
+}
+
+// badReview is a request that is not a usable AdmissionReview (Kopf's
+// WebhookError): HTTP 400, the API server's call was wrong, not the
+// operation under review.
+type badReview struct{ msg string }
+
+func (e *badReview) Error() string { return e.msg }
+
+// Engine answers admission reviews with the registered handlers.
+type Engine struct {
+	Handlers []*handlers.AdmissionHandler
+	// Resolve finds the discovered resource of a request's group, version
+	// and plural; false: no handler serves it (HTTP 404).
+	Resolve func(group, version, plural string) (resources.Resource, bool)
+	Logger  *slog.Logger
+	// Memo is copied for every request (memos of admissions are
+	// ephemeral).
+	Memo *handlers.Memo
+	// Root is the server's root path; the segment after it names the
+	// webhook (handler id).
+	Root string
+}
+
+// ServeHTTP answers one review. Errors of the call itself are HTTP errors
+// with a message (400 malformed, 404 unknown resource, 405 not a POST);
+// the handlers' verdict is an HTTP 200 AdmissionReview, rejections included,
+// as Kubernetes expects.
+func (e *Engine) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	defer func() {
+		// The handlers' panics are caught where they run; this is for
+		// kopfgo's own: the request fails, never the operator.
+		if v := recover(); v != nil {
+			e.Logger.Error(fmt.Sprintf("Admission request failed: panic: %v", v))
+			http.Error(w, "internal error of the webhook server", http.StatusInternalServerError)
+		}
+	}()
+	if r.Method != http.MethodPost {
+		http.Error(w, "admission reviews are POSTed", http.StatusMethodNotAllowed)
+		return
+	}
+	data, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxReviewBytes))
+	if err != nil {
+		http.Error(w, fmt.Sprintf("cannot read the request: %v", err), http.StatusBadRequest)
+		return
+	}
+	// r.URL.Path is already unescaped: "check%2Fspec.x" is "check/spec.x".
+	webhook := strings.Trim(strings.TrimPrefix(r.URL.Path, e.Root), "/")
+	resp, status, err := e.Answer(r.Context(), data, webhook, r.Header, r.TLS)
+	if err != nil {
+		http.Error(w, err.Error(), status)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = w.Write(resp)
+}
+
+// Answer decodes a review, runs the handlers and encodes the response. An
+// error comes with its HTTP status.
+func (e *Engine) Answer(ctx context.Context, data []byte, webhook string, headers http.Header, conn *tls.ConnectionState) ([]byte, int, error) {
+	var rv review
+	if err := json.Unmarshal(data, &rv); err != nil {
+		return nil, http.StatusBadRequest, fmt.Errorf("malformed AdmissionReview: %w", err)
+	}
+	req, res, err := e.decode(&rv)
+	if err != nil {
+		var bad *badReview
+		if errors.As(err, &bad) {
+			return nil, http.StatusBadRequest, err
+		}
+		return nil, http.StatusNotFound, err
+	}
+	req.Webhook = webhook
+	req.Headers = headers
+	if conn != nil && len(conn.PeerCertificates) > 0 {
+		req.SSLPeer = conn.PeerCertificates[0]
+	}
+	req.Logger = logging.WithObject(e.Logger, objectRef(res, req.New, req.Old))
+	if e.Memo != nil {
+		req.Memo = e.Memo.Copy()
+	} else {
+		req.Memo = &handlers.Memo{}
+	}
+	out := handlers.ServeAdmission(ctx, e.Handlers, req)
+	if out.Failure != nil {
+		// A panic where failures are to be ignored: fail the call, so that
+		// the API server's failurePolicy Ignore admits the request.
+		return nil, http.StatusInternalServerError, out.Failure
+	}
+	resp, err := e.respond(&rv, out)
+	if err != nil {
+		return nil, http.StatusInternalServerError, err
+	}
+	return resp, http.StatusOK, nil
+}
+
+// decode checks the review (Kopf's MissingDataError and
+// UnknownResourceError) and makes the handlers' request of it.
+func (e *Engine) decode(rv *review) (handlers.AdmissionRequest, resources.Resource, error) {
+	rq := rv.Request
+	switch {
+	case rq == nil:
+		return handlers.AdmissionRequest{}, resources.Resource{}, &badReview{"malformed AdmissionReview: the request is missing"}
+	case rq.Resource == nil:
+		return handlers.AdmissionRequest{}, resources.Resource{}, &badReview{"malformed AdmissionReview: the resource is missing"}
+	case rq.UserInfo == nil:
+		return handlers.AdmissionRequest{}, resources.Resource{}, &badReview{"User info is missing from the admission request."}
+	case rq.Object == nil && rq.OldObject == nil:
+		return handlers.AdmissionRequest{}, resources.Resource{}, &badReview{"Either old or new object is missing from the admission request."}
+	}
+	res, ok := e.Resolve(rq.Resource.Group, rq.Resource.Version, rq.Resource.Resource)
+	if !ok {
+		return handlers.AdmissionRequest{}, resources.Resource{}, fmt.Errorf("The specified resource has no handlers: %s/%s/%s",
+			rq.Resource.Group, rq.Resource.Version, rq.Resource.Resource)
+	}
+	return handlers.AdmissionRequest{
+		Resource: res, Operation: rq.Operation, SubResource: rq.SubResource,
+		DryRun: rq.DryRun != nil && *rq.DryRun, UserInfo: rq.UserInfo,
+		Old: rq.OldObject, New: rq.Object,
+	}, res, nil
+}
+
+// respond builds the AdmissionReview answer as Kopf's build_response does:
+// the request's apiVersion and kind, allowed when no handler failed, the
+// warnings, the chosen error's message and code (500 unless an
+// AdmissionError says otherwise), and the JSON patch of the mutations.
+func (e *Engine) respond(rv *review, out handlers.AdmissionOutcome) ([]byte, error) {
+	apiVersion, kind := rv.APIVersion, rv.Kind
+	if apiVersion == "" {
+		apiVersion = "admission.k8s.io/v1"
+	}
+	if kind == "" {
+		kind = "AdmissionReview"
+	}
+	resp := map[string]any{"uid": rv.Request.UID, "allowed": out.Err == nil}
+	if len(out.Warnings) > 0 {
+		resp["warnings"] = out.Warnings
+	}
+	if out.Err == nil {
+		ops, err := JSONPatch(out)
+		if err != nil {
+			resp["allowed"] = false
+			resp["status"] = map[string]any{"message": err.Error(), "code": 500}
+		} else if len(ops) > 0 {
+			raw, err := json.Marshal(ops)
+			if err != nil {
+				return nil, fmt.Errorf("cannot encode the JSON patch: %w", err)
+			}
+			resp["patch"] = raw // []byte: base64 in JSON, as the API expects
+			resp["patchType"] = "JSONPatch"
+		}
+	} else {
+		code := 500
+		var adm *handlers.AdmissionError
+		if errors.As(out.Err, &adm) && adm.Code != 0 {
+			code = adm.Code
+		}
+		msg := out.Err.Error()
+		if msg == "" {
+			msg = fmt.Sprintf("%T", out.Err) // Kopf: repr() of a message-less error
+		}
+		resp["status"] = map[string]any{"message": msg, "code": code}
+	}
+	return json.Marshal(map[string]any{"apiVersion": apiVersion, "kind": kind, "response": resp})
+}
+
+// JSONPatch is the RFC 6902 patch of the mutating handlers' changes: the
+// object with the merge patch and the patch functions applied, compared with
+// the object as it came (jsondiff), so that only what changed is sent;
+// nothing for an empty patch. No "test" operations: the API server applies
+// it to exactly the object it sent.
+func JSONPatch(out handlers.AdmissionOutcome) (jsondiff.Patch, error) {
+	if out.Patch == nil || (out.Patch.IsEmpty() && len(out.Patch.Fns) == 0) || out.Body == nil {
+		return nil, nil
+	}
+	after, err := out.Patch.Transform(out.Body)
+	if err != nil {
+		return nil, fmt.Errorf("cannot apply the mutations: %w", err)
+	}
+	ops, err := jsondiff.Compare(out.Body, after)
+	if err != nil {
+		return nil, fmt.Errorf("cannot compute the JSON patch: %w", err)
+	}
+	return ops, nil
+}
+
+// objectRef names the object in the log lines of its handlers.
+func objectRef(res resources.Resource, bodies ...map[string]any) logging.ObjectRef {
+	for _, b := range bodies {
+		if b == nil {
+			continue
+		}
+		meta, _ := b["metadata"].(map[string]any)
+		str := func(k string) string { s, _ := meta[k].(string); return s }
+		name := str("name")
+		if name == "" {
+			name = str("generateName")
+		}
+		return logging.ObjectRef{APIVersion: res.APIVersion(), Kind: res.Kind, Name: name, UID: str("uid"), Namespace: str("namespace")}
+	}
+	return logging.ObjectRef{APIVersion: res.APIVersion(), Kind: res.Kind}
+}

@@ -1,0 +1,226 @@
+package admission
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/kopfgo/kopfgo/internal/config"
+	"github.com/kopfgo/kopfgo/internal/health"
+)
+
+// ClientConfig is how the API server reaches the webhooks: the webhook
+// configurations' clientConfig without the per-handler path.
+type ClientConfig struct {
+	URL      string
+	CABundle []byte // PEM
+}
+
+// Server is the HTTPS webhook server (Kopf's WebhookServer). It serves TLS
+// only: a plain-HTTP request gets Go's "client sent an HTTP request to an
+// HTTPS server" 400.
+type Server struct {
+	Config  config.WebhookServer
+	Handler http.Handler
+	Logger  *slog.Logger
+	// Listener, when set, is served instead of listening on the configured
+	// address (tests).
+	Listener net.Listener
+	// Timeouts: zero fields take the liveness server's defaults.
+	Timeouts health.Timeouts
+
+	cert atomic.Pointer[tls.Certificate]
+}
+
+// Run serves until ctx ends, calling configs with the client config at
+// start and again whenever the certificate files change. It owns its
+// goroutines and returns after they have stopped.
+func (s *Server) Run(ctx context.Context, configs func(ClientConfig)) error {
+	cfg := s.Config
+	ln := s.Listener
+	if ln == nil {
+		addr := net.JoinHostPort(cfg.Addr, strconv.Itoa(cfg.Port))
+		var err error
+		if ln, err = net.Listen("tcp", addr); err != nil {
+			return fmt.Errorf("cannot serve the admission webhooks on %s: %w", addr, err)
+		}
+	}
+	port := ln.Addr().(*net.TCPAddr).Port
+	host := cfg.Host
+	if host == "" {
+		host = accessibleAddr(cfg.Addr)
+	}
+	ca, files, err := s.loadCerts(host)
+	if err != nil {
+		_ = ln.Close()
+		return err
+	}
+	base := buildURL(host, port, cfg.Path)
+	publish := func(ca []byte) error {
+		if cfg.CADump != "" {
+			if err := os.WriteFile(cfg.CADump, ca, 0o644); err != nil {
+				return fmt.Errorf("cannot write the CA bundle to %s: %w", cfg.CADump, err)
+			}
+		}
+		configs(ClientConfig{URL: base, CABundle: ca})
+		return nil
+	}
+	if err := publish(ca); err != nil {
+		_ = ln.Close()
+		return err
+	}
+	tlsCfg := &tls.Config{
+		MinVersion:     tls.VersionTLS12,
+		GetCertificate: func(*tls.ClientHelloInfo) (*tls.Certificate, error) { return s.cert.Load(), nil },
+		// The API server's client certificate, if it sends one, reaches the
+		// handlers as SSLPeer; it is not verified here (Kopf's default).
+		ClientAuth: tls.RequestClientCert,
+	}
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	if files != nil {
+		wg.Go(func() { s.watchFiles(ctx, files, publish) })
+	}
+	return health.Serve(ctx, "", tls.NewListener(ln, tlsCfg), s.Handler, s.Timeouts, s.Logger,
+		"admission webhook server", "Listening for webhooks at https://%s"+cfg.Path)
+}
+
+// certFiles are the certificate files being watched, with what they held.
+type certFiles struct {
+	paths []string
+	seen  [][]byte
+}
+
+// loadCerts loads the certificate files, or generates a self-signed one for
+// the host, Addr and ExtraSANs; it returns the CA bundle, and the files to
+// watch (nil when generated).
+func (s *Server) loadCerts(host string) ([]byte, *certFiles, error) {
+	cfg := s.Config
+	if (cfg.CertFile == "") != (cfg.KeyFile == "") {
+		return nil, nil, fmt.Errorf("the webhook server needs both CertFile and KeyFile, or neither (to generate a certificate)")
+	}
+	if cfg.CertFile == "" {
+		hosts := append([]string{host, cfg.Addr}, cfg.ExtraSANs...)
+		if addr := accessibleAddr(cfg.Addr); addr != host {
+			hosts = append(hosts, addr)
+		}
+		cert, ca, err := selfSigned(hosts, time.Now())
+		if err != nil {
+			return nil, nil, err
+		}
+		s.cert.Store(&cert)
+		if cfg.CAFile != "" {
+			if ca, err = os.ReadFile(cfg.CAFile); err != nil {
+				return nil, nil, fmt.Errorf("cannot read the CA bundle: %w", err)
+			}
+		}
+		s.Logger.Debug("Using a generated self-signed certificate for HTTPS.")
+		return ca, nil, nil
+	}
+	files := &certFiles{paths: []string{cfg.CertFile, cfg.KeyFile}}
+	if cfg.CAFile != "" {
+		files.paths = append(files.paths, cfg.CAFile)
+	}
+	ca, err := s.readFiles(files)
+	if err != nil {
+		return nil, nil, err
+	}
+	s.Logger.Debug("Using a provided certificate for HTTPS.")
+	return ca, files, nil
+}
+
+// readFiles reads the certificate files into the server and returns the CA
+// bundle: CAFile, or the certificate file itself.
+func (s *Server) readFiles(files *certFiles) ([]byte, error) {
+	cert, err := tls.LoadX509KeyPair(s.Config.CertFile, s.Config.KeyFile)
+	if err != nil {
+		return nil, fmt.Errorf("cannot load the webhook server's certificate: %w", err)
+	}
+	seen := make([][]byte, len(files.paths))
+	for i, p := range files.paths {
+		if seen[i], err = os.ReadFile(p); err != nil {
+			return nil, fmt.Errorf("cannot read %s: %w", p, err)
+		}
+	}
+	s.cert.Store(&cert)
+	files.seen = seen
+	if s.Config.CAFile != "" {
+		return seen[2], nil
+	}
+	return seen[0], nil
+}
+
+// watchFiles reads the certificate files again when their content changes
+// (a renewal by cert-manager or a mounted secret's update) and publishes the
+// new CA bundle; a half-written pair is retried at the next check.
+func (s *Server) watchFiles(ctx context.Context, files *certFiles, publish func([]byte) error) {
+	every := s.Config.FileCheckInterval
+	if every <= 0 {
+		every = 60 * time.Second
+	}
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		changed := false
+		for i, p := range files.paths {
+			data, err := os.ReadFile(p)
+			if err == nil && !bytes.Equal(data, files.seen[i]) {
+				changed = true
+			}
+		}
+		if !changed {
+			continue
+		}
+		ca, err := s.readFiles(files)
+		if err != nil {
+			s.Logger.Warn(fmt.Sprintf("The renewed certificate files cannot be used yet: %v", err))
+			continue
+		}
+		s.Logger.Debug("Serving with the renewed SSL certificate files.")
+		if err := publish(ca); err != nil {
+			s.Logger.Error(err.Error())
+		}
+	}
+}
+
+// accessibleAddr turns a catch-all listening address into one that can be
+// called, as Kopf does: empty → localhost... but as an IP, 127.0.0.1, since
+// the certificate and a URL must agree on the same name.
+func accessibleAddr(addr string) string {
+	switch addr {
+	case "", "0.0.0.0":
+		return "127.0.0.1"
+	case "::", "[::]":
+		return "::1"
+	}
+	return addr
+}
+
+func buildURL(host string, port int, path string) string {
+	if strings.Contains(host, ":") {
+		host = "[" + host + "]"
+	}
+	netloc := host
+	if port != 443 {
+		netloc = host + ":" + strconv.Itoa(port)
+	}
+	return (&url.URL{Scheme: "https", Host: netloc, Path: path}).String()
+}
