@@ -86,6 +86,7 @@ func runOperator(op *Operator, flags *cli.RunFlags, stderr io.Writer) error {
 	if flags.MetricsAddr != "" {
 		op.opts.MetricsAddr = flags.MetricsAddr
 	}
+	applyLeaderElection(&op.opts.LeaderElection, flags)
 	ctx, stop := cli.SignalContext(context.Background(), logger, op.ultimateExitingTimeout)
 	defer stop()
 	err := op.Run(ctx)
@@ -122,5 +123,7 @@ func newRBACCommand(op *Operator) *cobra.Command {
 	fs.StringVar(&o.ServiceAccountNamespace, "service-account-namespace", "default", "the service account's namespace")
 	fs.StringVar(&o.Kubeconfig, "kubeconfig", "", "the kubeconfig of the cluster that resolves the resources")
 	fs.StringVar(&o.Context, "context", "", "the kubeconfig context")
+	fs.BoolVar(&o.LeaderElection, "leader-elect", false, "grant the leader election's Lease (as run --leader-elect needs)")
+	fs.StringVar(&o.LeaseNamespace, "leader-elect-namespace", "", "the Lease's namespace (default: --service-account-namespace)")
 	return cmd
 }

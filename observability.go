@@ -54,7 +54,19 @@ func (obs *observability) WatchStarted(key string) { obs.ready.WatchStarted(key)
 func (obs *observability) WatchSynced(key string)  { obs.ready.WatchSynced(key) }
 func (obs *observability) WatchStopped(key string) { obs.ready.WatchStopped(key) }
 func (obs *observability) Served()                 { obs.ready.Served() }
-func (obs *observability) Paused(reasons []string) { obs.ready.Paused(reasons) }
+func (obs *observability) Paused(reasons []string) {
+	obs.ready.Paused(reasons)
+	if obs.metrics != nil {
+		obs.metrics.Paused(len(reasons) > 0)
+	}
+}
+
+// Leading: this replica holds the leader election's Lease, or not.
+func (obs *observability) Leading(leading bool) {
+	if obs.metrics != nil {
+		obs.metrics.Leading(leading)
+	}
+}
 
 func (obs *observability) WatchEvent(resource, typ string) {
 	if obs.metrics != nil {

@@ -59,6 +59,9 @@ type Options struct {
 	// /metrics and readiness at /readyz. Without it, the liveness endpoint
 	// serves both, if there is one.
 	MetricsAddr string
+	// LeaderElection, when enabled, makes one replica of the operator serve
+	// while the others stand by, on a Lease (see LeaderElection).
+	LeaderElection LeaderElection
 	// Memo is the operator's memo (see Memo), the one activity handlers
 	// get: every object's memo starts as a shallow copy of it. Nil: an
 	// empty one.
@@ -237,6 +240,13 @@ func (op *Operator) Run(ctx context.Context) error {
 	// pause holds the reasons the operator stands by (peering, leader
 	// election); the reactor watches nothing while any holds.
 	pause := &pausing.Switch{}
+	stopCampaign, err := op.campaign(ctx, cfg, pause, logger, obs)
+	if err != nil {
+		return err
+	}
+	// The Lease is released only once the reactor has stopped, so that a
+	// successor never starts beside a handler still running here.
+	defer stopCampaign()
 	err = reactor.Run(ctx, reactor.Config{
 		Registry:   op.reg,
 		Settings:   settings,

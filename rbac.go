@@ -1,6 +1,7 @@
 package kopfgo
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -25,6 +26,12 @@ type RBACOptions struct {
 	// ServiceAccount and ServiceAccountNamespace are the bindings'
 	// subject; default Name in "default".
 	ServiceAccount, ServiceAccountNamespace string
+	// LeaderElection grants the leader election's Lease (get, create,
+	// update in LeaseNamespace only); Options.LeaderElection.Enabled does
+	// too. LeaseNamespace defaults to Options.LeaderElection.Namespace,
+	// else ServiceAccountNamespace.
+	LeaderElection bool
+	LeaseNamespace string
 	// RESTConfig, or else Kubeconfig and Context, reach the cluster whose
 	// discovery resolves the handlers' resources.
 	RESTConfig          *rest.Config
@@ -108,6 +115,9 @@ func RBAC(ctx context.Context, op *Operator, o RBACOptions) ([]byte, error) {
 	}
 	for _, k := range order {
 		spec.Uses = append(spec.Uses, *uses[k])
+	}
+	if o.LeaderElection || op.opts.LeaderElection.Enabled {
+		spec.LeaseNamespace = cmp.Or(o.LeaseNamespace, op.opts.LeaderElection.Namespace, o.ServiceAccountNamespace, "default")
 	}
 	return rbac.Manifests(spec)
 }

@@ -24,10 +24,12 @@ Flags:
       --name NAME                    the roles' and bindings' name (default kopfgo-operator)
       --service-account SA           the service account to bind (default: --name)
       --service-account-namespace NS the service account's namespace (default "default")
+      --leader-elect                 grant the leader election's Lease (get, create, update)
+      --leader-elect-namespace NS    the Lease's namespace (default: --service-account-namespace)
       --kubeconfig FILE, --context CTX`
 
 // rbacValueFlags are the operator's rbac flags that take a value.
-var rbacValueFlags = []string{"-n", "--namespace", "--name", "--service-account", "--service-account-namespace", "--kubeconfig", "--context"}
+var rbacValueFlags = []string{"-n", "--namespace", "--name", "--service-account", "--service-account-namespace", "--kubeconfig", "--context", "--leader-elect-namespace"}
 
 func newRBACCommand() *cobra.Command {
 	return &cobra.Command{

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/spf13/pflag"
 
@@ -30,6 +31,14 @@ type RunFlags struct {
 	Context       string   // --context
 	Liveness      string   // -L/--liveness
 	MetricsAddr   string   // --metrics-addr (kopfgo's own)
+
+	// Leader election (kopfgo's own; see kopfgo.LeaderElection).
+	LeaderElect              bool          // --leader-elect
+	LeaderElectLease         string        // --leader-elect-lease
+	LeaderElectNamespace     string        // --leader-elect-namespace
+	LeaderElectLeaseDuration time.Duration // --leader-elect-lease-duration
+	LeaderElectRenewDeadline time.Duration // --leader-elect-renew-deadline
+	LeaderElectRetryPeriod   time.Duration // --leader-elect-retry-period
 }
 
 // The environment variables of the flags, as Kopf's click names them
@@ -51,6 +60,13 @@ var envNames = map[string]string{
 	"context":        "KOPF_RUN_CONTEXT",
 	"liveness":       "KOPF_RUN_LIVENESS_ENDPOINT",
 	"metrics-addr":   "KOPFGO_METRICS_ADDR",
+
+	"leader-elect":                "KOPFGO_LEADER_ELECT",
+	"leader-elect-lease":          "KOPFGO_LEADER_ELECT_LEASE",
+	"leader-elect-namespace":      "KOPFGO_LEADER_ELECT_NAMESPACE",
+	"leader-elect-lease-duration": "KOPFGO_LEADER_ELECT_LEASE_DURATION",
+	"leader-elect-renew-deadline": "KOPFGO_LEADER_ELECT_RENEW_DEADLINE",
+	"leader-elect-retry-period":   "KOPFGO_LEADER_ELECT_RETRY_PERIOD",
 }
 
 // LegacyNamespaceEnv names one more namespace, appended to the others.
@@ -90,6 +106,18 @@ func (f *RunFlags) Bind(fs *pflag.FlagSet) {
 			"/readyz there answers readiness probes, and /metrics serves the metrics unless --metrics-addr is given"))
 	fs.StringVar(&f.MetricsAddr, "metrics-addr", "", usage("metrics-addr",
 		"serve Prometheus metrics at http://ADDR/metrics (and readiness at /readyz), e.g. 0.0.0.0:9090"))
+	fs.BoolVar(&f.LeaderElect, "leader-elect", false, usage("leader-elect",
+		"run as one of several replicas: only the holder of a Lease serves, the others stand by (no peering)"))
+	fs.StringVar(&f.LeaderElectLease, "leader-elect-lease", "", usage("leader-elect-lease",
+		`the Lease's name (default "kopfgo-operator")`))
+	fs.StringVar(&f.LeaderElectNamespace, "leader-elect-namespace", "", usage("leader-elect-namespace",
+		"the Lease's namespace (default: $POD_NAMESPACE, the service account's or the kubeconfig context's)"))
+	fs.DurationVar(&f.LeaderElectLeaseDuration, "leader-elect-lease-duration", 0, usage("leader-elect-lease-duration",
+		"how long others wait after the leader's last renewal before taking the Lease (default 15s)"))
+	fs.DurationVar(&f.LeaderElectRenewDeadline, "leader-elect-renew-deadline", 0, usage("leader-elect-renew-deadline",
+		"how long the leader tries to renew before standing by (default 10s)"))
+	fs.DurationVar(&f.LeaderElectRetryPeriod, "leader-elect-retry-period", 0, usage("leader-elect-retry-period",
+		"how often replicas try to take or renew the Lease (default 2s)"))
 }
 
 // Complete applies the environment variables to the flags not given on the

@@ -38,6 +38,9 @@ type Metrics struct {
 	events        *prometheus.CounterVec
 
 	daemonsOnce sync.Once
+	leaderOnce  sync.Once
+	leader      prometheus.Gauge
+	paused      prometheus.Gauge
 }
 
 // New makes the metrics, with the Go runtime and process collectors, and
@@ -82,8 +85,12 @@ func New() *Metrics {
 		Name: "kopfgo_events_posted_total",
 		Help: "Kubernetes Events posted, by result (posted, failed).",
 	}, []string{"result"})
+	m.paused = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "kopfgo_standing_by",
+		Help: "1 while the operator stands by (a peer of higher priority, a freeze, another replica's Lease), 0 while it serves.",
+	})
 	m.reg.MustRegister(m.invocations, m.duration, m.retries, m.inFlight, m.watchEvents, m.watchRestarts,
-		m.apiLatency, m.apiRequests, m.events,
+		m.apiLatency, m.apiRequests, m.events, m.paused,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	current.Store(m)
 	registerClientGo.Do(func() {
@@ -128,6 +135,29 @@ func (m *Metrics) EventPosted(err error) {
 		return
 	}
 	m.events.WithLabelValues("posted").Inc()
+}
+
+// Paused sets kopfgo_standing_by.
+func (m *Metrics) Paused(paused bool) { m.paused.Set(boolValue(paused)) }
+
+// Leading sets kopfgo_leader, registered on the first call: only operators
+// with leader election have it.
+func (m *Metrics) Leading(leading bool) {
+	m.leaderOnce.Do(func() {
+		m.leader = prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "kopfgo_leader",
+			Help: "1 while this replica holds the leader election's Lease, 0 otherwise.",
+		})
+		m.reg.MustRegister(m.leader)
+	})
+	m.leader.Set(boolValue(leading))
+}
+
+func boolValue(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // Daemons exports running() as kopfgo_daemons_running, once.

@@ -36,6 +36,9 @@ type Spec struct {
 	// ManagedWebhooks: the operator creates and patches its validating and
 	// mutating webhook configurations (Settings.Admission.Managed).
 	ManagedWebhooks bool
+	// LeaseNamespace, when set, is where the operator's leader election
+	// Lease is: a Role there grants it the Lease, and nothing elsewhere.
+	LeaseNamespace string
 	// Namespaces the operator serves; nil or patterns: cluster-wide.
 	Namespaces []string
 	// Namespaced writes Roles in each of Namespaces instead of a
@@ -114,9 +117,12 @@ func Rules(spec Spec) []Rule {
 			add("admissionregistration.k8s.io", res, false, "the managed admission webhook configurations", "create", "patch")
 		}
 	}
+	if spec.LeaseNamespace != "" {
+		add("coordination.k8s.io", "leases", true, "leader election (in namespace "+spec.LeaseNamespace+" only)", "get", "create", "update")
+	}
 	out := make([]Rule, 0, len(byKey))
 	for _, r := range byKey {
-		verbOrder := map[string]int{"get": 0, "list": 1, "watch": 2, "create": 3, "patch": 4}
+		verbOrder := map[string]int{"get": 0, "list": 1, "watch": 2, "create": 3, "patch": 4, "update": 5}
 		sort.Slice(r.Verbs, func(i, j int) bool { return verbOrder[r.Verbs[i]] < verbOrder[r.Verbs[j]] })
 		out = append(out, *r)
 	}
@@ -160,8 +166,12 @@ func Manifests(spec Spec) ([]byte, error) {
 		return nil, fmt.Errorf("namespaced RBAC needs plain namespace names (-n NS...): patterns are served cluster-wide and need a ClusterRole")
 	}
 	rules := Rules(spec)
-	var cluster, namespaced []Rule
+	var cluster, namespaced, leases []Rule
 	for _, r := range rules {
+		if r.Group == "coordination.k8s.io" && r.Resource == "leases" {
+			leases = append(leases, r)
+			continue
+		}
 		if spec.Namespaced && r.Namespaced {
 			namespaced = append(namespaced, r)
 		} else {
@@ -213,6 +223,20 @@ func Manifests(spec Spec) ([]byte, error) {
 			if err := emit(binding, nil); err != nil {
 				return nil, err
 			}
+		}
+	}
+	if len(leases) > 0 {
+		name := spec.Name + "-leader-election"
+		role := rbacv1.Role{TypeMeta: metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "Role"},
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: spec.LeaseNamespace}, Rules: policyRules(leases)}
+		if err := emit(role, leases); err != nil {
+			return nil, err
+		}
+		binding := rbacv1.RoleBinding{TypeMeta: metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "RoleBinding"},
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: spec.LeaseNamespace}, Subjects: subject,
+			RoleRef: rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: name}}
+		if err := emit(binding, nil); err != nil {
+			return nil, err
 		}
 	}
 	return b.Bytes(), nil

@@ -61,3 +61,32 @@ func TestManagedWebhooksRules(t *testing.T) {
 		t.Errorf("without admission: %v", got)
 	}
 }
+
+// Leader election's Lease is granted in its namespace only, by a Role of
+// its own, whatever the operator's other roles are.
+func TestLeaderElectionLeaseRole(t *testing.T) {
+	out, err := Manifests(Spec{Uses: []Use{{Resource: kex, Handles: true}}, LeaseNamespace: "ops"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	docs := strings.Split(string(out), "---\n")
+	var leaseRole, clusterRole string
+	for _, d := range docs {
+		switch {
+		case strings.Contains(d, "\nkind: Role\n") && strings.Contains(d, "name: kopfgo-operator-leader-election"):
+			leaseRole = d
+		case strings.Contains(d, "\nkind: ClusterRole\n"):
+			clusterRole = d
+		}
+	}
+	if !strings.Contains(leaseRole, "namespace: ops") || !strings.Contains(leaseRole, "- coordination.k8s.io") ||
+		!strings.Contains(leaseRole, "- leases") || !strings.Contains(leaseRole, "- update") {
+		t.Errorf("no Role granting the Lease in ops:\n%s", out)
+	}
+	if strings.Contains(clusterRole, "leases") {
+		t.Errorf("the ClusterRole grants Leases everywhere:\n%s", clusterRole)
+	}
+	if !strings.Contains(string(out), "kind: RoleBinding") {
+		t.Errorf("the Lease's Role is not bound:\n%s", out)
+	}
+}
