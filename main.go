@@ -71,9 +71,7 @@ func runOperator(op *Operator, flags *cli.RunFlags, stderr io.Writer) error {
 		logger.Warn("No --namespace or --all-namespaces is given: serving the whole cluster. " +
 			"Pass -A to say so explicitly, or -n NS to limit the operator to namespaces.")
 	}
-	if flags.Standalone {
-		op.opts.Standalone = true
-	}
+	applyPeering(&op.opts, flags)
 	if flags.Kubeconfig != "" {
 		op.opts.Kubeconfig = flags.Kubeconfig
 	}

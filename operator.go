@@ -34,10 +34,9 @@ type Options struct {
 	// Namespaces limits the operator to these namespaces (glob patterns
 	// allowed). Empty means cluster-wide.
 	Namespaces []string
-	// Standalone is meant to disable peering with other operators of the
-	// same name, as Kopf's --standalone does. kopfgo has no peering yet
-	// (issue 12): every operator runs as if standalone, and this field does
-	// nothing (compat: peering-standalone).
+	// Standalone disables peering, as Kopf's --standalone does: no peering
+	// object is read or written (compat: peering-standalone); the same as
+	// Settings.Peering.Standalone.
 	Standalone bool
 	// RESTConfig is the cluster to connect to. Nil: the kubeconfig
 	// (KUBECONFIG, ~/.kube/config) or the in-cluster service account.
@@ -240,10 +239,20 @@ func (op *Operator) Run(ctx context.Context) error {
 	// pause holds the reasons the operator stands by (peering, leader
 	// election); the reactor watches nothing while any holds.
 	pause := &pausing.Switch{}
+	if err := checkModes(op.opts, settings); err != nil {
+		return err
+	}
 	stopCampaign, err := op.campaign(ctx, cfg, pause, logger, obs)
 	if err != nil {
 		return err
 	}
+	// Peers, like the Lease, are left only once the reactor has stopped.
+	stopPeering, err := op.peer(ctx, cfg, settings, pause, logger, clk)
+	if err != nil {
+		stopCampaign()
+		return err
+	}
+	defer stopPeering()
 	// The Lease is released only once the reactor has stopped, so that a
 	// successor never starts beside a handler still running here.
 	defer stopCampaign()

@@ -15,12 +15,14 @@ import (
 )
 
 // RunFlags are the options of `kopf run` that apply to kopfgo (compat: cli-flags),
-// plus --kubeconfig and --context. Kopf's --peering, --priority and --dev
-// are left out until kopfgo peers; -m/--module has no meaning in Go.
+// plus --kubeconfig and --context; -m/--module has no meaning in Go.
 type RunFlags struct {
 	Namespaces    []string // -n/--namespace, repeatable; patterns as in Kopf
 	AllNamespaces bool     // -A/--all-namespaces
 	Standalone    bool     // --standalone
+	Peering       string   // -P/--peering: mandatory peering of this name
+	Priority      *int     // -p/--priority; nil: Settings.Peering.Priority
+	Dev           bool     // --dev: priority 666
 	Verbose       bool     // -v/--verbose
 	Debug         bool     // -d/--debug
 	Quiet         bool     // -q/--quiet
@@ -49,6 +51,9 @@ var envNames = map[string]string{
 	"namespace":      "KOPF_RUN_NAMESPACES",
 	"all-namespaces": "KOPF_RUN_CLUSTERWIDE",
 	"standalone":     "KOPF_RUN_STANDALONE",
+	"peering":        "KOPF_RUN_PEERING",
+	"priority":       "KOPF_RUN_PRIORITY",
+	"dev":            "KOPF_RUN_DEV",
 	"verbose":        "KOPF_RUN_VERBOSE",
 	"debug":          "KOPF_RUN_DEBUG",
 	"quiet":          "KOPF_RUN_QUIET",
@@ -82,7 +87,13 @@ func (f *RunFlags) Bind(fs *pflag.FlagSet) {
 	fs.BoolVarP(&f.AllNamespaces, "all-namespaces", "A", false, usage("all-namespaces",
 		"serve the whole cluster through the cluster-wide API endpoints (the default without -n)"))
 	fs.BoolVar(&f.Standalone, "standalone", false, usage("standalone",
-		"disable peering with other instances; kopfgo has no peering yet, so this does nothing"))
+		"no peering: read and write no peering objects, serve whatever other operators do"))
+	fs.StringVarP(&f.Peering, "peering", "P", "", usage("peering",
+		"the peering object's name; peering is then mandatory (default: \"default\", if it exists)"))
+	fs.AddFlag(&pflag.Flag{Name: "priority", Shorthand: "p", Value: &intPtrValue{&f.Priority},
+		Usage: usage("priority", "the priority among peers: those of lower priority stand by (default 0)")})
+	fs.BoolVar(&f.Dev, "dev", false, usage("dev",
+		"priority 666: a developer's operator that the deployed ones stand by for"))
 	fs.BoolVarP(&f.Verbose, "verbose", "v", false, usage("verbose",
 		"log at DEBUG: what the operator is doing"))
 	fs.BoolVarP(&f.Debug, "debug", "d", false, usage("debug",
@@ -258,3 +269,24 @@ func (p *prefixValue) String() string {
 }
 
 func (p *prefixValue) Type() string { return "bool" }
+
+// intPtrValue is an int flag that tells "not given" (nil) from 0.
+type intPtrValue struct{ p **int }
+
+func (v *intPtrValue) String() string {
+	if *v.p == nil {
+		return ""
+	}
+	return strconv.Itoa(**v.p)
+}
+
+func (v *intPtrValue) Set(s string) error {
+	n, err := strconv.Atoi(strings.TrimSpace(s))
+	if err != nil {
+		return fmt.Errorf("not an integer: %q", s)
+	}
+	*v.p = &n
+	return nil
+}
+
+func (v *intPtrValue) Type() string { return "int" }

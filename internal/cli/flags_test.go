@@ -65,6 +65,13 @@ func TestRunFlags(t *testing.T) {
 			with(func(f *RunFlags) { f.Namespaces = []string{"x", "legacy"} })},
 		{"env clusterwide", nil, map[string]string{"KOPF_RUN_CLUSTERWIDE": "yes"}, with(func(f *RunFlags) { f.AllNamespaces = true })},
 		{"env standalone", nil, map[string]string{"KOPF_RUN_STANDALONE": "1"}, with(func(f *RunFlags) { f.Standalone = true })},
+		{"peering, priority, dev", []string{"-P", "team", "-p", "10", "--dev"}, nil, with(func(f *RunFlags) {
+			f.Peering, f.Priority, f.Dev = "team", ptr(10), true
+		})},
+		{"priority 0 is given", []string{"--priority=0"}, nil, with(func(f *RunFlags) { f.Priority = ptr(0) })},
+		{"env peering and priority", nil, map[string]string{"KOPF_RUN_PEERING": "team", "KOPF_RUN_PRIORITY": "-5", "KOPF_RUN_DEV": "true"}, with(func(f *RunFlags) {
+			f.Peering, f.Priority, f.Dev = "team", ptr(-5), true
+		})},
 		{"env verbosity", nil, map[string]string{"KOPF_RUN_VERBOSE": "true", "KOPF_RUN_DEBUG": "on", "KOPF_RUN_QUIET": "T"},
 			with(func(f *RunFlags) { f.Verbose, f.Debug, f.Quiet = true, true, true })},
 		{"env false", nil, map[string]string{"KOPF_RUN_VERBOSE": "off", "KOPF_RUN_DEBUG": "0"}, defaults},
@@ -106,7 +113,8 @@ func TestRunFlagsErrors(t *testing.T) {
 		{"bad env format", nil, map[string]string{"KOPF_RUN_LOG_FORMAT": "xml"}, `invalid --log-format "xml"`},
 		{"bad env bool", nil, map[string]string{"KOPF_RUN_VERBOSE": "maybe"}, `invalid value "maybe" for $KOPF_RUN_VERBOSE`},
 		{"empty namespace", []string{"-n", ""}, nil, "--namespace must not be empty"},
-		{"unknown flag", []string{"--peering", "x"}, nil, "unknown flag: --peering"},
+		{"unknown flag", []string{"--peers", "x"}, nil, "unknown flag: --peers"},
+		{"priority not a number", []string{"--priority", "high"}, nil, `not an integer: "high"`},
 		{"unknown shorthand", []string{"-x"}, nil, "unknown shorthand flag: 'x' in -x"},
 		{"missing value", []string{"-n"}, nil, "flag needs an argument: 'n' in -n"},
 		{"bad bool", []string{"--verbose=maybe"}, nil, `invalid argument "maybe" for "-v, --verbose"`},
@@ -229,7 +237,7 @@ func TestHelp(t *testing.T) {
 	}
 	for _, want := range []string{
 		"-n, --namespace stringArray", "[$KOPF_RUN_NAMESPACES]", "-A, --all-namespaces", "[$KOPF_RUN_CLUSTERWIDE]",
-		"--standalone", "-v, --verbose", "-d, --debug", "-q, --quiet", `--log-format string`, `(default "full")`,
+		"--standalone", "-P, --peering string", "[$KOPF_RUN_PEERING]", "-p, --priority int", "--dev", "-v, --verbose", "-d, --debug", "-q, --quiet", `--log-format string`, `(default "full")`,
 		"--log-prefix ", "--no-log-prefix ", "--log-refkey string", "--kubeconfig string", "--context string",
 	} {
 		if !strings.Contains(out.String(), want) {

@@ -25,6 +25,7 @@ type Settings struct {
 	Logging     Logging
 	Handling    Handling
 	Admission   Admission
+	Peering     Peering
 }
 
 // Persistence says where and how the operator keeps its state on objects.
@@ -121,6 +122,7 @@ func (s Settings) WithDefaults() Settings {
 		s.Queueing.ExitTimeout = 2 * time.Second
 	}
 	s.Networking = s.Networking.withDefaults()
+	s.Peering = s.Peering.withDefaults()
 	s.Process = s.Process.withDefaults()
 	s.Posting = s.Posting.withDefaults()
 	s.Background = s.Background.withDefaults()

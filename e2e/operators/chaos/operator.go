@@ -12,20 +12,30 @@
 // success; CHANGE identifies the change handled (the spec's generation of
 // the field, "-" where there is one change only), so that two "ret" lines of
 // one KIND, object and CHANGE are a duplicate. The daemon writes "inv" when
-// it starts and "ret" when it stops; the timer writes "ret" per tick.
+// it starts and "ret" when it stops; the timer writes "ret" per tick. On
+// SIGUSR1 the operator collects garbage and writes "mem heap-live -/- BYTES
+// PID": the Go heap it still holds, which the run compares before and
+// after (RSS alone also counts what the runtime has not yet given back).
 package chaos
 
 import (
 	"context"
 	"fmt"
 	"os"
+	"os/signal"
+	"runtime"
+	"runtime/metrics"
+	"strconv"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/kopfgo/kopfgo"
 )
 
 func init() {
+	go reportHeap()
+	kopfgo.On.Startup(configure, kopfgo.ID("configure"))
 	kopfgo.On.Create("kopfexamples", create, kopfgo.ID("create_fn"))
 	kopfgo.On.Update("kopfexamples", update, kopfgo.ID("update_fn"))
 	kopfgo.On.Field("kopfexamples", "spec.field", field, kopfgo.ID("field_fn"))
@@ -64,6 +74,32 @@ func record(event, kind, ns, name, change string) {
 	}
 	if err := journal.Sync(); err != nil {
 		panic(fmt.Sprintf("the chaos journal: %v", err))
+	}
+}
+
+// configure shortens the peering lifetime for the peering tests
+// (KOPFGO_CHAOS_PEERING_LIFETIME, a Go duration), as a user's startup
+// handler may.
+func configure(ctx context.Context, a *kopfgo.Activity) error {
+	if v := os.Getenv("KOPFGO_CHAOS_PEERING_LIFETIME"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			return fmt.Errorf("KOPFGO_CHAOS_PEERING_LIFETIME: %w", err)
+		}
+		a.Settings.Peering.Lifetime = d
+	}
+	return nil
+}
+
+// reportHeap answers each SIGUSR1 with the live heap after a collection.
+func reportHeap() {
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGUSR1)
+	sample := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
+	for range sigs {
+		runtime.GC()
+		metrics.Read(sample)
+		record("mem", "heap-live", "-", "-", strconv.FormatUint(sample[0].Value.Uint64(), 10))
 	}
 }
 
