@@ -175,6 +175,30 @@ func TestPeeringPriorities(t *testing.T) {
 	}
 	waitLog(t, low, "Resuming operations after the pause.", 3)
 
+	// kopfgo freeze writes a pseudo-peer that pauses the operator; an
+	// object created meanwhile is handled once kopfgo resume removes it.
+	kopfgo := func(args ...string) {
+		t.Helper()
+		out, err := exec.Command(kopfgoCLI(t), args...).CombinedOutput()
+		if err != nil {
+			t.Fatalf("kopfgo %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+	}
+	kopfgo("freeze", "-P", name, "-n", ns, "-t", "60", "--id", "freezer")
+	waitLog(t, low, "Pausing operations in favour of [<Peer freezer: priority=100, lifetime=60", 1)
+	o := objYAML(t)
+	o["metadata"].(map[string]any)["name"] = "kex-06"
+	createKex(t, ns, o)
+	if by := handledBy(6); by != "" {
+		t.Errorf("kex-06 was handled by %s while the operators were frozen", by)
+	}
+	kopfgo("resume", "-P", name, "-n", ns, "--id", "freezer")
+	waitLog(t, low, "Resuming operations after the pause.", 4)
+	waitKex(t, ns, "kex-06", "the creation handled after the resume", handled)
+	if by := handledBy(6); by != strconv.Itoa(low.Pid()) {
+		t.Errorf("kex-06 was handled by pid %q, want the resumed operator %d", by, low.Pid())
+	}
+
 	// Standalone: no record, no keep-alive, and it serves regardless.
 	records := slices.Sorted(func(yield func(string) bool) {
 		for k := range peeringStatus(t, ns, name) {

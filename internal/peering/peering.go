@@ -114,15 +114,27 @@ func (p *peer) keepalive(ctx context.Context) {
 	}
 }
 
-// touch writes the record (or removes it, when leaving).
-func (p *peer) touch(ctx context.Context, leaving bool) {
+// Touch writes a peer's record into a peering object, or removes it when
+// its lifetime is 0 (as Kopf's touch does, which kopf freeze and resume
+// use). A missing object is kube.ErrGone.
+func Touch(ctx context.Context, client *kube.Client, res resources.Resource, namespace, name string, p Peer) error {
 	pt := &patch.Patch{}
 	var rec any
-	if !leaving {
-		rec = Peer{Identity: p.Identity, Priority: p.Priority, Lifetime: p.Lifetime, LastSeen: p.Clock.Now()}.Record()
+	if p.Lifetime > 0 {
+		rec = p.Record()
 	}
 	pt.Set([]string{"status", p.Identity}, rec)
-	_, err := p.Client.Apply(ctx, p.Resource, p.Namespace, p.Name, pt)
+	_, err := client.Apply(ctx, res, namespace, name, pt)
+	return err
+}
+
+// touch writes the record (or removes it, when leaving).
+func (p *peer) touch(ctx context.Context, leaving bool) {
+	me := Peer{Identity: p.Identity, Priority: p.Priority, Lifetime: p.Lifetime, LastSeen: p.Clock.Now()}
+	if leaving {
+		me.Lifetime = 0
+	}
+	err := Touch(ctx, p.Client, p.Resource, p.Namespace, p.Name, me)
 	result := "ok"
 	switch {
 	case errors.Is(err, kube.ErrGone):
