@@ -121,6 +121,7 @@ func newRBACCommand(op *Operator) *cobra.Command {
 	fs.StringVar(&o.ServiceAccountNamespace, "service-account-namespace", "default", "the service account's namespace")
 	fs.StringVar(&o.Kubeconfig, "kubeconfig", "", "the kubeconfig of the cluster that resolves the resources")
 	fs.StringVar(&o.Context, "context", "", "the kubeconfig context")
+	fs.BoolVar(&o.Standalone, "standalone", false, "no peering objects (as run --standalone)")
 	fs.BoolVar(&o.LeaderElection, "leader-elect", false, "grant the leader election's Lease (as run --leader-elect needs)")
 	fs.StringVar(&o.LeaseNamespace, "leader-elect-namespace", "", "the Lease's namespace (default: --service-account-namespace)")
 	return cmd

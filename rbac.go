@@ -26,6 +26,10 @@ type RBACOptions struct {
 	// ServiceAccount and ServiceAccountNamespace are the bindings'
 	// subject; default Name in "default".
 	ServiceAccount, ServiceAccountNamespace string
+	// Standalone leaves out the peering objects (as run --standalone);
+	// Options.Standalone, Settings.Peering.Standalone and leader election
+	// do too.
+	Standalone bool
 	// LeaderElection grants the leader election's Lease (get, create,
 	// update in LeaseNamespace only); Options.LeaderElection.Enabled does
 	// too. LeaseNamespace defaults to Options.LeaderElection.Namespace,
@@ -116,7 +120,9 @@ func RBAC(ctx context.Context, op *Operator, o RBACOptions) ([]byte, error) {
 	for _, k := range order {
 		spec.Uses = append(spec.Uses, *uses[k])
 	}
-	if o.LeaderElection || op.opts.LeaderElection.Enabled {
+	leading := o.LeaderElection || op.opts.LeaderElection.Enabled
+	spec.Peering = !(o.Standalone || op.opts.Standalone || op.opts.Settings.Peering.Standalone || leading)
+	if leading {
 		spec.LeaseNamespace = cmp.Or(o.LeaseNamespace, op.opts.LeaderElection.Namespace, o.ServiceAccountNamespace, "default")
 	}
 	return rbac.Manifests(spec)

@@ -28,7 +28,8 @@ import (
 // kopfgoRBAC runs `kopfgo rbac PKG ARGS...` against the shared cluster.
 func kopfgoRBAC(t *testing.T, pkg string, args ...string) string {
 	t.Helper()
-	args = append(append([]string{"rbac", pkg}, args...), "--kubeconfig", cluster.Shared(t).Kubeconfig)
+	// The e2e operators run with --standalone: no peering rules.
+	args = append(append([]string{"rbac", pkg}, args...), "--standalone", "--kubeconfig", cluster.Shared(t).Kubeconfig)
 	cmd := exec.Command(kopfgoCLI(t), args...)
 	cmd.Dir = repoRoot
 	var stderr strings.Builder

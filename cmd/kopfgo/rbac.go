@@ -14,7 +14,8 @@ const rbacLong = `Print the least-privilege RBAC roles and bindings that the han
 PATHs register need, as YAML for kubectl apply: for each served resource
 list, watch, patch and get, patch of its status subresource when it has one
 (handlers' results go there), create on Events, list and watch on CRDs (new
-resources are served as their CRDs appear). The operator is built as for
+resources are served as their CRDs appear), list, watch and patch on the
+peering objects unless --standalone or --leader-elect. The operator is built as for
 kopfgo run and asked (BIN rbac); the resources are resolved against the
 cluster of the kubeconfig, so their CRDs must exist.
 
@@ -24,6 +25,7 @@ Flags:
       --name NAME                    the roles' and bindings' name (default kopfgo-operator)
       --service-account SA           the service account to bind (default: --name)
       --service-account-namespace NS the service account's namespace (default "default")
+      --standalone                   no peering: leave out the peering objects (KopfPeerings)
       --leader-elect                 grant the leader election's Lease (get, create, update)
       --leader-elect-namespace NS    the Lease's namespace (default: --service-account-namespace)
       --kubeconfig FILE, --context CTX`

@@ -36,6 +36,10 @@ type Spec struct {
 	// ManagedWebhooks: the operator creates and patches its validating and
 	// mutating webhook configurations (Settings.Admission.Managed).
 	ManagedWebhooks bool
+	// Peering: the operator peers (Kopf's peering, unless standalone):
+	// it follows and patches its peering objects, ClusterKopfPeerings when
+	// it serves the whole cluster, KopfPeerings in its namespaces otherwise.
+	Peering bool
 	// LeaseNamespace, when set, is where the operator's leader election
 	// Lease is: a Role there grants it the Lease, and nothing elsewhere.
 	LeaseNamespace string
@@ -115,6 +119,13 @@ func Rules(spec Spec) []Rule {
 	if spec.ManagedWebhooks {
 		for _, res := range []string{"validatingwebhookconfigurations", "mutatingwebhookconfigurations"} {
 			add("admissionregistration.k8s.io", res, false, "the managed admission webhook configurations", "create", "patch")
+		}
+	}
+	if spec.Peering {
+		if Exact(spec.Namespaces) && len(spec.Namespaces) > 0 {
+			add("kopf.dev", "kopfpeerings", true, "peering: the operators' records and keep-alives", "list", "watch", "patch")
+		} else {
+			add("kopf.dev", "clusterkopfpeerings", false, "peering: the operators' records and keep-alives", "list", "watch", "patch")
 		}
 	}
 	if spec.LeaseNamespace != "" {

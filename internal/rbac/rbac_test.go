@@ -90,3 +90,28 @@ func TestLeaderElectionLeaseRole(t *testing.T) {
 		t.Errorf("the Lease's Role is not bound:\n%s", out)
 	}
 }
+
+// A peering operator follows and patches its peering objects: KopfPeerings
+// where it serves namespaces, the ClusterKopfPeering when cluster-wide.
+func TestPeeringRules(t *testing.T) {
+	find := func(rules []Rule, res string) *Rule {
+		for i := range rules {
+			if rules[i].Resource == res {
+				return &rules[i]
+			}
+		}
+		return nil
+	}
+	uses := []Use{{Resource: kex, Handles: true}}
+	ns := Rules(Spec{Uses: uses, Peering: true, Namespaces: []string{"a", "b"}})
+	if r := find(ns, "kopfpeerings"); r == nil || r.Group != "kopf.dev" || strings.Join(r.Verbs, ",") != "list,watch,patch" || !r.Namespaced {
+		t.Errorf("namespaced operator: kopfpeerings rule %+v", r)
+	}
+	cw := Rules(Spec{Uses: uses, Peering: true})
+	if r := find(cw, "clusterkopfpeerings"); r == nil || r.Namespaced {
+		t.Errorf("cluster-wide operator: clusterkopfpeerings rule %+v", r)
+	}
+	if find(Rules(Spec{Uses: uses}), "clusterkopfpeerings") != nil {
+		t.Error("a standalone operator is granted the peering objects")
+	}
+}
