@@ -64,6 +64,7 @@ var kopfSuiteExamples = []kopfExample{
 			"instant_failure_with_only_a_message": 1}},
 	{dir: "04-events", hasOnCreate: true, hasChangingHandlers: true},
 	{dir: "05-handlers", hasOnCreate: true, hasMandatoryOnDelete: true, hasChangingHandlers: true},
+	{dir: "06-peering", hasOnCreate: true, hasChangingHandlers: true},
 	{dir: "07-subhandlers", hasOnCreate: true, hasChangingHandlers: true},
 	{dir: "08-events",
 		allowTracebacks: true,

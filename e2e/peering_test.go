@@ -223,6 +223,13 @@ func TestPeeringPriorities(t *testing.T) {
 		t.Errorf("a standalone operator changed the peering records: %v → %v", records, after)
 	}
 
+	// Peering without its object: Kopf's warning, and the operator serves
+	// standalone.
+	other := namespace(t)
+	lone := startProcess(t, bin, []string{"run", "-n", other, "--verbose", "--log-format=plain"}, runner.Options{Dir: t.TempDir(), Env: env})
+	waitLog(t, lone, fmt.Sprintf("Peering object 'default' in '%s' is not found, falling back to the standalone mode.", other), 1)
+	waitLog(t, lone, "Starting the watch-stream for kopfexamples", 1)
+
 	// Every object was created once, by one operator.
 	rets := map[string]int{}
 	for _, f := range journalLines(t, journal) {
