@@ -86,6 +86,12 @@ func (obs *observability) Busy(delta int) {
 	}
 }
 
+func (obs *observability) QueueWait(d time.Duration) {
+	if obs.metrics != nil {
+		obs.metrics.QueueWait(d)
+	}
+}
+
 func (obs *observability) Handler(id string, reason causes.Reason, err error, retry int, d time.Duration) {
 	if obs.metrics != nil {
 		obs.metrics.HandlerCalled(id, string(reason), outcome(err), retry, d)

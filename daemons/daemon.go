@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -208,10 +209,13 @@ func (d *daemon) attempt(st *attempts) handlers.Verdict {
 		defer cancel()
 	}
 	result, err := h.Call(ctx, arg)
-	st.retries++
 	if err != nil && d.stopper.Stopped() && d.isStopError(err) {
 		err = nil // it was asked to stop, and says so
 	}
+	if observe := d.set.m.cfg.Observe; observe != nil {
+		observe(h.ID, strings.ToLower(h.Kind.String()), err, st.retries, d.clock().Sub(now))
+	}
+	st.retries++
 	if err == nil && result != nil {
 		if derr := handlers.DeliverResult(p, h.ID, result); derr != nil {
 			err = &handlers.PermanentError{Err: fmt.Errorf("its result cannot be stored in status: %w", derr)}

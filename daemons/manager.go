@@ -24,6 +24,10 @@ type Config struct {
 	DefaultBackoff time.Duration
 	// Background tunes stopping; its defaults must be applied.
 	Background config.Background
+	// Observe, when set, is told of each call of a daemon or timer: its
+	// handler id and kind ("daemon", "timer"), its error (nil on success),
+	// its retry number, and how long it ran, for the metrics.
+	Observe func(id, kind string, err error, retry int, d time.Duration)
 }
 
 // Manager owns every daemon and timer of an operator, so that the operator's

@@ -62,8 +62,8 @@ func TestMetricsOfAScriptedWorkload(t *testing.T) {
 		`kopfgo_handler_duration_seconds_count{cause="create",handler="flaky"}`:                 3,
 		`kopfgo_events_posted_total{result="posted"}`:                                           1,
 		`kopfgo_watch_events_total{resource="kopfexamples.v1.kopf.dev",type="ADDED"}`:           1,
+		`kopfgo_handler_invocations_total{cause="daemon",handler="once",outcome="success"}`:     1,
 		`kopfgo_objects_in_flight`: 0,
-		`kopfgo_daemons_running`:   0,
 	}
 	// Counts that depend on the timing: at least these.
 	atLeast := map[string]float64{
@@ -71,6 +71,10 @@ func TestMetricsOfAScriptedWorkload(t *testing.T) {
 		`kopfgo_api_requests_total{code="200",verb="PATCH"}`:                             4, // 3 passes + a touch
 		`kopfgo_events_posted_total{result="posted"}`:                                    1, // posted in the background
 		`go_goroutines`: 1,
+		`kopfgo_handler_invocations_total{cause="event",handler="watch",outcome="success"}`: 2, // ADDED, then MODIFIED by the handling
+		`kopfgo_handler_invocations_total{cause="timer",handler="tick",outcome="success"}`:  1,
+		`kopfgo_queue_wait_seconds_count`:                                                   3, // 3 passes at least
+		`kopfgo_daemons_running`:                                                            1, // the timer
 	}
 	var text string
 	eventually(t, waitShort, "the metrics to show the workload", func() (bool, error) {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime/debug"
+	"time"
 
 	"github.com/kopfgo/kopfgo/internal/resources"
 )
@@ -97,7 +98,10 @@ func EventsFor(all []*EventHandler, res resources.Resource) []*EventHandler {
 // go into c.Patch; errors are logged and otherwise ignored, since nothing is
 // kept to retry them with (compat: handlers-event). invoke wraps each call (nil: call
 // directly), as Cycle.Invoke does.
-func HandleEvent(ctx context.Context, hs []*EventHandler, typ EventType, c *Cause, invoke func(context.Context, func())) {
+//
+// observe, when set, is told of each handler's call: its error (nil on
+// success) and how long it ran, for the metrics.
+func HandleEvent(ctx context.Context, hs []*EventHandler, typ EventType, c *Cause, invoke func(context.Context, func()), observe func(id string, err error, d time.Duration)) {
 	type key struct {
 		fn uintptr
 		id string
@@ -124,10 +128,14 @@ func HandleEvent(ctx context.Context, hs []*EventHandler, typ EventType, c *Caus
 		)
 		c.Logger.Debug(fmt.Sprintf("Handler '%s' is invoked.", h.ID))
 		call := func() { result, err = safeEvent(ctx, h.Fn, arg) }
+		start := time.Now()
 		if invoke != nil {
 			invoke(ctx, call)
 		} else {
 			call()
+		}
+		if observe != nil {
+			observe(h.ID, err, time.Since(start))
 		}
 		var (
 			temp *TemporaryError

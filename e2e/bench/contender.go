@@ -43,6 +43,9 @@ func startContender(bin, name, kubeconfig, namespace, logPath string, profile st
 		return nil, err
 	}
 	cmd := exec.Command(bin, args...)
+	if name == "kopfgo-metrics" {
+		cmd.Env = append(os.Environ(), "KOPFGO_BENCH_METRICS=1")
+	}
 	cmd.Stderr = logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	out, err := cmd.StdoutPipe()

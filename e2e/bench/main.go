@@ -118,7 +118,9 @@ func (o options) validate() error {
 
 // contenderNames in the order they run: the floor first, so that the others'
 // ratios are known as soon as they finish.
-var contenderNames = []string{"floor", "kopfgo", "peer"}
+// kopfgo-metrics is kopfgo's contender with its Prometheus metrics on
+// (--metrics-addr): their cost is its figures over kopfgo's.
+var contenderNames = []string{"floor", "kopfgo", "kopfgo-metrics", "peer"}
 
 func logf(format string, args ...any) {
 	fmt.Fprintf(os.Stderr, "bench: "+format+"\n", args...)
@@ -208,10 +210,15 @@ func build(ctx context.Context, names []string, dir string) (map[string]string, 
 		out := filepath.Join(dir, name)
 		logf("building the %s contender", name)
 		var cmd *exec.Cmd
-		if name == "peer" {
+		switch name {
+		case "peer":
 			cmd = exec.CommandContext(ctx, "go", "build", "-o", out, ".")
 			cmd.Dir = filepath.Join(repoRoot, "e2e", "bench", "peer")
-		} else {
+		case "kopfgo-metrics":
+			// The same operator; startContender turns the metrics on.
+			cmd = exec.CommandContext(ctx, "go", "build", "-o", out, "./e2e/bench/kopfgo")
+			cmd.Dir = repoRoot
+		default:
 			cmd = exec.CommandContext(ctx, "go", "build", "-o", out, "./e2e/bench/"+name)
 			cmd.Dir = repoRoot
 		}

@@ -31,6 +31,7 @@ type Metrics struct {
 	duration      *prometheus.HistogramVec
 	retries       *prometheus.CounterVec
 	inFlight      prometheus.Gauge
+	queueWait     prometheus.Histogram
 	watchEvents   *prometheus.CounterVec
 	watchRestarts *prometheus.CounterVec
 	apiLatency    *prometheus.HistogramVec
@@ -49,20 +50,25 @@ func New() *Metrics {
 	m := &Metrics{reg: prometheus.NewRegistry()}
 	m.invocations = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "kopfgo_handler_invocations_total",
-		Help: "Calls of resource-changing handlers, by handler id, cause and outcome (success, temporary, permanent, exception).",
+		Help: "Calls of handlers, by handler id, cause (create, update, delete, resume, field…; event; daemon, timer) and outcome (success, temporary, permanent, exception).",
 	}, []string{"handler", "cause", "outcome"})
 	m.duration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name:    "kopfgo_handler_duration_seconds",
-		Help:    "How long resource-changing handlers ran, by handler id and cause.",
+		Help:    "How long handlers ran, by handler id and cause (as kopfgo_handler_invocations_total).",
 		Buckets: []float64{.001, .005, .01, .05, .1, .5, 1, 5, 10, 60, 300},
 	}, []string{"handler", "cause"})
 	m.retries = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "kopfgo_handler_retries_total",
-		Help: "Calls of resource-changing handlers that were retries of an earlier failed call, by handler id and cause.",
+		Help: "Calls of handlers that were retries of an earlier failed call, by handler id and cause.",
 	}, []string{"handler", "cause"})
 	m.inFlight = prometheus.NewGauge(prometheus.GaugeOpts{
 		Name: "kopfgo_objects_in_flight",
 		Help: "Objects being processed right now.",
+	})
+	m.queueWait = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name:    "kopfgo_queue_wait_seconds",
+		Help:    "How long objects wait from their news (a watch event, a daemon's exit, a timer's touch) to the start of their pass.",
+		Buckets: []float64{.0001, .001, .005, .01, .05, .1, .5, 1, 5, 10, 60},
 	})
 	m.watchEvents = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "kopfgo_watch_events_total",
@@ -89,7 +95,7 @@ func New() *Metrics {
 		Name: "kopfgo_standing_by",
 		Help: "1 while the operator stands by (a peer of higher priority, a freeze, another replica's Lease), 0 while it serves.",
 	})
-	m.reg.MustRegister(m.invocations, m.duration, m.retries, m.inFlight, m.watchEvents, m.watchRestarts,
+	m.reg.MustRegister(m.invocations, m.duration, m.retries, m.inFlight, m.queueWait, m.watchEvents, m.watchRestarts,
 		m.apiLatency, m.apiRequests, m.events, m.paused,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	current.Store(m)
@@ -119,6 +125,9 @@ func (m *Metrics) HandlerCalled(id, cause, outcome string, retry int, d time.Dur
 
 // Busy adds delta to the objects in flight.
 func (m *Metrics) Busy(delta int) { m.inFlight.Add(float64(delta)) }
+
+// QueueWait observes an object's wait for its pass.
+func (m *Metrics) QueueWait(d time.Duration) { m.queueWait.Observe(d.Seconds()) }
 
 // WatchEvent counts a watch event.
 func (m *Metrics) WatchEvent(resource, typ string) {

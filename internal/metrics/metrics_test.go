@@ -29,11 +29,11 @@ func TestMetrics(t *testing.T) {
 	clientmetrics.RequestResult.Increment(context.Background(), "200", "PATCH", "host")
 
 	want := `
-# HELP kopfgo_handler_invocations_total Calls of resource-changing handlers, by handler id, cause and outcome (success, temporary, permanent, exception).
+# HELP kopfgo_handler_invocations_total Calls of handlers, by handler id, cause (create, update, delete, resume, field…; event; daemon, timer) and outcome (success, temporary, permanent, exception).
 # TYPE kopfgo_handler_invocations_total counter
 kopfgo_handler_invocations_total{cause="create",handler="create_fn",outcome="success"} 2
 kopfgo_handler_invocations_total{cause="create",handler="create_fn",outcome="temporary"} 1
-# HELP kopfgo_handler_retries_total Calls of resource-changing handlers that were retries of an earlier failed call, by handler id and cause.
+# HELP kopfgo_handler_retries_total Calls of handlers that were retries of an earlier failed call, by handler id and cause.
 # TYPE kopfgo_handler_retries_total counter
 kopfgo_handler_retries_total{cause="create",handler="create_fn"} 1
 # HELP kopfgo_objects_in_flight Objects being processed right now.

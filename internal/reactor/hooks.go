@@ -30,8 +30,13 @@ type Hooks interface {
 	WatchRestart(resource string)
 	// Busy: an object's processing starts (+1) or ends (-1).
 	Busy(delta int)
-	// Handler: a resource-changing handler ran for a cause and returned err
-	// (nil: success) after d; retry is its attempt's number, 0 the first.
+	// QueueWait: an object's pass starts d after the oldest news it
+	// handles came (a watch event, a daemon's exit, a timer's touch).
+	QueueWait(d time.Duration)
+	// Handler: a handler ran and returned err (nil: success) after d; retry
+	// is its attempt's number, 0 the first. The reason is the cause for
+	// resource-changing handlers, "event" for event handlers, "daemon" or
+	// "timer" for daemons and timers.
 	Handler(id string, reason causes.Reason, err error, retry int, d time.Duration)
 	// EventPosted: a Kubernetes Event was posted (err nil) or not.
 	EventPosted(err error)
@@ -50,6 +55,7 @@ func (nopHooks) Paused([]string)                                          {}
 func (nopHooks) WatchEvent(string, string)                                {}
 func (nopHooks) WatchRestart(string)                                      {}
 func (nopHooks) Busy(int)                                                 {}
+func (nopHooks) QueueWait(time.Duration)                                  {}
 func (nopHooks) Handler(string, causes.Reason, error, int, time.Duration) {}
 func (nopHooks) EventPosted(error)                                        {}
 func (nopHooks) Daemons(func() int)                                       {}

@@ -8,10 +8,12 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/clock"
 
+	"github.com/kopfgo/kopfgo/causes"
 	"github.com/kopfgo/kopfgo/daemons"
 	"github.com/kopfgo/kopfgo/handlers"
 	"github.com/kopfgo/kopfgo/indexing"
@@ -110,6 +112,9 @@ func Run(ctx context.Context, cfg Config) error {
 		Config: cfg, client: client, poster: poster,
 		daemons: daemons.NewManager(ctx, daemons.Config{
 			Clock: cfg.Clock, DefaultBackoff: cfg.Settings.Execution.DefaultBackoff, Background: cfg.Settings.Background,
+			Observe: func(id, kind string, err error, retry int, d time.Duration) {
+				cfg.hooks().Handler(id, causes.Reason(kind), err, retry, d) // hook: handler invocations
+			},
 		}),
 		invoke:     limiter(cfg.Settings.Execution.MaxWorkers),
 		handlerCtx: hctx,

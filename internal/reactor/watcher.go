@@ -7,11 +7,13 @@ import (
 	"io"
 	"log/slog"
 	"sync"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/kopfgo/kopfgo/causes"
 	"github.com/kopfgo/kopfgo/handlers"
 	"github.com/kopfgo/kopfgo/indexing"
 	"github.com/kopfgo/kopfgo/internal/kube"
@@ -267,6 +269,9 @@ func (w *watcher) index(ctx context.Context, u *unstructured.Unstructured, delet
 	}
 }
 
+// eventCause is the cause the metrics give event handlers' calls.
+const eventCause = causes.Reason("event")
+
 // dispatch runs the watching handlers for the observations queued since the
 // last pass, in their order.
 func (w *watcher) dispatch(ctx context.Context, wk *worker) {
@@ -284,7 +289,9 @@ func (w *watcher) dispatch(ctx context.Context, wk *worker) {
 		pt := &patch.Patch{}
 		handlers.HandleEvent(hctx, w.watching, ob.typ, &handlers.Cause{
 			Body: u.Object, Resource: w.res, Patch: pt, Logger: log, Memo: ob.state.memo,
-		}, w.invoke)
+		}, w.invoke, func(id string, err error, d time.Duration) {
+			w.hooks().Handler(id, eventCause, err, 0, d) // hook: handler invocations
+		})
 		// Results and patches of watching handlers are applied as Kopf
 		// does, except for a deleted object, which has nothing left to patch.
 		if !pt.IsEmpty() && ob.typ != handlers.EventDeleted {

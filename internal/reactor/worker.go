@@ -30,6 +30,10 @@ type worker struct {
 	// until the worker says goodbye to it (pass.go); guarded by the
 	// watcher's mu.
 	gone *observation
+	// news is when the oldest news not yet passed over came (an
+	// observation or a poke), for the queue-wait metric; guarded by the
+	// watcher's mu.
+	news time.Time
 }
 
 // state is what the operator keeps about an object between passes, in its
@@ -191,13 +195,16 @@ func (w *watcher) wakeLocked(ctx context.Context, key string, st *state, ob *obs
 		if ob != nil {
 			wk.queued = append(wk.queued, *ob)
 		}
+		if wk.news.IsZero() {
+			wk.news = w.Clock.Now()
+		}
 		select {
 		case wk.wake <- struct{}{}:
 		default:
 		}
 		return
 	}
-	wk := &worker{key: key, wake: make(chan struct{}, 1), state: st}
+	wk := &worker{key: key, wake: make(chan struct{}, 1), state: st, news: w.Clock.Now()}
 	if ob != nil {
 		wk.queued = append(wk.queued, *ob)
 	}
@@ -275,6 +282,13 @@ func (w *watcher) work(ctx context.Context, wk *worker) {
 func (w *watcher) pass(ctx context.Context, wk *worker) (n next) {
 	w.hooks().Busy(1) // hook: objects in flight
 	defer w.hooks().Busy(-1)
+	w.mu.Lock()
+	news := wk.news
+	wk.news = time.Time{}
+	w.mu.Unlock()
+	if !news.IsZero() {
+		w.hooks().QueueWait(w.Clock.Since(news)) // hook: queue wait
+	}
 	w.pool.run(func() {
 		w.dispatch(ctx, wk)
 		w.goodbye(ctx, wk)

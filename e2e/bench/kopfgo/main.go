@@ -19,6 +19,9 @@ func main() {
 	ctx, c, stop, err := probe.Start()
 	if err == nil {
 		opts := kopfgo.Options{RESTConfig: c.Config, Namespaces: []string{c.Namespace}, Standalone: true}
+		if os.Getenv("KOPFGO_BENCH_METRICS") == "1" { // the kopfgo-metrics contender
+			opts.MetricsAddr = "127.0.0.1:0"
+		}
 		if os.Getenv("KOPFGO_BENCH_DEBUG") == "1" { // to investigate, not to measure
 			opts.Logger = logging.New(logging.Config{Level: slog.LevelDebug})
 		}

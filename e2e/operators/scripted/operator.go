@@ -2,7 +2,9 @@
 // created object, every outcome a handler can have, a known number of
 // times. ok succeeds and posts an Event; flaky fails temporarily (1s delay)
 // twice, then succeeds; doomed fails permanently; broken returns a plain
-// error once, which its single allowed retry turns into a failure.
+// error once, which its single allowed retry turns into a failure. watch is
+// an event handler; once is a daemon that succeeds at once (and is not
+// spawned again); tick is a timer.
 package scripted
 
 import (
@@ -18,7 +20,16 @@ func init() {
 	kopfgo.On.Create("kopfexamples", flaky, kopfgo.ID("flaky"))
 	kopfgo.On.Create("kopfexamples", doomed, kopfgo.ID("doomed"))
 	kopfgo.On.Create("kopfexamples", broken, kopfgo.ID("broken"), kopfgo.Retries(1))
+	kopfgo.On.Event("kopfexamples", watch, kopfgo.ID("watch"))
+	kopfgo.Daemon("kopfexamples", once, kopfgo.ID("once"))
+	kopfgo.Timer("kopfexamples", tick, kopfgo.ID("tick"), kopfgo.Interval(time.Second))
 }
+
+func watch(ctx context.Context, e *kopfgo.WatchEvent) (any, error) { return nil, nil }
+
+func once(ctx context.Context, s *kopfgo.Spawn) (any, error) { return nil, nil }
+
+func tick(ctx context.Context, s *kopfgo.Spawn) (any, error) { return nil, nil }
 
 func ok(ctx context.Context, c *kopfgo.Change) (any, error) {
 	return nil, kopfgo.Info(ctx, c, "Scripted", "posted by the ok handler")
