@@ -95,6 +95,9 @@ type peer struct {
 	// resume is logged too.
 	announced bool
 	warned    bool // the peering object is missing: said once
+	// failing: the last keep-alive failed (and said so). warned and
+	// failing belong to keepalive (and to Run's last touch, after it).
+	failing bool
 }
 
 // keepalive renews the record a few seconds before it expires, with jitter
@@ -142,17 +145,25 @@ func (p *peer) touch(ctx context.Context, leaving bool) {
 		if !p.warned && !leaving {
 			p.warned = true
 			if p.Mandatory {
-				p.Logger.Error(fmt.Sprintf("The peering object %q %s is not found, though peering is mandatory: standing by until it exists (see deploy/peering.yaml).", p.Name, p.where()))
+				p.Logger.Error(fmt.Sprintf("Peering object %s %s is not found, though peering is mandatory: standing by until it exists (see deploy/peering.yaml).", pyrepr.Repr(p.Name), p.where()))
 			} else {
-				p.Logger.Warn(fmt.Sprintf("Peering object %q %s is not found, falling back to the standalone mode.", p.Name, p.where()))
+				p.Logger.Warn(fmt.Sprintf("Peering object %s %s is not found, falling back to the standalone mode.", pyrepr.Repr(p.Name), p.where()))
 			}
 		}
 	case err != nil:
 		if ctx.Err() == nil {
-			p.Logger.Warn(fmt.Sprintf("Keep-alive in %s %s has failed: %v", pyrepr.Repr(p.Name), p.where(), err))
+			// Said once until it works again: a lasting failure (RBAC) is
+			// not news every few seconds.
+			log := p.Logger.Warn
+			if p.failing {
+				log = p.Logger.Debug
+			}
+			log(fmt.Sprintf("Keep-alive in %s %s has failed: %v", pyrepr.Repr(p.Name), p.where(), err))
+			p.failing = true
 		}
 		return
 	}
+	p.failing = false
 	if !p.Stealth || result != "ok" {
 		p.Logger.Debug(fmt.Sprintf("Keep-alive in %s %s: %s.", pyrepr.Repr(p.Name), p.where(), result))
 	}
@@ -172,13 +183,38 @@ func (p *peer) observe(ctx context.Context) {
 	if _, err := informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc: poke, UpdateFunc: func(_, o any) { poke(o) }, DeleteFunc: poke,
 	}); err != nil {
-		p.Logger.Error(fmt.Sprintf("Cannot follow the peering %q %s: %v", p.Name, p.where(), err))
+		p.Logger.Error(fmt.Sprintf("Cannot follow the peering %s %s: %v", pyrepr.Repr(p.Name), p.where(), err))
 		return
 	}
+	// A peering the operator cannot read (RBAC without the peering
+	// objects) must not keep it standing by: optional peering then serves
+	// without peers, and tries again in the background, as the informer
+	// does.
+	failed := make(chan struct{})
+	var failOnce sync.Once
+	_ = informer.SetWatchErrorHandlerWithContext(func(ctx context.Context, _ *cache.Reflector, err error) {
+		if ctx.Err() != nil || informer.HasSynced() {
+			return
+		}
+		failOnce.Do(func() {
+			p.Logger.Warn(fmt.Sprintf("Cannot follow the peering %s %s, so its peers are not seen: %v", pyrepr.Repr(p.Name), p.where(), err))
+			close(failed)
+		})
+	})
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	wg.Go(func() { informer.RunWithContext(ctx) })
-	if !cache.WaitForCacheSync(ctx.Done(), informer.HasSynced) {
+	if !cache.WaitForCacheSync(ctx.Done(), func() bool {
+		select {
+		case <-failed:
+			if p.paused && !p.announced && !p.Mandatory {
+				p.paused = false
+				p.Pause.Resume(p.Reason())
+			}
+		default:
+		}
+		return informer.HasSynced()
+	}) {
 		return
 	}
 	poke(nil)
@@ -229,7 +265,7 @@ func (p *peer) judge(ctx context.Context, u *unstructured.Unstructured) time.Dur
 	now := p.Clock.Now()
 	peers, errs := Peers(status, now)
 	for _, err := range errs {
-		p.Logger.Warn(fmt.Sprintf("Peering %q %s: %v", p.Name, p.where(), err))
+		p.Logger.Warn(fmt.Sprintf("Peering %s %s: %v", pyrepr.Repr(p.Name), p.where(), err))
 	}
 	v := Judge(peers, p.Identity, p.Priority, now)
 	if len(v.Dead) > 0 {
@@ -238,7 +274,7 @@ func (p *peer) judge(ctx context.Context, u *unstructured.Unstructured) time.Dur
 			pt.Set([]string{"status", d.Identity}, nil)
 		}
 		if _, err := p.Client.Apply(ctx, p.Resource, p.Namespace, p.Name, pt); err != nil && !errors.Is(err, kube.ErrGone) && ctx.Err() == nil {
-			p.Logger.Warn(fmt.Sprintf("Cannot remove the dead peers from %q %s: %v", p.Name, p.where(), err))
+			p.Logger.Warn(fmt.Sprintf("Cannot remove the dead peers from %s %s: %v", pyrepr.Repr(p.Name), p.where(), err))
 		}
 	}
 	switch {
