@@ -180,8 +180,10 @@ func (op *Operator) Run(ctx context.Context) error {
 	settings = settings.WithDefaults()
 	op.ultimate.Store(&settings.Process.UltimateExitingTimeout)
 	defer op.ultimate.Store(nil)
+	// The cleanup handlers get the clients once there are credentials.
+	cleanupCtx := ctx
 	defer func() {
-		if _, err := activity(context.WithoutCancel(ctx), handlers.Cleanup); err != nil {
+		if _, err := activity(context.WithoutCancel(cleanupCtx), handlers.Cleanup); err != nil {
 			logger.Error(fmt.Sprintf("Cleanup has failed: %v", err))
 		}
 	}()
@@ -195,6 +197,10 @@ func (op *Operator) Run(ctx context.Context) error {
 		}
 		return err
 	}
+	// Handlers, probes and cleanup reach the credentials and the clients
+	// through ctx (client.go).
+	ctx = WithClients(ctx, cfg)
+	cleanupCtx = ctx
 
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
