@@ -46,6 +46,13 @@ type FieldChange[T, V any] struct {
 	keep any
 }
 
+// typedArg is a typed handler's argument, which Adopt, Info and the other
+// helpers taking "the handler's c" accept as they accept a *Change.
+type typedArg interface{ untyped() *Change }
+
+func (c *TypedChange[T]) untyped() *Change   { return c.Change }
+func (c *FieldChange[T, V]) untyped() *Change { return c.Change }
+
 // TypedChangeFunc is a typed resource-changing handler. Its result goes to
 // status.<handler-id> as an untyped handler's does; a struct is marshalled
 // by its JSON tags first, so that it is merged there as a map.
