@@ -50,7 +50,7 @@ type FieldChange[T, V any] struct {
 // helpers taking "the handler's c" accept as they accept a *Change.
 type typedArg interface{ untyped() *Change }
 
-func (c *TypedChange[T]) untyped() *Change   { return c.Change }
+func (c *TypedChange[T]) untyped() *Change    { return c.Change }
 func (c *FieldChange[T, V]) untyped() *Change { return c.Change }
 
 // TypedChangeFunc is a typed resource-changing handler. Its result goes to
