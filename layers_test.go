@@ -26,6 +26,7 @@ func TestLayers(t *testing.T) {
 		"internal/config":      append([]string{"diffbase", "persistence", "internal/logging"}, leaves...),
 		"internal/kube":        append([]string{"internal/resources", "internal/unjson"}, leaves...),
 		"internal/health":      nil,
+		"internal/pausing":     nil,
 		"internal/rbac":        {"internal/resources"},
 		"internal/metrics":     nil,
 		"internal/inspect":     {"diffbase", "persistence"},
@@ -41,9 +42,9 @@ func TestLayers(t *testing.T) {
 		"timers":               nil,
 		"daemons":              append([]string{"timers", "handlers", "internal/config", "internal/resources"}, leaves...),
 		"internal/reactor": append([]string{"daemons", "indexing", "handlers", "causes", "diffbase", "persistence", "internal/plan", "internal/resources",
-			"internal/config", "internal/kube", "internal/logging", "internal/posting", "internal/pyrepr"}, leaves...),
+			"internal/config", "internal/pausing", "internal/kube", "internal/logging", "internal/posting", "internal/pyrepr"}, leaves...),
 		"": {"daemons", "indexing", "handlers", "causes", "patch", "internal/config", "internal/kube", "internal/logging", "internal/reactor", "internal/cli",
-			"internal/health", "internal/posting", "internal/hierarchies", "internal/rbac", "internal/resources", "internal/metrics"},
+			"internal/health", "internal/posting", "internal/hierarchies", "internal/rbac", "internal/resources", "internal/metrics", "internal/pausing"},
 	}
 	out, err := exec.Command("go", "list", "-f", `{{.ImportPath}}{{range .Imports}} {{.}}{{end}}`, "./...").CombinedOutput()
 	if err != nil {

@@ -19,6 +19,7 @@ import (
 	"github.com/kopfgo/kopfgo/internal/health"
 	"github.com/kopfgo/kopfgo/internal/kube"
 	"github.com/kopfgo/kopfgo/internal/logging"
+	"github.com/kopfgo/kopfgo/internal/pausing"
 	"github.com/kopfgo/kopfgo/internal/reactor"
 )
 
@@ -237,6 +238,9 @@ func (op *Operator) Run(ctx context.Context) error {
 	op.mu.Lock()
 	indexers := append([]indexing.Runner(nil), op.indexers...)
 	op.mu.Unlock()
+	// pause holds the reasons the operator stands by (peering, leader
+	// election); the reactor watches nothing while any holds.
+	pause := &pausing.Switch{}
 	err = reactor.Run(ctx, reactor.Config{
 		Registry:   op.reg,
 		Settings:   settings,
@@ -247,6 +251,7 @@ func (op *Operator) Run(ctx context.Context) error {
 		Indexers:   indexers,
 		Memo:       op.memo,
 		Hooks:      obs, // readiness and metrics
+		Pause:      pause,
 
 		DefaultNamespace: op.defaultNamespace(),
 	})

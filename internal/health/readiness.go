@@ -18,6 +18,18 @@ type Readiness struct {
 	started bool            // the startup handlers have finished
 	served  bool            // the startup's resources are being watched
 	pending map[string]bool // watches whose initial listing is not done
+	paused  []string        // why the operator stands by, if it does
+}
+
+// Paused: the operator stands by (peering, leader election) for these
+// reasons; none: it serves again. A standby operator stays ready: it has
+// nothing to do until it serves, and a rolling update whose new replica
+// waits for the old one's Lease would never finish if standing by were
+// "not ready".
+func (r *Readiness) Paused(reasons []string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.paused = reasons
 }
 
 // StartupDone: the startup handlers have finished.
@@ -80,6 +92,13 @@ func (r *Readiness) ServeHTTP(w http.ResponseWriter, _ *http.Request) {
 	if ok, why := r.Ready(); !ok {
 		w.WriteHeader(http.StatusServiceUnavailable)
 		fmt.Fprintf(w, "not ready: %s\n", why)
+		return
+	}
+	r.mu.Lock()
+	paused := r.paused
+	r.mu.Unlock()
+	if len(paused) > 0 {
+		fmt.Fprintf(w, "ok (standing by: %s)\n", strings.Join(paused, ", "))
 		return
 	}
 	fmt.Fprintln(w, "ok")

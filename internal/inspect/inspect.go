@@ -111,11 +111,42 @@ func Analyze(body map[string]any, now time.Time, o Options) Object {
 	}
 	if stored != nil {
 		obj.Handled = true
-		obj.Pending = !diffbase.Equal(stored, db.Build(body, nil))
+		obj.Pending = !diffbase.Equal(stored, db.Build(body, watched(stored)))
 	}
 	obj.State, obj.Cause = objectState(obj)
 	obj.Stuck, obj.Why = stuck(obj, now, o.StuckAfter)
 	return obj
+}
+
+// watched guesses the extra fields of the essence that an operator's field
+// handlers watch (status or metadata beyond labels and annotations), which
+// inspect cannot know without the operator's code, from what the diff-base
+// holds: a field there outside the default essence was put there by such a
+// handler. Each stored leaf is one field, so that a watched status field
+// that is unchanged does not make the object look changed.
+func watched(stored map[string]any) [][]string {
+	var paths [][]string
+	var walk func(v any, path []string)
+	walk = func(v any, path []string) {
+		if m, ok := v.(map[string]any); ok && len(m) > 0 {
+			for k, sub := range m {
+				walk(sub, append(path[:len(path):len(path)], k))
+			}
+			return
+		}
+		paths = append(paths, path)
+	}
+	if status, ok := stored["status"]; ok {
+		walk(status, []string{"status"})
+	}
+	if meta, ok := stored["metadata"].(map[string]any); ok {
+		for k, v := range meta {
+			if k != "labels" && k != "annotations" {
+				walk(v, []string{"metadata", k})
+			}
+		}
+	}
+	return paths
 }
 
 // records reads every progress record on body: the annotations under the

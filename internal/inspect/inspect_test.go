@@ -112,3 +112,21 @@ func TestOutputs(t *testing.T) {
 		t.Fatalf("json %s: %v", js, err)
 	}
 }
+
+// An operator with a field handler on a status field keeps that field in
+// its diff-base: inspect must compare it, not report every such object as
+// changed, and must still see a change of it.
+func TestAnalyzeDiffBaseWithWatchedStatusFields(t *testing.T) {
+	base := `{"spec":{"x":1},"status":{"phase":"Ready","nested":{"count":2}}}` + "\n"
+	body := func(phase string) map[string]any {
+		b := obj(map[string]any{"kopf.zalando.org/last-handled-configuration": base}, nil)
+		b["status"] = map[string]any{"phase": phase, "nested": map[string]any{"count": int64(2), "other": "not watched"}, "unwatched": "x"}
+		return b
+	}
+	if o := Analyze(body("Ready"), now, Options{}); o.State != Done || o.Pending {
+		t.Errorf("unchanged watched status: state %q pending %v, want %q and no pending change", o.State, o.Pending, Done)
+	}
+	if o := Analyze(body("Failed"), now, Options{}); o.State != Changed || !o.Pending {
+		t.Errorf("changed watched status: state %q pending %v, want %q and a pending change", o.State, o.Pending, Changed)
+	}
+}

@@ -21,6 +21,9 @@ type Hooks interface {
 	WatchStopped(key string)
 	// Served: the resources of the startup are all being watched.
 	Served()
+	// Paused: the operator stands by for these reasons (Config.Pause);
+	// none: it serves again.
+	Paused(reasons []string)
 	// WatchEvent: a watch event of a resource, of a type ("ADDED", ...).
 	WatchEvent(resource string, typ string)
 	// WatchRestart: a list or watch failed or ended and is retried.
@@ -43,6 +46,7 @@ func (nopHooks) WatchStarted(string)                                      {}
 func (nopHooks) WatchSynced(string)                                       {}
 func (nopHooks) WatchStopped(string)                                      {}
 func (nopHooks) Served()                                                  {}
+func (nopHooks) Paused([]string)                                          {}
 func (nopHooks) WatchEvent(string, string)                                {}
 func (nopHooks) WatchRestart(string)                                      {}
 func (nopHooks) Busy(int)                                                 {}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"maps"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -30,6 +32,10 @@ type orchestrator struct {
 
 	mu      sync.Mutex
 	running map[string]context.CancelFunc
+	// served are the resources to serve; while paused (Config.Pause),
+	// none is watched, and they are watched again on resuming.
+	served []resources.Resource
+	paused bool
 	// exited is closed when the key's latest watcher has stopped, its
 	// daemons included: a watcher started again for the key (a resource
 	// that seemed gone while the API server restarted) waits for it, or
@@ -37,9 +43,11 @@ type orchestrator struct {
 	exited map[string]chan struct{}
 	// gating: the watchers being started hold the handlers until their
 	// indexers have seen the initial listings (watcher.go); indexed
-	// counts those that have not yet.
+	// counts those that have not yet; gated is closed when the gating
+	// ends, after the first watchers have started.
 	gating  bool
 	indexed sync.WaitGroup
+	gated   chan struct{}
 }
 
 func newOrchestrator(ctx context.Context, r *run, wg *sync.WaitGroup) *orchestrator {
@@ -51,30 +59,84 @@ func newOrchestrator(ctx context.Context, r *run, wg *sync.WaitGroup) *orchestra
 	if !exact {
 		nss = []string{metav1.NamespaceAll}
 	}
-	return &orchestrator{run: r, ctx: ctx, wg: wg, scope: scope, nss: nss, running: map[string]context.CancelFunc{}, exited: map[string]chan struct{}{}, gating: r.ready != nil}
+	return &orchestrator{run: r, ctx: ctx, wg: wg, scope: scope, nss: nss, running: map[string]context.CancelFunc{}, exited: map[string]chan struct{}{}, gating: r.ready != nil, gated: make(chan struct{}),
+		// Paused from the start: nothing is watched until resumed, and
+		// follow tells the hooks.
+		paused: r.Pause.Paused()}
 }
 
-// stopGating ends the gating after the first serve, and returns what counts
-// its watchers' indexing.
-func (o *orchestrator) stopGating() *sync.WaitGroup {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	o.gating = false
-	return &o.indexed
+// indexing returns what counts the indexing of the first watchers, once
+// they are started (or ctx ends first: nil). The first watchers are those
+// of the first serve, or of the resume when the operator starts paused.
+func (o *orchestrator) indexing(ctx context.Context) *sync.WaitGroup {
+	select {
+	case <-o.gated:
+		return &o.indexed
+	case <-ctx.Done():
+		return nil
+	}
 }
 
 // serve makes the running watchers match the served resources.
 func (o *orchestrator) serve(served []resources.Resource) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
+	o.served = served
+	o.reconcile()
+}
+
+// follow pauses and resumes the watchers as Config.Pause flips, until ctx
+// ends. A pause stops every watcher as the operator's exit does: handlers in
+// flight finish, daemons and timers stop; resuming lists everything afresh,
+// so that what became due meanwhile is handled then (compat: peering-priorities).
+func (o *orchestrator) follow(ctx context.Context) {
+	o.mu.Lock()
+	if reasons := o.Pause.Reasons(); o.paused && len(reasons) > 0 {
+		for _, key := range o.keys() {
+			o.Logger.Debug(fmt.Sprintf("Pausing the watch-stream for %s (blockers: %s).", described(key), strings.Join(reasons, ", ")))
+		}
+		o.hooks().Paused(reasons) // hook: readiness
+	}
+	o.mu.Unlock()
+	for {
+		paused, changed := o.Pause.State()
+		o.mu.Lock()
+		if paused != o.paused {
+			if paused {
+				blockers := strings.Join(o.Pause.Reasons(), ", ")
+				for _, key := range slices.Sorted(maps.Keys(o.running)) {
+					o.Logger.Debug(fmt.Sprintf("Pausing the watch-stream for %s (blockers: %s).", described(key), blockers))
+				}
+			}
+			o.paused = paused
+			o.reconcile()
+			o.hooks().Paused(o.Pause.Reasons()) // hook: readiness
+			if !paused {
+				for _, key := range slices.Sorted(maps.Keys(o.running)) {
+					o.Logger.Debug(fmt.Sprintf("Resuming the watch-stream for %s.", described(key)))
+				}
+			}
+		}
+		o.mu.Unlock()
+		select {
+		case <-ctx.Done():
+			return
+		case <-changed:
+		}
+	}
+}
+
+// reconcile starts and stops watchers so that those running are the served
+// resources', or none while paused. The caller holds o.mu.
+func (o *orchestrator) reconcile() {
 	want := map[string]bool{}
 	var started []string
+	served := o.served
+	if o.paused {
+		served = nil
+	}
 	for _, res := range served {
-		nss := o.nss
-		if !res.Namespaced {
-			nss = []string{metav1.NamespaceAll}
-		}
-		for _, ns := range nss {
+		for _, ns := range o.namespaces(res) {
 			key := res.String() + "@" + ns
 			want[key] = true
 			if _, ok := o.running[key]; ok {
@@ -110,14 +172,52 @@ func (o *orchestrator) serve(served []resources.Resource) {
 	}
 	for key, cancel := range o.running {
 		if !want[key] {
-			o.Logger.Info(fmt.Sprintf("Stopped serving %s: the resource is gone.", key))
+			if !o.paused {
+				o.Logger.Info(fmt.Sprintf("Stopped serving %s: the resource is gone.", key))
+			}
 			cancel()
 			delete(o.running, key)
 		}
 	}
+	if o.paused {
+		return
+	}
+	if o.gating {
+		o.gating = false
+		close(o.gated)
+	}
 	for _, s := range started {
 		o.Logger.Info(fmt.Sprintf("Serving %s.", s))
 	}
+}
+
+// namespaces are where a resource is watched: the served namespaces, or
+// the whole cluster for cluster-scoped resources and namespace patterns.
+func (o *orchestrator) namespaces(res resources.Resource) []string {
+	if !res.Namespaced {
+		return []string{metav1.NamespaceAll}
+	}
+	return o.nss
+}
+
+// keys are the watches of the served resources, running or not, sorted.
+// The caller holds o.mu.
+func (o *orchestrator) keys() []string {
+	var keys []string
+	for _, res := range o.served {
+		for _, ns := range o.namespaces(res) {
+			keys = append(keys, res.String()+"@"+ns)
+		}
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+// described is a watch's key ("resource@namespace") in Kopf's wording:
+// "resource in 'ns'" or "resource cluster-wide".
+func described(key string) string {
+	i := strings.LastIndex(key, "@")
+	return key[:i] + " " + where(key[i+1:])
 }
 
 var crds = resources.Resource{Group: "apiextensions.k8s.io", Version: "v1", Plural: "customresourcedefinitions", Kind: "CustomResourceDefinition"}

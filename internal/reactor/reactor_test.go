@@ -34,6 +34,7 @@ import (
 	"github.com/kopfgo/kopfgo/internal/dicts"
 	"github.com/kopfgo/kopfgo/internal/kube"
 	"github.com/kopfgo/kopfgo/internal/logging"
+	"github.com/kopfgo/kopfgo/internal/pausing"
 	"github.com/kopfgo/kopfgo/internal/testlog"
 )
 
@@ -60,6 +61,7 @@ type scenario struct {
 	// indexers and memo go to the reactor's Config (watcher_test.go).
 	indexers []indexing.Runner
 	memo     *handlers.Memo
+	pause    *pausing.Switch
 	// statusSubresource makes the status of KopfExamples a subresource, so
 	// that the operator writes it with a patch of its own.
 	statusSubresource bool
@@ -269,6 +271,7 @@ func (s *scenario) start() {
 		},
 		Indexers: s.indexers,
 		Memo:     s.memo,
+		Pause:    s.pause,
 	}
 	go func() { s.done <- Run(ctx, cfg) }()
 	s.t.Cleanup(s.stop)

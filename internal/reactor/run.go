@@ -17,6 +17,7 @@ import (
 	"github.com/kopfgo/kopfgo/indexing"
 	"github.com/kopfgo/kopfgo/internal/config"
 	"github.com/kopfgo/kopfgo/internal/kube"
+	"github.com/kopfgo/kopfgo/internal/pausing"
 	"github.com/kopfgo/kopfgo/internal/posting"
 	"github.com/kopfgo/kopfgo/internal/resources"
 )
@@ -39,6 +40,10 @@ type Config struct {
 	// Memo is the operator's memo, copied into every object's memo when
 	// the object first appears (compat: memos-operator). Nil: objects start empty.
 	Memo *handlers.Memo
+	// Pause, while any reason is held in it, stops every watcher (and so
+	// the handlers, daemons and timers) until the last reason is dropped:
+	// peering and leader election hold it. Nil: never paused.
+	Pause *pausing.Switch
 	// Hooks are told of the reactor's progress (readiness, metrics); nil:
 	// none.
 	Hooks Hooks
@@ -117,14 +122,17 @@ func Run(ctx context.Context, cfg Config) error {
 	var wg sync.WaitGroup
 	orch := newOrchestrator(ctx, r, &wg)
 	orch.serve(served)
+	wg.Go(func() { orch.follow(ctx) })
 	cfg.hooks().Served() // hook: readiness
 	if r.ready != nil {
-		// The watchers of the first serve hold the handlers until their
-		// indexers have seen the initial listings; resources that appear
-		// later are indexed as they come, without holding anything.
-		indexed := orch.stopGating()
+		// The first watchers (the first serve's, or the resume's when the
+		// operator starts paused) hold the handlers until their indexers
+		// have seen the initial listings; resources that appear later are
+		// indexed as they come, without holding anything.
 		wg.Go(func() {
-			indexed.Wait()
+			if indexed := orch.indexing(ctx); indexed != nil {
+				indexed.Wait()
+			}
 			if ctx.Err() == nil {
 				cfg.Logger.Debug("All indices are populated from the initial listings.")
 			}

@@ -103,9 +103,11 @@ func newWatcher(r *run, res resources.Resource, ns string, scope resources.Names
 
 // where is Kopf's wording of the watch's scope: "in 'ns'" (a Python repr)
 // or "cluster-wide".
-func (w *watcher) where() string {
-	if w.namespace != "" {
-		return "in " + pyrepr.Repr(w.namespace)
+func (w *watcher) where() string { return where(w.namespace) }
+
+func where(namespace string) string {
+	if namespace != "" {
+		return "in " + pyrepr.Repr(namespace)
 	}
 	return "cluster-wide"
 }
