@@ -19,7 +19,7 @@ vet:
 	@out="$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))"; \
 	if [ -n "$$out" ]; then echo "gofmt needed on:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
-	$(GO) vet -tags e2e ./e2e/...
+	$(GO) vet -tags e2e ./e2e/... ./examples/...
 
 # Unit tests: pure logic, with the race detector.
 unit:
@@ -58,7 +58,7 @@ bench:
 # events, essence, diffs, progress records, key naming, handler selection,
 # filters, indices, one handling cycle).
 microbench:
-	$(GO) test -run '^$$' -bench . -benchmem ./internal/unjson ./internal/kube ./causes ./diffbase ./persistence ./handlers ./indexing ./internal/conventions ./internal/logging
+	$(GO) test -run '^$$' -bench . -benchmem . ./internal/unjson ./internal/kube ./causes ./diffbase ./persistence ./handlers ./indexing ./internal/conventions ./internal/logging
 
 # Build the harness, start it, run examples/01-minimal, create obj.yaml,
 # show the log and the resulting status, and clean up.

@@ -34,6 +34,16 @@
 // explicit ID, because the id keys the progress persisted on objects and a
 // closure's Go name changes with unrelated edits.
 //
+// # Typed handlers and clients
+//
+// OnCreate, OnUpdate, OnDelete, OnResume and OnField register handlers
+// that receive the object decoded into a Go type (a client-go typed object
+// or a struct with JSON tags): TypedChange and FieldChange; Decode does the
+// same for any handler. ClientsFrom(ctx) gives every handler the operator's
+// typed clientset, dynamic client and REST config, built once per run.
+// FromLogr, FromZap, Logr and Zap connect the operator's slog loggers with
+// logr and zap; package kopfgotest is the test kit.
+//
 // # Events and children
 //
 // Info, Warn, Exception and Event post Kubernetes Events about an object

@@ -99,6 +99,8 @@ func bodyOf(obj any) any {
 		if o != nil {
 			return o.Body
 		}
+	case typedArg:
+		return bodyOf(o.untyped())
 	case []any:
 		out := make([]any, len(o))
 		for i, x := range o {
@@ -119,7 +121,7 @@ func bodyOf(obj any) any {
 // its Patch, never in place.
 func isHandlerArg(obj any) bool {
 	switch obj.(type) {
-	case *Change, *Object, Change, Object, *WatchEvent:
+	case *Change, *Object, Change, Object, *WatchEvent, typedArg:
 		return true
 	}
 	return false

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 
@@ -55,6 +56,52 @@ func newRunCommand(op *Operator, use string) *cobra.Command {
 
 // runOperator applies the flags to op and runs it until a signal.
 func runOperator(op *Operator, flags *cli.RunFlags, stderr io.Writer) error {
+	logger := op.applyFlags(flags, stderr)
+	ctx, stop := cli.SignalContext(context.Background(), logger, op.ultimateExitingTimeout)
+	defer stop()
+	err := op.Run(ctx)
+	if err != nil && !(ctx.Err() != nil && errors.Is(err, context.Canceled)) {
+		logger.Error(err.Error())
+		return &cli.ExitCodeError{Code: cli.ExitError}
+	}
+	return nil
+}
+
+// RunWithArgs runs op as `BIN run ARGS...` of Main does (the same flags:
+// -n, -A, --verbose, --log-format, …), with its log written to w in the
+// format the flags choose, until ctx ends; it handles no signals, and op's
+// options are as before once it returns, so that one operator can be run
+// again with other arguments. It returns Run's error, or the command
+// line's. It is what kopfgotest.Run runs operators with, Kopf's KopfRunner
+// for kopfgo, and serves programs with command lines of their own.
+func RunWithArgs(ctx context.Context, op *Operator, w io.Writer, args ...string) error {
+	var runErr error
+	cmd := cli.NewRunCommand("run", "Run the operator", cobra.NoArgs,
+		func(cmd *cobra.Command, _ []string, flags *cli.RunFlags) error {
+			saved := op.opts
+			defer func() { op.opts = saved }()
+			logger := op.applyFlags(flags, w)
+			runErr = op.Run(ctx)
+			if runErr != nil && !(ctx.Err() != nil && errors.Is(runErr, context.Canceled)) {
+				logger.Error(runErr.Error())
+			} else {
+				runErr = nil
+			}
+			return nil
+		})
+	cmd.SetArgs(args)
+	cmd.SetOut(w)
+	cmd.SetErr(w)
+	cmd.SilenceUsage = true
+	if err := cmd.ExecuteContext(ctx); err != nil {
+		return fmt.Errorf("the arguments %q: %w", args, err)
+	}
+	return runErr
+}
+
+// applyFlags sets op's options from the command line and returns the
+// logger they make.
+func (op *Operator) applyFlags(flags *cli.RunFlags, stderr io.Writer) *slog.Logger {
 	if op.opts.Logger == nil {
 		op.opts.Logger = logging.New(flags.Logging(stderr))
 	}
@@ -85,14 +132,7 @@ func runOperator(op *Operator, flags *cli.RunFlags, stderr io.Writer) error {
 		op.opts.MetricsAddr = flags.MetricsAddr
 	}
 	applyLeaderElection(&op.opts.LeaderElection, flags)
-	ctx, stop := cli.SignalContext(context.Background(), logger, op.ultimateExitingTimeout)
-	defer stop()
-	err := op.Run(ctx)
-	if err != nil && !(ctx.Err() != nil && errors.Is(err, context.Canceled)) {
-		logger.Error(err.Error())
-		return &cli.ExitCodeError{Code: cli.ExitError}
-	}
-	return nil
+	return logger
 }
 
 // newRBACCommand is `BIN rbac`: the RBAC the handlers need, which `kopfgo

@@ -89,6 +89,21 @@ type Operator struct {
 	// ultimate is the run's Process.UltimateExitingTimeout once the startup
 	// handlers have had their say (they may change it); nil before.
 	ultimate atomic.Pointer[time.Duration]
+	// obs is the running operator's readiness and metrics; nil when it
+	// does not run.
+	obs atomic.Pointer[observability]
+}
+
+// Ready reports whether the operator runs and is ready, as /readyz says:
+// the startup handlers have finished and every served resource's initial
+// listing (indices included) is complete; when not, it says why. Test
+// runners wait for it (kopfgotest.Run).
+func (op *Operator) Ready() (bool, string) {
+	obs := op.obs.Load()
+	if obs == nil {
+		return false, "the operator is not running"
+	}
+	return obs.ready.Ready()
 }
 
 // New creates an operator. It starts nothing.
@@ -158,6 +173,8 @@ func (op *Operator) Run(ctx context.Context) error {
 	// Readiness and metrics (observability.go): their own server, if any,
 	// serves from now on, so that /readyz says 503 during the startup.
 	obs := newObservability(op.opts)
+	op.obs.Store(obs)
+	defer op.obs.Store(nil)
 	var obsWG sync.WaitGroup
 	defer obsWG.Wait()
 	obsCtx, obsCancel := context.WithCancelCause(ctx)
@@ -184,8 +201,10 @@ func (op *Operator) Run(ctx context.Context) error {
 	settings = settings.WithDefaults()
 	op.ultimate.Store(&settings.Process.UltimateExitingTimeout)
 	defer op.ultimate.Store(nil)
+	// The cleanup handlers get the clients once there are credentials.
+	cleanupCtx := ctx
 	defer func() {
-		if _, err := activity(context.WithoutCancel(ctx), handlers.Cleanup); err != nil {
+		if _, err := activity(context.WithoutCancel(cleanupCtx), handlers.Cleanup); err != nil {
 			logger.Error(fmt.Sprintf("Cleanup has failed: %v", err))
 		}
 	}()
@@ -199,6 +218,10 @@ func (op *Operator) Run(ctx context.Context) error {
 		}
 		return err
 	}
+	// Handlers, probes and cleanup reach the credentials and the clients
+	// through ctx (client.go).
+	ctx = WithClients(ctx, cfg)
+	cleanupCtx = ctx
 
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)

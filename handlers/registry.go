@@ -34,6 +34,9 @@ type Registration struct {
 	Field    string
 	IsField  bool
 	Fn       ChangeFunc
+	// Named is the user's function when Fn adapts it (typed handlers): the
+	// handler is named, and deduplicated, after it. Nil: Fn.
+	Named any
 	// Configure applies the options; an ID it sets is the explicit id.
 	Configure func(*Handler)
 }
@@ -48,8 +51,12 @@ func (r *Registry) AddChanging(reg Registration) {
 	if reg.IsField {
 		call = "On.Field"
 	}
+	var named any = reg.Fn
+	if reg.Named != nil {
+		named = reg.Named
+	}
 	what, errs := h.validate(registration{
-		call: fmt.Sprintf("%s(%q)", call, reg.Resource), noun: "handler", fn: reg.Fn,
+		call: fmt.Sprintf("%s(%q)", call, reg.Resource), noun: "handler", fn: named,
 		resource: reg.Resource, scoped: true, field: reg.Field, isField: reg.IsField,
 		update: reg.Reason == causes.Update,
 	})

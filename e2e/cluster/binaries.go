@@ -3,18 +3,19 @@ package cluster
 import (
 	"bytes"
 	"context"
+	"embed"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"syscall"
 	"time"
 )
 
-// Versions of the servers built by the tools modules under e2e/tools. They are
+// Versions of the servers built by the tools modules (toolsrc). They are
 // part of the cached binaries' names, so bumping a tools module must bump the
 // constant too (a unit test checks that they agree), or a stale binary is reused.
 const (
@@ -30,8 +31,8 @@ const (
 	// building them, e.g. in CI with its own cache or with envtest's assets.
 	EnvKubeAPIServer = "KOPFGO_KUBE_APISERVER"
 	EnvEtcd          = "KOPFGO_ETCD"
-	// EnvToolsDir points to a directory holding the kube-apiserver and etcd tools
-	// modules, for when they cannot be found next to this package's source.
+	// EnvToolsDir points to a directory holding kube-apiserver and etcd tools
+	// modules of your own (e.g. other versions), used instead of the embedded ones.
 	EnvToolsDir = "KOPFGO_TOOLS_DIR"
 )
 
@@ -52,7 +53,7 @@ func (l Logf) printf(format string, args ...any) {
 
 // tool describes one server binary and how to get it.
 type tool struct {
-	name    string // directory name under e2e/tools and binary name prefix
+	name    string // directory name under toolsrc and binary name prefix
 	version string
 	env     string // environment variable naming a ready-made binary
 	hint    string // how long a cold build takes, for the log
@@ -149,7 +150,7 @@ func ensureTool(ctx context.Context, t tool, logf Logf) (string, error) {
 		return target, nil
 	}
 
-	src, err := findToolDir(t.name)
+	src, err := findToolDir(t, cache)
 	if err != nil {
 		return "", err
 	}
@@ -182,7 +183,8 @@ func goBuild(ctx context.Context, dir, binDir, target, ldflags string) error {
 	cmd.Dir = dir
 	// The tools are modules of their own: a go.work of the caller's must not
 	// pull them into a workspace where the replaces would not apply.
-	cmd.Env = append(os.Environ(), "GOWORK=off")
+	// A user's GOFLAGS=-mod=vendor would not find the tools' dependencies.
+	cmd.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=-mod=readonly")
 	// Own process group, so that cancelling kills the compilers too, not just go.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
@@ -201,30 +203,49 @@ func goBuild(ctx context.Context, dir, binDir, target, ldflags string) error {
 	return os.Rename(tmpName, target)
 }
 
-// findToolDir locates the tools module for name. The tools are separate
-// modules (so that kopfgo itself does not depend on k8s.io/kubernetes), found
-// next to this source file, or under the module root of the current directory
-// when the build had -trimpath.
-func findToolDir(name string) (string, error) {
-	var candidates []string
+// toolSources are the tools modules: a main package calling the upstream
+// server's entry point, its go.mod (kube-apiserver's replaces every staging
+// module k8s.io/kubernetes names) and go.sum. They are embedded, not modules
+// of their own in the repository, because a module's download from the
+// proxy leaves out nested modules: embedded, they reach every user of this
+// package, who then builds the same servers from the Go module proxy.
+//
+//go:embed toolsrc
+var toolSources embed.FS
+
+// findToolDir returns a directory holding the tools module for t:
+// $KOPFGO_TOOLS_DIR/<name> if that is set, else the embedded sources written
+// out under the cache (src/<name>-<version>), rewritten when they differ.
+func findToolDir(t tool, cache string) (string, error) {
 	if dir := os.Getenv(EnvToolsDir); dir != "" {
-		candidates = append(candidates, filepath.Join(dir, name))
+		dir = filepath.Join(dir, t.name)
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err != nil {
+			return "", fmt.Errorf("%s: no tools module for %s: %w", EnvToolsDir, t.name, err)
+		}
+		return dir, nil
 	}
-	if _, file, _, ok := runtime.Caller(0); ok && filepath.IsAbs(file) {
-		candidates = append(candidates, filepath.Join(filepath.Dir(file), "..", "tools", name))
+	files, err := fs.ReadDir(toolSources, "toolsrc/"+t.name)
+	if err != nil {
+		return "", fmt.Errorf("no sources for %s (set %s and %s to ready-made binaries): %w", t.name, EnvKubeAPIServer, EnvEtcd, err)
 	}
-	if gomod, err := exec.Command("go", "env", "GOMOD").Output(); err == nil {
-		if mod := strings.TrimSpace(string(gomod)); mod != "" && mod != os.DevNull {
-			candidates = append(candidates, filepath.Join(filepath.Dir(mod), "e2e", "tools", name))
+	dir := filepath.Join(cache, "src", t.name+"-"+t.version)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", fmt.Errorf("writing the %s sources (set %s to use another place): %w", t.name, EnvCache, err)
+	}
+	for _, f := range files {
+		data, err := toolSources.ReadFile("toolsrc/" + t.name + "/" + f.Name())
+		if err != nil {
+			return "", err
+		}
+		target := filepath.Join(dir, strings.TrimSuffix(f.Name(), ".txt"))
+		if old, err := os.ReadFile(target); err == nil && bytes.Equal(old, data) {
+			continue
+		}
+		if err := os.WriteFile(target, data, 0o644); err != nil {
+			return "", fmt.Errorf("writing the %s sources: %w", t.name, err)
 		}
 	}
-	for _, dir := range candidates {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return filepath.Clean(dir), nil
-		}
-	}
-	return "", fmt.Errorf("cannot find the %s tools module (looked in %s): run from a kopfgo checkout, set %s to its e2e/tools directory, or set %s and %s to ready-made binaries",
-		name, strings.Join(candidates, ", "), EnvToolsDir, EnvKubeAPIServer, EnvEtcd)
+	return dir, nil
 }
 
 func checkExecutable(path string) error {

@@ -15,7 +15,8 @@
 // tested against the real servers.
 //
 // The servers are built from the Go module proxy by two small modules in
-// e2e/tools (kube-apiserver v1.34.3 from k8s.io/kubernetes, etcd v3.6.5), so
+// the package itself (toolsrc: kube-apiserver v1.34.3 from k8s.io/kubernetes,
+// etcd v3.6.5), written out under the cache and built there, so
 // no foreign binary is downloaded. EnsureBinaries builds them once per machine
 // into a cache (a cold kube-apiserver build takes minutes; afterwards a cluster
 // is ready in a few seconds). KOPFGO_KUBE_APISERVER and KOPFGO_ETCD can name
