@@ -83,7 +83,7 @@ func TestProcReaders(t *testing.T) {
 }
 
 func TestOptionsValidate(t *testing.T) {
-	ok := options{n: 1, restartN: 1, rate: 1, duration: time.Second, creators: 1, scenarios: []string{"burst"}, contenders: []string{"floor"}}
+	ok := options{n: 1, restartN: 1, rate: 1, duration: time.Second, creators: 1, rounds: 1, scenarios: []string{"burst"}, contenders: []string{"floor"}}
 	if err := ok.validate(); err != nil {
 		t.Fatal(err)
 	}
@@ -92,6 +92,7 @@ func TestOptionsValidate(t *testing.T) {
 		"unknown contender": func(o *options) { o.contenders = []string{"kopf"} },
 		"no scenario":       func(o *options) { o.scenarios = nil },
 		"zero n":            func(o *options) { o.n = 0 },
+		"zero rounds":       func(o *options) { o.rounds = 0 },
 	} {
 		o := ok
 		mutate(&o)
