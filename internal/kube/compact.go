@@ -54,6 +54,9 @@ func (c *Compact) Decode() (*unstructured.Unstructured, error) {
 // errNotObject: a listed or watched value that is not a JSON object.
 var errNotObject = errors.New("not an object")
 
+// errEnough stops a walk over an object once what is needed is read.
+var errEnough = errors.New("enough")
+
 // compactOptions say how NewCompact treats an object.
 type compactOptions struct {
 	// dropManagedFields cuts metadata.managedFields out of the JSON.
@@ -68,16 +71,24 @@ type compactOptions struct {
 func newCompact(data []byte, o compactOptions) (c *Compact, hasKind bool, err error) {
 	c = &Compact{}
 	var cut [2]int // the bytes of managedFields (and a comma) to cut
+	hasMeta := false
 	_, err = unjson.Members(data, func(m unjson.Member) error {
 		switch string(m.Key) {
 		case "kind", "apiVersion":
 			hasKind = true
 		case "metadata":
-			return c.readMetadata(data, m, o.dropManagedFields, &cut)
+			hasMeta = true
+			if err := c.readMetadata(data, m, o.dropManagedFields, &cut); err != nil {
+				return err
+			}
+		}
+		if hasKind && hasMeta {
+			// The rest (spec, status) is framed already: not scanned again.
+			return errEnough
 		}
 		return nil
 	})
-	if err != nil {
+	if err != nil && err != errEnough {
 		return nil, false, err
 	}
 	var prefix string

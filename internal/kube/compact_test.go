@@ -231,3 +231,31 @@ func BenchmarkDecodeCompact(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkEvent is what one watch event costs, decoded (as the raw
+// stream decodes it) or kept compact, without the HTTP around it.
+func BenchmarkEvent(b *testing.B) {
+	ev := []byte(`{"type":"MODIFIED","object":` + benchObject(1) + "}")
+	b.Run("decoded", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			v, err := unjson.Unmarshal(ev)
+			if err != nil {
+				b.Fatal(err)
+			}
+			e, err := toEvent(v)
+			if err != nil {
+				b.Fatal(err)
+			}
+			DropManagedFields(e.Object)
+		}
+	})
+	b.Run("compact", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := compactEvent(ev, compactOptions{dropManagedFields: true}); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
