@@ -30,9 +30,11 @@ import (
 // its copies. Its setters (metav1.Object) decode, change and encode again;
 // nothing on the watching path calls them.
 type Compact struct {
-	// JSON is the object, as the API server sent it (with the kind and
-	// apiVersion of a built-in resource's list filled in). Never modified.
-	JSON []byte
+	// data is the object's JSON, as the API server sent it (with the kind
+	// and apiVersion of a built-in resource's list filled in), compressed
+	// by codec if it is set. Never modified.
+	data  []byte
+	codec *codec
 
 	Namespace, Name, UID, ResourceVersion string
 }
@@ -40,7 +42,19 @@ type Compact struct {
 // Decode returns the object decoded, as the API server sent it: a new map
 // each time, the caller's to change.
 func (c *Compact) Decode() (*unstructured.Unstructured, error) {
-	v, err := unjson.Unmarshal(c.JSON)
+	data := c.data
+	if c.codec != nil {
+		// Decompressed into scratch: the decoded object never refers to
+		// the bytes it was decoded from.
+		buf := scratch.Get().(*[]byte)
+		defer scratch.Put(buf)
+		var err error
+		if data, err = c.codec.decompressTo((*buf)[:0], c.data); err != nil {
+			return nil, fmt.Errorf("cannot decode %s/%s: %w", c.Namespace, c.Name, err)
+		}
+		*buf = data
+	}
+	v, err := unjson.Unmarshal(data)
 	if err != nil {
 		return nil, fmt.Errorf("cannot decode %s/%s: %w", c.Namespace, c.Name, err)
 	}
@@ -50,6 +64,18 @@ func (c *Compact) Decode() (*unstructured.Unstructured, error) {
 	}
 	return &unstructured.Unstructured{Object: m}, nil
 }
+
+// JSON is the object's JSON.
+func (c *Compact) JSON() ([]byte, error) {
+	if c.codec == nil {
+		return c.data, nil
+	}
+	return c.codec.decompress(c.data)
+}
+
+// errNoDictionary: a compressed object whose codec was never set up, which
+// cannot happen.
+var errNoDictionary = errors.New("no dictionary")
 
 // errNotObject: a listed or watched value that is not a JSON object.
 var errNotObject = errors.New("not an object")
@@ -64,6 +90,9 @@ type compactOptions struct {
 	// kind and apiVersion are given to an object that has neither (the
 	// items of a built-in resource's list), as fillItemKinds does.
 	kind, apiVersion string
+	// codec, when set, compresses the JSON of named objects (not that of
+	// bookmarks).
+	codec *codec
 }
 
 // newCompact reads an object's JSON (whose bytes it copies: data may be a
@@ -112,7 +141,12 @@ func newCompact(data []byte, o compactOptions) (c *Compact, hasKind bool, err er
 	} else {
 		out = append(out, data[1:]...)
 	}
-	c.JSON = out
+	c.data = out
+	if o.codec != nil && c.Name != "" {
+		if z := o.codec.compress(out); z != nil {
+			c.data, c.codec = z, o.codec
+		}
+	}
 	return c, hasKind, nil
 }
 
@@ -169,9 +203,16 @@ func skipSpace(b []byte, i int) int {
 	return i
 }
 
-// CompactOf makes a Compact of a decoded object (the dynamic client's, when
-// the raw watching client is not in use), without its managedFields if drop.
+// CompactOf makes a Compact of a decoded object, without its managedFields
+// if drop.
 func CompactOf(u *unstructured.Unstructured, drop bool) (*Compact, error) {
+	return compactOf(u, compactOptions{dropManagedFields: drop})
+}
+
+// compactOf makes a Compact of a decoded object (the dynamic client's, when
+// the raw watching client is not in use).
+func compactOf(u *unstructured.Unstructured, o compactOptions) (*Compact, error) {
+	drop := o.dropManagedFields
 	if drop {
 		DropManagedFields(u)
 	}
@@ -179,10 +220,16 @@ func CompactOf(u *unstructured.Unstructured, drop bool) (*Compact, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cannot encode %s/%s: %w", u.GetNamespace(), u.GetName(), err)
 	}
-	return &Compact{
-		JSON: data, Namespace: u.GetNamespace(), Name: u.GetName(),
+	c := &Compact{
+		data: data, Namespace: u.GetNamespace(), Name: u.GetName(),
 		UID: string(u.GetUID()), ResourceVersion: u.GetResourceVersion(),
-	}, nil
+	}
+	if o.codec != nil && c.Name != "" {
+		if z := o.codec.compress(data); z != nil {
+			c.data, c.codec = z, o.codec
+		}
+	}
+	return c, nil
 }
 
 // CompactList is a listing of compact objects, for the informer.
@@ -299,7 +346,7 @@ func (c *Compact) edit(change func(u *unstructured.Unstructured)) {
 	u := c.decoded()
 	change(u)
 	if data, err := json.Marshal(u.Object); err == nil {
-		c.JSON = data
+		c.data, c.codec = data, nil
 	}
 }
 
@@ -315,7 +362,7 @@ func (c rawCollection) ListCompact(ctx context.Context, opts metav1.ListOptions)
 	defer func() { _ = body.Close() }()
 	list := &CompactList{Items: []*Compact{}}
 	var kindless []int // items without kind and apiVersion
-	o := compactOptions{dropManagedFields: c.dropManagedFields}
+	o := compactOptions{dropManagedFields: c.dropManagedFields, codec: c.codec}
 	dec := unjson.NewDecoder(body)
 	rest, err := dec.DecodeStreamingRaw("items", func(b []byte) error {
 		item, hasKind, err := newCompact(b, o)
@@ -336,7 +383,7 @@ func (c rawCollection) ListCompact(ctx context.Context, opts metav1.ListOptions)
 		}
 	}
 	if err == nil {
-		err = fillCompactKinds(list, rest, kindless)
+		err = fillCompactKinds(list, rest, kindless, o)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("cannot read the list of %s: %w", c.res, err)
@@ -346,7 +393,7 @@ func (c rawCollection) ListCompact(ctx context.Context, opts metav1.ListOptions)
 
 // fillCompactKinds is fillItemKinds for compact items, and reads the
 // list's metadata.
-func fillCompactKinds(list *CompactList, rest map[string]any, kindless []int) error {
+func fillCompactKinds(list *CompactList, rest map[string]any, kindless []int, o compactOptions) error {
 	u := &unstructured.UnstructuredList{Object: rest}
 	list.ResourceVersion = u.GetResourceVersion()
 	list.Continue = u.GetContinue()
@@ -359,12 +406,14 @@ func fillCompactKinds(list *CompactList, rest map[string]any, kindless []int) er
 		return nil
 	}
 	for _, i := range kindless {
-		it := list.Items[i]
-		filled, _, err := newCompact(it.JSON, compactOptions{kind: kind, apiVersion: apiVersion})
+		data, err := list.Items[i].JSON()
 		if err != nil {
 			return err
 		}
-		it.JSON = filled.JSON
+		o.kind, o.apiVersion, o.dropManagedFields = kind, apiVersion, false
+		if list.Items[i], _, err = newCompact(data, o); err != nil {
+			return err
+		}
 	}
 	return nil
 }
@@ -377,7 +426,7 @@ func (c rawCollection) WatchCompact(ctx context.Context, opts metav1.ListOptions
 		return nil, err
 	}
 	s := newRawStreamOf(body)
-	s.compact = &compactOptions{dropManagedFields: c.dropManagedFields}
+	s.compact = &compactOptions{dropManagedFields: c.dropManagedFields, codec: c.codec}
 	go s.run(ctx)
 	return s, nil
 }

@@ -54,40 +54,54 @@ func TestCompactListDecodesToTheList(t *testing.T) {
 	}
 	for name, body := range bodies {
 		for _, drop := range []bool{false, true} {
-			t.Run(fmt.Sprintf("%s drop=%v", name, drop), func(t *testing.T) {
-				cfg, _ := apiServer(t, response{code: 200, body: body})
-				rc := newTestClient(t, cfg).watching.collection(pods, "ns1")
-				rc.dropManagedFields = drop
-				want, err := rc.List(context.Background(), metav1.ListOptions{})
-				if err != nil {
-					t.Fatal(err)
-				}
-				got, err := rc.ListCompact(context.Background(), metav1.ListOptions{})
-				if err != nil {
-					t.Fatal(err)
-				}
-				if got.ResourceVersion != want.GetResourceVersion() || got.Continue != want.GetContinue() {
-					t.Errorf("list metadata = %q %q, want %q %q", got.ResourceVersion, got.Continue, want.GetResourceVersion(), want.GetContinue())
-				}
-				if len(got.Items) != len(want.Items) {
-					t.Fatalf("%d items, want %d", len(got.Items), len(want.Items))
-				}
-				for i := range got.Items {
-					if u := decodeCompact(t, got.Items[i]); !reflect.DeepEqual(u.Object, want.Items[i].Object) {
-						t.Errorf("item %d = %#v\nwant     %#v", i, u.Object, want.Items[i].Object)
+			for _, compress := range []bool{false, true} {
+				t.Run(fmt.Sprintf("%s drop=%v compress=%v", name, drop, compress), func(t *testing.T) {
+					cfg, _ := apiServer(t, response{code: 200, body: body})
+					rc := newTestClient(t, cfg).watching.collection(pods, "ns1")
+					rc.dropManagedFields = drop
+					if compress {
+						rc.codec = &codec{}
 					}
-				}
-			})
+					want, err := rc.List(context.Background(), metav1.ListOptions{})
+					if err != nil {
+						t.Fatal(err)
+					}
+					got, err := rc.ListCompact(context.Background(), metav1.ListOptions{})
+					if err != nil {
+						t.Fatal(err)
+					}
+					if got.ResourceVersion != want.GetResourceVersion() || got.Continue != want.GetContinue() {
+						t.Errorf("list metadata = %q %q, want %q %q", got.ResourceVersion, got.Continue, want.GetResourceVersion(), want.GetContinue())
+					}
+					if len(got.Items) != len(want.Items) {
+						t.Fatalf("%d items, want %d", len(got.Items), len(want.Items))
+					}
+					for i := range got.Items {
+						if u := decodeCompact(t, got.Items[i]); !reflect.DeepEqual(u.Object, want.Items[i].Object) {
+							t.Errorf("item %d = %#v\nwant     %#v", i, u.Object, want.Items[i].Object)
+						}
+					}
+				})
+			}
 		}
 	}
 }
 
 // The compact stream, decoded, is the raw client's stream.
 func TestCompactWatchDecodesToTheWatch(t *testing.T) {
+	for _, compress := range []bool{false, true} {
+		t.Run(fmt.Sprintf("compress=%v", compress), func(t *testing.T) { testCompactWatch(t, compress) })
+	}
+}
+
+func testCompactWatch(t *testing.T, compress bool) {
 	stream := strings.Join([]string{kexAdded, kexModified, kexBookmark, kexDeleted, kexExpired}, "\n") + "\n"
 	cfg, _ := apiServer(t, response{code: 200, body: stream})
 	rc := newTestClient(t, cfg).watching.collection(kex, "ns1")
 	rc.dropManagedFields = true
+	if compress {
+		rc.codec = &codec{}
+	}
 	w, err := rc.Watch(context.Background(), metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -165,7 +179,7 @@ func TestNewCompactCutsManagedFieldsWherever(t *testing.T) {
 				t.Fatal(err)
 			}
 			if u := decodeCompact(t, c); !reflect.DeepEqual(u.Object, want.Object) {
-				t.Errorf("%s → %s", in, c.JSON)
+				t.Errorf("%s → %s", in, c.data)
 			}
 		})
 	}
@@ -330,4 +344,51 @@ func TestCompactListWatchDropsManagedFieldsUnlessKept(t *testing.T) {
 			})
 		}
 	}
+}
+
+// Objects of one resource compress against the first one to a fraction of
+// their JSON, and come back as they were.
+func TestCodecCompressesAgainstTheFirstObject(t *testing.T) {
+	k := &codec{}
+	total, compressed := 0, 0
+	for i := range 100 {
+		in := []byte(benchObject(i))
+		c, _, err := newCompact(in, compactOptions{codec: k})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.codec == nil {
+			t.Fatal("not compressed")
+		}
+		out, err := c.JSON()
+		if err != nil || string(out) != string(in) {
+			t.Fatalf("decompressed %s (%v), want %s", out, err, in)
+		}
+		total, compressed = total+len(in), compressed+len(c.data)
+	}
+	if compressed*3 > total {
+		t.Errorf("%d bytes compressed to %d, want at most a third", total, compressed)
+	}
+}
+
+func BenchmarkCodec(b *testing.B) {
+	k := &codec{}
+	k.compress([]byte(benchObject(0)))
+	in := []byte(benchObject(1))
+	z := k.compress(in)
+	b.Run("compress", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			k.compress(in)
+		}
+	})
+	b.Run("decompress", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := k.decompress(z); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.ReportMetric(float64(len(z)), "bytes")
 }

@@ -48,6 +48,8 @@ type rawCollection struct {
 	// dropManagedFields removes them from each listed object as soon as it
 	// is decoded, so that they never take memory for the whole list.
 	dropManagedFields bool
+	// codec compresses compact objects (ListCompact, WatchCompact).
+	codec *codec
 }
 
 func (c rawCollection) request(opts *metav1.ListOptions) *rest.Request {

@@ -42,13 +42,21 @@ type WatchOptions struct {
 // bookmarks requested so that quiet streams still show signs of life.
 func (c *Client) ListWatch(res resources.Resource, namespace string, o WatchOptions) *cache.ListWatch {
 	src := c.collection(res, namespace, o.KeepManagedFields)
+	var k *codec
+	if o.Compact {
+		k = &codec{} // shared by the lists and watches, whose objects the informer mixes
+		if rc, ok := src.(rawCollection); ok {
+			rc.codec = k
+			src = rc
+		}
+	}
 	return &cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
 			ctx, cancel := context.WithCancel(ctx)
 			defer cancel()
 			defer o.answerWithin(cancel)()
 			if o.Compact {
-				return listCompact(ctx, src, opts, !o.KeepManagedFields)
+				return listCompact(ctx, src, opts, compactOptions{dropManagedFields: !o.KeepManagedFields, codec: k})
 			}
 			list, err := src.List(ctx, opts)
 			if err != nil {
@@ -69,7 +77,7 @@ func (c *Client) ListWatch(res resources.Resource, namespace string, o WatchOpti
 			}
 			ctx, cancel := context.WithCancel(ctx)
 			answered := o.answerWithin(cancel)
-			w, err := watchOf(ctx, src, opts, o)
+			w, err := watchOf(ctx, src, opts, o, k)
 			answered()
 			if err != nil {
 				cancel()
@@ -132,7 +140,7 @@ func DropManagedFields(obj runtime.Object) {
 
 // listCompact lists compactly: the raw client keeps the items' JSON as it
 // arrives; the dynamic client's decoded items are encoded again.
-func listCompact(ctx context.Context, src resourceLister, opts metav1.ListOptions, drop bool) (runtime.Object, error) {
+func listCompact(ctx context.Context, src resourceLister, opts metav1.ListOptions, o compactOptions) (runtime.Object, error) {
 	if rc, ok := src.(rawCollection); ok {
 		return rc.ListCompact(ctx, opts)
 	}
@@ -144,7 +152,7 @@ func listCompact(ctx context.Context, src resourceLister, opts metav1.ListOption
 	out.ResourceVersion, out.Continue = list.GetResourceVersion(), list.GetContinue()
 	out.RemainingItemCount = list.GetRemainingItemCount()
 	for i := range list.Items {
-		c, err := CompactOf(&list.Items[i], drop)
+		c, err := compactOf(&list.Items[i], o)
 		if err != nil {
 			return nil, err
 		}
@@ -154,7 +162,7 @@ func listCompact(ctx context.Context, src resourceLister, opts metav1.ListOption
 }
 
 // watchOf starts a stream, compact or not.
-func watchOf(ctx context.Context, src resourceLister, opts metav1.ListOptions, o WatchOptions) (watch.Interface, error) {
+func watchOf(ctx context.Context, src resourceLister, opts metav1.ListOptions, o WatchOptions, k *codec) (watch.Interface, error) {
 	if !o.Compact {
 		return src.Watch(ctx, opts)
 	}
@@ -165,7 +173,7 @@ func watchOf(ctx context.Context, src resourceLister, opts metav1.ListOptions, o
 	if err != nil {
 		return nil, err
 	}
-	return newCompacting(w, !o.KeepManagedFields), nil
+	return newCompacting(w, compactOptions{dropManagedFields: !o.KeepManagedFields, codec: k}), nil
 }
 
 // compacting passes a decoded stream's events on with their objects
@@ -178,7 +186,7 @@ type compacting struct {
 	once  sync.Once
 }
 
-func newCompacting(inner watch.Interface, drop bool) *compacting {
+func newCompacting(inner watch.Interface, o compactOptions) *compacting {
 	c := &compacting{inner: inner, out: make(chan watch.Event), stop: make(chan struct{})}
 	go func() {
 		defer close(c.out)
@@ -195,7 +203,7 @@ func newCompacting(inner watch.Interface, drop bool) *compacting {
 				return
 			}
 			if u, isU := ev.Object.(*unstructured.Unstructured); isU {
-				obj, err := CompactOf(u, drop)
+				obj, err := compactOf(u, o)
 				if err != nil {
 					ev = errorEvent(err)
 				} else {
