@@ -2,6 +2,7 @@ package kube
 
 import (
 	"fmt"
+	"runtime"
 	"sync"
 	"sync/atomic"
 
@@ -30,11 +31,24 @@ type zcodec struct {
 // dictionary, which are far smaller; a small window keeps its tables small.
 const window = 1 << 17
 
+// maxDict: a larger first object is no dictionary (it would be held for
+// the informer's lifetime); objects stay uncompressed until a smaller one
+// comes.
+const maxDict = 32 << 10
+
+// decoders bounds the decompressions that run at once: each decoder keeps
+// its buffers, and a watcher rarely runs more passes at once than this.
+var decoders = min(runtime.GOMAXPROCS(0), 4)
+
 // compress returns data compressed, in a new slice of its own, or nil if
-// the codec cannot be set up (then the caller keeps data as it is).
+// the codec is not set up and data is no dictionary (then the caller keeps
+// data as it is).
 func (k *codec) compress(data []byte) []byte {
 	z := k.ready.Load()
 	if z == nil {
+		if len(data) > maxDict {
+			return nil
+		}
 		z = k.setUp(data)
 		if z == nil {
 			return nil
@@ -81,7 +95,7 @@ func (k *codec) setUp(dict []byte) *zcodec {
 	if err != nil {
 		return nil
 	}
-	dec, err := zstd.NewReader(nil, zstd.WithDecoderDictRaw(1, dict), zstd.WithDecoderConcurrency(0), zstd.WithDecoderLowmem(true))
+	dec, err := zstd.NewReader(nil, zstd.WithDecoderDictRaw(1, dict), zstd.WithDecoderConcurrency(decoders), zstd.WithDecoderLowmem(true))
 	if err != nil {
 		return nil
 	}

@@ -392,3 +392,26 @@ func BenchmarkCodec(b *testing.B) {
 	})
 	b.ReportMetric(float64(len(z)), "bytes")
 }
+
+// A first object too large to be the dictionary stays uncompressed, and
+// the next smaller one becomes it.
+func TestCodecTakesNoHugeDictionary(t *testing.T) {
+	k := &codec{}
+	huge := []byte(`{"metadata":{"name":"big"},"data":"` + strings.Repeat("x", maxDict) + `"}`)
+	c, _, err := newCompact(huge, compactOptions{codec: k})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.codec != nil {
+		t.Error("the huge object is compressed, so it is the dictionary")
+	}
+	if c, _, err = newCompact([]byte(benchObject(1)), compactOptions{codec: k}); err != nil || c.codec == nil {
+		t.Errorf("the next object is not compressed (%v)", err)
+	}
+	if c, _, err = newCompact(huge, compactOptions{codec: k}); err != nil || c.codec == nil {
+		t.Errorf("once set up, a huge object is not compressed (%v)", err)
+	}
+	if u := decodeCompact(t, c); u.GetName() != "big" {
+		t.Errorf("decoded %v", u)
+	}
+}
