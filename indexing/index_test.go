@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/kopfgo/kopfgo/handlers"
+	"github.com/kopfgo/kopfgo/internal/handling"
 )
 
 func obj(name string) ObjectKey { return ObjectKey{Namespace: "ns", Name: name, UID: "uid-" + name} }
@@ -101,8 +102,8 @@ type feed struct {
 	log *strings.Builder
 }
 
-func newFeed(t *testing.T, fn Func[string, string], configure func(*handlers.Handler)) *feed {
-	ix, err := Register(&handlers.Registry{}, "pods", fn, func(h *handlers.Handler) {
+func newFeed(t *testing.T, fn Func[string, string], configure func(*handling.Handler)) *feed {
+	ix, err := Register(&handling.Registry{}, "pods", fn, func(h *handling.Handler) {
 		h.ID = "idx"
 		if configure != nil {
 			configure(h)
@@ -125,7 +126,7 @@ func pod(name string, labels map[string]any) map[string]any {
 func (f *feed) event(body map[string]any, deleted bool) {
 	f.ix.Observe(context.Background(), Observation{
 		Deleted: deleted, Now: f.now, DefaultBackoff: time.Minute,
-		Cause: &handlers.Cause{Body: body, Logger: slog.New(slog.NewTextHandler(f.log, nil)), Memo: &handlers.Memo{}},
+		Cause: &handling.Cause{Body: body, Logger: slog.New(slog.NewTextHandler(f.log, nil)), Memo: &handlers.Memo{}},
 	})
 }
 
@@ -134,7 +135,7 @@ func byName(ctx context.Context, o *handlers.Object) (map[string]string, error) 
 }
 
 func TestIndexerFollowsEventsAndFilters(t *testing.T) {
-	f := newFeed(t, byName, func(h *handlers.Handler) { h.Filters.AddLabels(map[string]any{"app": handlers.Present}) })
+	f := newFeed(t, byName, func(h *handling.Handler) { h.Filters.AddLabels(map[string]any{"app": handlers.Present}) })
 	f.event(pod("p1", map[string]any{"app": "x"}), false)
 	f.event(pod("p2", map[string]any{"app": "x"}), false)
 	f.event(pod("p3", nil), false) // filtered out
@@ -177,7 +178,7 @@ func TestIndexerErrorModes(t *testing.T) {
 	tests := []struct {
 		name      string
 		err       error
-		configure func(*handlers.Handler)
+		configure func(*handling.Handler)
 		// whether the object's value is in the index at each step
 		afterFailure, within, after bool
 		log                         string
@@ -186,11 +187,11 @@ func TestIndexerErrorModes(t *testing.T) {
 		{"panic is an error too", nil, nil, true, true, true, "panic: kaboom"},
 		{"temporary error: excluded for its delay", &handlers.TemporaryError{Err: errors.New("later"), Delay: 2 * time.Second}, nil, false, false, true, "Indexer 'idx' failed temporarily: later"},
 		{"errors mode temporary: excluded for the backoff", errors.New("x"),
-			func(h *handlers.Handler) { h.Errors = handlers.ErrorsTemporary; h.Backoff = 2 * time.Second }, false, false, true, "failed with an exception and will try again in 2 seconds: x"},
+			func(h *handling.Handler) { h.Errors = handlers.ErrorsTemporary; h.Backoff = 2 * time.Second }, false, false, true, "failed with an exception and will try again in 2 seconds: x"},
 		{"permanent error: excluded for good", &handlers.PermanentError{Err: errors.New("never")}, nil, false, false, false, "failed permanently: never"},
-		{"errors mode permanent", errors.New("x"), func(h *handlers.Handler) { h.Errors = handlers.ErrorsPermanent }, false, false, false, "failed with an exception and will stop now: x"},
+		{"errors mode permanent", errors.New("x"), func(h *handling.Handler) { h.Errors = handlers.ErrorsPermanent }, false, false, false, "failed with an exception and will stop now: x"},
 		{"retries escalate to permanent", &handlers.TemporaryError{Err: errors.New("later"), Delay: 2 * time.Second},
-			func(h *handlers.Handler) { h.Retries = 1 }, false, false, false, "failed temporarily but will exceed 1 retries: later"},
+			func(h *handling.Handler) { h.Retries = 1 }, false, false, false, "failed temporarily but will exceed 1 retries: later"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -239,16 +240,16 @@ func TestRegisterNamesTheIndexer(t *testing.T) {
 	tests := []struct {
 		name      string
 		fn        Func[string, string]
-		configure func(*handlers.Handler)
+		configure func(*handling.Handler)
 		want      string
 	}{
 		{"closure without id", func(ctx context.Context, o *handlers.Object) (map[string]string, error) { return nil, nil }, nil, "give it kopfgo.ID"},
-		{"value without field", byName, func(h *handlers.Handler) { h.Filters.SetValue("x") }, "need a field"},
-		{"bad resource", byName, func(h *handlers.Handler) { h.Filters.SetField("spec.x") }, ""},
+		{"value without field", byName, func(h *handling.Handler) { h.Filters.SetValue("x") }, "need a field"},
+		{"bad resource", byName, func(h *handling.Handler) { h.Filters.SetField("spec.x") }, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			ix, err := Register(&handlers.Registry{}, "pods", tt.fn, tt.configure)
+			ix, err := Register(&handling.Registry{}, "pods", tt.fn, tt.configure)
 			if tt.want == "" {
 				if err != nil || ix.Spec().ID != "byName" || !slices.Equal(ix.Spec().Field, []string{"spec", "x"}) {
 					t.Errorf("err = %v, spec = %+v; want the name without a field suffix (compat: indices-declare)", err, ix.Spec())

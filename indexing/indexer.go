@@ -10,6 +10,7 @@ import (
 
 	"github.com/kopfgo/kopfgo/handlers"
 	"github.com/kopfgo/kopfgo/internal/dicts"
+	"github.com/kopfgo/kopfgo/internal/handling"
 )
 
 // Func is an indexing function: the keys and values an object contributes.
@@ -22,7 +23,7 @@ type Func[K comparable, V any] func(ctx context.Context, o *handlers.Object) (ma
 // Runner is an indexer as the reactor sees it, whatever its types.
 type Runner interface {
 	// Spec is the indexer's registration: id, selector, filters, options.
-	Spec() *handlers.Handler
+	Spec() *handling.Handler
 	// Observe updates the index from one watch event of an object.
 	Observe(ctx context.Context, ev Observation)
 }
@@ -33,7 +34,7 @@ type Observation struct {
 	Deleted bool
 	// Cause carries the object (Body, Resource, Logger, Memo; a Patch that
 	// is never applied) and evaluates the filters.
-	Cause *handlers.Cause
+	Cause *handling.Cause
 	Now   time.Time
 	// DefaultBackoff excludes an object after an error in the temporary
 	// mode when the indexer has no Backoff of its own.
@@ -42,7 +43,7 @@ type Observation struct {
 
 // Indexer maintains one Index from the events of its resource.
 type Indexer[K comparable, V any] struct {
-	spec  *handlers.Handler
+	spec  *handling.Handler
 	fn    Func[K, V]
 	index *Index[K, V]
 
@@ -61,7 +62,7 @@ type failure struct {
 
 // newIndexer returns an indexer running fn under the options in spec (see
 // Register).
-func newIndexer[K comparable, V any](spec *handlers.Handler, fn Func[K, V]) *Indexer[K, V] {
+func newIndexer[K comparable, V any](spec *handling.Handler, fn Func[K, V]) *Indexer[K, V] {
 	return &Indexer[K, V]{spec: spec, fn: fn, index: newIndex[K, V](), fails: map[ObjectKey]*failure{}}
 }
 
@@ -69,7 +70,7 @@ func newIndexer[K comparable, V any](spec *handlers.Handler, fn Func[K, V]) *Ind
 func (ix *Indexer[K, V]) Index() *Index[K, V] { return ix.index }
 
 // Spec returns the indexer's registration.
-func (ix *Indexer[K, V]) Spec() *handlers.Handler { return ix.spec }
+func (ix *Indexer[K, V]) Spec() *handling.Handler { return ix.spec }
 
 // Observe indexes the object, or removes it from the index when it is
 // deleted, stops matching the filters (compat: indices-removal), or fails (compat: indices-errors).
@@ -169,7 +170,7 @@ func (ix *Indexer[K, V]) fail(key ObjectKey, err error, ev Observation) {
 	f.retries++
 	// The lines are Kopf's for its handlers (indexers included): the object
 	// stays out of the index while it fails, as there.
-	title := handlers.Title("Indexer", id)
+	title := handling.Title("Indexer", id)
 	isTemp := temp != nil
 	var line string
 	switch {
@@ -217,7 +218,7 @@ func keyOf(body map[string]any) ObjectKey {
 // every handler is (Registry.AddIndex). The indexer is returned even with
 // errors, so that its index exists; the errors, each naming the indexer,
 // are returned too, and kept in reg for Run to report.
-func Register[K comparable, V any](reg *handlers.Registry, resource string, fn Func[K, V], configure func(*handlers.Handler)) (*Indexer[K, V], error) {
+func Register[K comparable, V any](reg *handling.Registry, resource string, fn Func[K, V], configure func(*handling.Handler)) (*Indexer[K, V], error) {
 	spec, err := reg.AddIndex(resource, fn, configure)
 	return newIndexer(spec, fn), err
 }

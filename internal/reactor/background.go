@@ -9,6 +9,7 @@ import (
 	"github.com/kopfgo/kopfgo/daemons"
 	"github.com/kopfgo/kopfgo/diffbase"
 	"github.com/kopfgo/kopfgo/handlers"
+	"github.com/kopfgo/kopfgo/internal/handling"
 	"github.com/kopfgo/kopfgo/internal/kube"
 	"github.com/kopfgo/kopfgo/patch"
 )
@@ -57,9 +58,9 @@ func (w *watcher) spawn(ctx context.Context, wk *worker, ps *pass) {
 // object. Re-evaluated on every pass, so that an object that stops matching
 // loses its daemons (ErrFiltersMismatch) and gets them back when it matches
 // again (compat: daemons-filters, timers-filters).
-func (w *watcher) matchingSpawning(body map[string]any) []*handlers.Spawning {
-	cause := &handlers.Cause{Body: body, Resource: w.res, Logger: w.Logger}
-	var out []*handlers.Spawning
+func (w *watcher) matchingSpawning(body map[string]any) []*handling.Spawning {
+	cause := &handling.Cause{Body: body, Resource: w.res, Logger: w.Logger}
+	var out []*handling.Spawning
 	for _, h := range w.spawning {
 		if h.MatchesObject(cause) {
 			out = append(out, h)

@@ -44,7 +44,7 @@
 //     the plan.
 //   - facts, step: what plan.Pass takes and returns; plan.After ends a pass
 //     whose cycle has run.
-//   - cycle: one round of Kopf's handling cycle for a cause (handlers.Cycle),
+//   - cycle: one round of Kopf's handling cycle for a cause (handling.Cycle),
 //     invoking at most one handler.
 //   - pool: the goroutines that carry passes, so that grown stacks are
 //     reused rather than kept by idle workers.

@@ -10,6 +10,7 @@ import (
 	"github.com/kopfgo/kopfgo/causes"
 	"github.com/kopfgo/kopfgo/diffbase"
 	"github.com/kopfgo/kopfgo/handlers"
+	"github.com/kopfgo/kopfgo/internal/handling"
 	"github.com/kopfgo/kopfgo/internal/plan"
 	"github.com/kopfgo/kopfgo/internal/pyrepr"
 	"github.com/kopfgo/kopfgo/patch"
@@ -24,7 +25,7 @@ type pass struct {
 	// cause is the object as handlers and filters see it, with the patch
 	// the pass builds; its Reason, Old, New and Diff are set only when the
 	// facts call for detection (plan.Facts.Detects).
-	cause *handlers.Cause
+	cause *handling.Cause
 	// cycled: a handling cycle has run in this pass (handle).
 	cycled bool
 }
@@ -63,7 +64,7 @@ func (w *watcher) read(ctx context.Context, wk *worker) (*pass, bool) {
 	st.mu.Unlock()
 
 	body := ps.obj.Object
-	ps.cause = &handlers.Cause{
+	ps.cause = &handling.Cause{
 		Body: body, Initial: initial, Resource: w.res, Patch: &patch.Patch{}, Logger: ps.log, Memo: memo,
 		Handling: w.Settings.Handling,
 	}
@@ -137,8 +138,8 @@ func (w *watcher) detect(ps *pass) {
 		Body: c.Body, Finalizer: w.Settings.Persistence.Finalizer, Old: c.Old, New: c.New, Diff: c.Diff, Initial: c.Initial,
 	})
 	f.Reason = c.Reason
-	f.InScope = handlers.Prematch(w.changing, c)
-	f.HandlersRequire = f.InScope && handlers.RequiresFinalizerFor(w.changing, c)
+	f.InScope = handling.Prematch(w.changing, c)
+	f.HandlersRequire = f.InScope && handling.RequiresFinalizerFor(w.changing, c)
 }
 
 // essences returns the object's last handled essence (nil if never handled,
@@ -179,11 +180,11 @@ func (w *watcher) goodbye(ctx context.Context, wk *worker) {
 		return
 	}
 	old, essence, _ := w.essences(u.Object) // an unreadable diff-base: never handled
-	cause := &handlers.Cause{
+	cause := &handling.Cause{
 		Reason: causes.Gone, Body: u.Object, Old: old, New: essence, Diff: diffbase.Compute(old, essence),
 		Resource: w.res, Patch: &patch.Patch{}, Logger: log, Memo: gone.state.memo, Handling: w.Settings.Handling,
 	}
-	if handlers.Prematch(w.changing, cause) {
+	if handling.Prematch(w.changing, cause) {
 		log.Debug("Deleted, really deleted, and we are notified.")
 	}
 }
@@ -244,8 +245,8 @@ func (w *watcher) act(ctx context.Context, ps *pass, step plan.Step) next {
 // acts on the step its outcome calls for.
 func (w *watcher) handle(ctx context.Context, ps *pass, reason causes.Reason) next {
 	c := ps.cause
-	cycle := handlers.Cycle{
-		Reason: reason, Handlers: handlers.Select(w.changing, c), Known: w.changing,
+	cycle := handling.Cycle{
+		Reason: reason, Handlers: handling.Select(w.changing, c), Known: w.changing,
 		Body: c.Body, Resource: w.res, Old: c.Old, New: c.New, Diff: c.Diff,
 		Patch: c.Patch, Storage: w.Settings.Persistence.ProgressStorage, Clock: w.Clock, Logger: ps.log, Memo: c.Memo,
 		DefaultBackoff: w.Settings.Execution.DefaultBackoff,

@@ -1,4 +1,4 @@
-package handlers
+package handling
 
 import (
 	"errors"
@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/kopfgo/kopfgo/causes"
+	"github.com/kopfgo/kopfgo/handlers"
 	"github.com/kopfgo/kopfgo/internal/resources"
 )
 
@@ -33,7 +34,7 @@ type Registration struct {
 	Reason   causes.Reason
 	Field    string
 	IsField  bool
-	Fn       ChangeFunc
+	Fn       handlers.ChangeFunc
 	// Named is the user's function when Fn adapts it (typed handlers): the
 	// handler is named, and deduplicated, after it. Nil: Fn.
 	Named any
