@@ -75,7 +75,7 @@ func (w *watcher) matchingSpawning(body map[string]any) []*handling.Spawning {
 // Idle (compat: timers-idle): the changes that would trigger update handlers, whether or
 // not there are any; a timer's own status results do not postpone it.
 func (w *watcher) noteChanges(body map[string]any, st *state, bg *background) {
-	essence := w.essence(body)
+	essence := w.detector.Essence(body)
 	st.mu.Lock()
 	prev := bg.essence
 	bg.essence = essence

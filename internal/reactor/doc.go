@@ -8,9 +8,10 @@
 // derived from the state (the object against its stored diff-base), never
 // from the type of the observation.
 //
-// A pass reads, plans and acts: read gathers the facts (pass.go), the pure
-// package internal/plan turns them into one step, and act carries the step
-// out (pass.go, apply.go). After each of its own patches the worker waits
+// A pass reads, plans and acts: read gathers the facts (pass.go; what
+// happened to the object and whether the handlers have it in scope is one
+// call, internal/handling's Detector), the pure package internal/plan turns
+// them into one step, and act carries the step out (pass.go, apply.go). After each of its own patches the worker waits
 // until the watch delivers the patched version (or the consistency timeout
 // passes) before it runs state-dependent handlers again, so handlers never
 // run twice on a stale body. Handlers that are delayed (retries, backoffs)

@@ -48,9 +48,9 @@ type watcher struct {
 	spawning []*handling.Spawning // daemons and timers (background.go)
 	// idleTimers: some timers idle, so essential changes are tracked.
 	idleTimers bool
-	// extraFields are the fields outside the default essence that
-	// handlers watch.
-	extraFields [][]string
+	// detector works out what happened to an object for the changing
+	// handlers (the read of a pass).
+	detector *handling.Detector
 	// indexed, when set, is called once the indexers have seen the initial
 	// listing (or the watcher gives up).
 	indexed func()
@@ -79,7 +79,7 @@ func newWatcher(r *run, res resources.Resource, ns string, scope resources.Names
 		workers:  map[string]*worker{},
 		states:   map[string]*state{},
 	}
-	w.extraFields = handling.ExtraFields(w.changing)
+	w.detector = handling.NewDetector(w.changing, &r.Settings.Persistence)
 	for _, h := range w.spawning {
 		w.idleTimers = w.idleTimers || h.Idle > 0
 	}
