@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"runtime/debug"
 	"slices"
 	"strings"
 	"time"
@@ -404,4 +405,14 @@ func deliver(p *patch.Patch, id string, result any) error {
 	}
 	status[id] = v
 	return nil
+}
+
+// protect calls a handler function, turning a panic into a PanicError.
+func protect[A any](ctx context.Context, fn func(context.Context, A) (any, error), arg A) (result any, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			result, err = nil, &handlers.PanicError{Value: v, Stack: debug.Stack()}
+		}
+	}()
+	return fn(ctx, arg)
 }

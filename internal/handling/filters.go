@@ -394,6 +394,60 @@ func matchMeta(checks []MetaCheck, body map[string]any, stanza string) bool {
 	return true
 }
 
+// Select returns the handlers to run for a cause, in registration order,
+// deduplicated by function and id (compat: handlers-dedup), among those whose filters match
+// (compat: filters-all-kinds). Field handlers run on every cause that changes their field, a
+// creation with the field set included, as in Kopf's code (the manual says
+// updates; Handling.FieldHandlersOnUpdatesOnly). Resume handlers join
+// an update or deletion of an object first seen in the initial listing
+// (compat: handlers-resume, handlers-resume-deleted).
+func Select(hs []*Handler, c *Cause) []*Handler {
+	var out []*Handler
+	type key struct {
+		fn uintptr
+		id string
+	}
+	seen := map[key]bool{}
+	for _, h := range hs {
+		if !selected(h, c) || !h.matches(c) {
+			continue
+		}
+		k := key{h.fnPtr, h.ID}
+		if seen[k] {
+			continue
+		}
+		seen[k] = true
+		out = append(out, h)
+	}
+	return out
+}
+
+// selected applies the reason rules; the field's change is one of the
+// filters (matches).
+func selected(h *Handler, c *Cause) bool {
+	reason, initial := c.Reason, c.Initial
+	if h.AnyCause && !c.Handling.FieldHandlersOnUpdatesOnly {
+		switch reason {
+		case causes.Create, causes.Update, causes.Resume, causes.Delete:
+			return true
+		}
+	}
+	switch h.Reason {
+	case causes.Resume:
+		switch reason {
+		case causes.Resume:
+			return true
+		case causes.Update:
+			return initial
+		case causes.Delete:
+			return initial && h.Deleted
+		}
+		return false
+	default:
+		return h.Reason == reason
+	}
+}
+
 // Prematch reports whether any of the handlers has the object in scope. An
 // object that none has is handled in stealth mode: the operator stores
 // nothing on it and logs nothing about it (compat: filters-stealth).
@@ -404,6 +458,13 @@ func Prematch(hs []*Handler, c *Cause) bool {
 		}
 	}
 	return false
+}
+
+// RequiresFinalizer reports whether objects this handler matches must carry
+// the finalizer: a non-optional delete handler cannot run if the object is
+// gone before the operator sees its deletion (compat: handlers-delete, handlers-delete-optional).
+func (h *Handler) RequiresFinalizer() bool {
+	return h.Reason == causes.Delete && !h.Optional
 }
 
 // RequiresFinalizerFor reports whether a non-optional delete handler has

@@ -47,13 +47,6 @@ type Handler struct {
 	fnPtr uintptr
 }
 
-// RequiresFinalizer reports whether objects this handler matches must carry
-// the finalizer: a non-optional delete handler cannot run if the object is
-// gone before the operator sees its deletion (compat: handlers-delete, handlers-delete-optional).
-func (h *Handler) RequiresFinalizer() bool {
-	return h.Reason == causes.Delete && !h.Optional
-}
-
 var closureRE = regexp.MustCompile(`\.func\d+(\.\d+)*$|^glob\.`)
 
 // funcName returns the Go name of a function and the id Kopf-style

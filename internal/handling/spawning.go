@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"runtime/debug"
 	"time"
 
 	"github.com/kopfgo/kopfgo/handlers"
@@ -124,14 +123,4 @@ func (r *Registry) Spawning() []*Spawning {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return append([]*Spawning(nil), r.spawning...)
-}
-
-// protect calls a handler function, turning a panic into a PanicError.
-func protect[A any](ctx context.Context, fn func(context.Context, A) (any, error), arg A) (result any, err error) {
-	defer func() {
-		if v := recover(); v != nil {
-			result, err = nil, &handlers.PanicError{Value: v, Stack: debug.Stack()}
-		}
-	}()
-	return fn(ctx, arg)
 }

@@ -30,11 +30,9 @@ type background struct {
 // matches, or stop them all when the object is being deleted; then record in
 // the pass's facts whether they require the finalizer and hold the object.
 // Their exits wake the object's worker, which is how the finalizer goes as
-// soon as nothing needs it, without any touch patch.
+// soon as nothing needs it, without any touch patch. Only for resources
+// with daemons or timers: read does not call it otherwise.
 func (w *watcher) spawn(ctx context.Context, wk *worker, ps *pass) {
-	if len(w.spawning) == 0 {
-		return
-	}
 	bg := w.backgroundOf(ctx, wk.key, ps)
 	f := &ps.facts
 	if f.Deleting {

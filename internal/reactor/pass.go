@@ -71,7 +71,9 @@ func (w *watcher) read(ctx context.Context, wk *worker) (*pass, bool) {
 	f := &ps.facts
 	f.Deleting, f.HasFinalizer = w.detector.Marks(body)
 	f.Changing = len(w.changing) > 0
-	w.spawn(ctx, wk, ps)
+	if len(w.spawning) > 0 {
+		w.spawn(ctx, wk, ps)
+	}
 	if f.Detects() {
 		det := w.detector.Detect(ps.cause)
 		f.Reason, f.InScope, f.HandlersRequire = det.Reason, det.InScope, det.HandlersRequire
