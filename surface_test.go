@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"go/ast"
 	"go/parser"
+	"go/printer"
 	"go/token"
 	"os"
 	"sort"
@@ -57,7 +58,7 @@ func TestAPISurface(t *testing.T) {
 
 // exportedNames lists the exported top-level names of the package in dir
 // (non-test files) and the exported methods of its exported types, as
-// Type.Method.
+// Type.Method; aliases say what they stand for.
 func exportedNames(dir string) ([]string, error) {
 	fset := token.NewFileSet()
 	pkgs, err := parser.ParseDir(fset, dir, func(fi os.FileInfo) bool {
@@ -86,9 +87,18 @@ func exportedNames(dir string) ([]string, error) {
 					for _, s := range d.Specs {
 						switch s := s.(type) {
 						case *ast.TypeSpec:
-							if s.Name.IsExported() {
-								names = append(names, s.Name.Name)
+							if !s.Name.IsExported() {
+								continue
 							}
+							if s.Assign.IsValid() {
+								// An alias: its methods are listed where
+								// its type is declared.
+								var target strings.Builder
+								printer.Fprint(&target, fset, s.Type)
+								names = append(names, s.Name.Name+" = "+target.String())
+								continue
+							}
+							names = append(names, s.Name.Name)
 						case *ast.ValueSpec:
 							for _, n := range s.Names {
 								if n.IsExported() {
