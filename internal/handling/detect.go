@@ -82,6 +82,12 @@ func (d *Detector) Gone(c *Cause) bool {
 	return Prematch(d.changing, c)
 }
 
+// Handled stores the object's current essence (c.New, from Detect) as its
+// diff-base, into c's patch: the next pass detects against it.
+func (d *Detector) Handled(c *Cause) {
+	d.persistence.DiffBaseStorage.Store(c.Body, c.Patch, c.New)
+}
+
 // essences returns the object's last handled essence (nil if never handled,
 // or if it cannot be read: err says why) and its current essence.
 func (d *Detector) essences(body map[string]any) (old, essence map[string]any, err error) {

@@ -3,6 +3,7 @@ package handling
 import (
 	"bytes"
 	"context"
+	"io"
 	"log/slog"
 	"strings"
 	"testing"
@@ -10,6 +11,7 @@ import (
 	"github.com/kopfgo/kopfgo/causes"
 	"github.com/kopfgo/kopfgo/handlers"
 	"github.com/kopfgo/kopfgo/internal/config"
+	"github.com/kopfgo/kopfgo/patch"
 )
 
 // Detect is the read of a pass: these check that it gathers the cause and
@@ -58,5 +60,26 @@ func TestDetectGathersTheCauseAndTheScope(t *testing.T) {
 				t.Errorf("warned: %v, want %v; logs:\n%s", warned, tc.warns, logs.String())
 			}
 		})
+	}
+}
+
+// Handled stores what Detect found as the new diff-base: the next Detect on
+// the patched body finds nothing changed.
+func TestHandledStoresTheDiffBaseDetectReadsNext(t *testing.T) {
+	settings := config.Settings{}.WithDefaults()
+	fn := func(context.Context, *handlers.Change) (any, error) { return nil, nil }
+	d := NewDetector([]*Handler{{ID: "create_fn", Reason: causes.Create, Fn: fn}}, &settings.Persistence)
+	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	body := map[string]any{"metadata": map[string]any{"name": "x"}, "spec": map[string]any{"field": "value"}}
+	c := &Cause{Body: body, Patch: &patch.Patch{}, Logger: logger}
+	d.Detect(c)
+	d.Handled(c)
+	raw, ok := c.Patch.Meta()["annotations"].(map[string]any)["kopf.zalando.org/last-handled-configuration"]
+	if !ok || raw != `{"spec":{"field":"value"}}`+"\n" {
+		t.Fatalf("the stored diff-base = %v; want the essence", raw)
+	}
+	body["metadata"].(map[string]any)["annotations"] = map[string]any{"kopf.zalando.org/last-handled-configuration": raw}
+	if got := d.Detect(&Cause{Body: body, Logger: logger}); got.Reason != causes.Noop {
+		t.Errorf("after Handled, Detect = %v; want Noop", got.Reason)
 	}
 }

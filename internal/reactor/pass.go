@@ -190,7 +190,7 @@ func (w *watcher) act(ctx context.Context, ps *pass, step plan.Step) next {
 		ps.log.Debug(fmt.Sprintf("Sleeping for %s seconds for the delayed handlers.", secs))
 		return w.apply(ctx, ps.obj, ps.state, ps.log, ps.cause.Patch).then(next{wait: step.Wait, touch: true, sleeping: true})
 	case plan.Store:
-		w.Settings.Persistence.DiffBaseStorage.Store(ps.cause.Body, ps.cause.Patch, ps.cause.New)
+		w.detector.Handled(ps.cause)
 		w.finished(ps)
 		return w.apply(ctx, ps.obj, ps.state, ps.log, ps.cause.Patch).then(onNews)
 	case plan.Hold:
