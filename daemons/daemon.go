@@ -22,7 +22,7 @@ const applyTimeout = 30 * time.Second
 type daemon struct {
 	set     *Set
 	h       *handling.Spawning
-	stopper *handlers.Stopper
+	stopper *handling.Stopper
 	ctx     context.Context
 	cancel  context.CancelCauseFunc
 	done    chan struct{} // closed when the goroutine returns
@@ -36,7 +36,7 @@ type daemon struct {
 func newDaemon(s *Set, h *handling.Spawning) *daemon {
 	ctx, cancel := context.WithCancelCause(s.m.base)
 	return &daemon{
-		set: s, h: h, stopper: handlers.NewStopper(), ctx: ctx, cancel: cancel,
+		set: s, h: h, stopper: handling.NewStopper(), ctx: ctx, cancel: cancel,
 		done: make(chan struct{}), settled: make(chan struct{}),
 	}
 }

@@ -12,7 +12,8 @@
 // in one sitting and only grows when handlers get something new. The root
 // package kopfgo re-exports these types under the same names; prefer it.
 //
-// NewObject, NewSpawn and Stopper build handler arguments outside a running
-// operator (the test kit kopfgotest uses them); Spawn keeps its link to the
-// daemon machinery unexported, so only this package can build one.
+// NewObject and NewSpawn build handler arguments outside a running operator
+// (the daemons machinery and the test kit kopfgotest use them): Spawn keeps
+// its link to the machinery (its stop signal, clock and patching) in
+// unexported fields, so only this package can build one.
 package handlers

@@ -3,8 +3,6 @@ package handlers
 import (
 	"context"
 	"errors"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"k8s.io/utils/clock"
@@ -26,51 +24,6 @@ var (
 	ErrOperatorPausing = errors.New("stopped: the operator is pausing")
 )
 
-// Stopper is the stop signal of one daemon or timer: set once, with a reason.
-type Stopper struct {
-	once   sync.Once
-	ch     chan struct{}
-	reason atomic.Pointer[error]
-}
-
-// NewStopper returns a stopper that is not set.
-func NewStopper() *Stopper { return &Stopper{ch: make(chan struct{})} }
-
-// Stop sets the signal; the first reason wins. It reports whether this call
-// set it.
-func (s *Stopper) Stop(reason error) bool { return s.StopWith(reason, nil) }
-
-// StopWith is Stop that runs also after the reason is recorded and before
-// Stopping is closed: a daemon's ctx cancelled there is seen cancelled by
-// whoever sees the signal, and whoever sees the ctx cancelled sees the
-// reason.
-func (s *Stopper) StopWith(reason error, also func()) bool {
-	set := false
-	s.once.Do(func() {
-		s.reason.Store(&reason)
-		if also != nil {
-			also()
-		}
-		close(s.ch)
-		set = true
-	})
-	return set
-}
-
-// Stopping is closed once the signal is set.
-func (s *Stopper) Stopping() <-chan struct{} { return s.ch }
-
-// Stopped reports whether the signal is set.
-func (s *Stopper) Stopped() bool { return s.reason.Load() != nil }
-
-// Reason is why the signal was set; nil while it is not.
-func (s *Stopper) Reason() error {
-	if r := s.reason.Load(); r != nil {
-		return *r
-	}
-	return nil
-}
-
 // Spawn is the argument of daemons and timers. Object is the object as it
 // was when this invocation started; Live gives its latest state, which
 // a long-running daemon should read instead (compat: daemons-live).
@@ -85,7 +38,7 @@ type Spawn struct {
 	Object
 	Attempt
 
-	stopper *Stopper
+	stopper stopSignal
 	clock   clock.Clock
 	live    func() (map[string]any, bool)
 	apply   func(ctx context.Context, p *patch.Patch) error
@@ -93,12 +46,20 @@ type Spawn struct {
 
 // SpawnEnv is what the daemons machinery gives a Spawn beyond the object.
 type SpawnEnv struct {
-	Stopper *Stopper
+	Stopper stopSignal
 	Clock   clock.Clock
 	// Live returns the object's latest body, false once it is gone.
 	Live func() (map[string]any, bool)
 	// Apply sends a patch to the object.
 	Apply func(ctx context.Context, p *patch.Patch) error
+}
+
+// stopSignal is what a Spawn reads of its daemon's stop signal (the
+// daemons machinery's Stopper): unexported, as only the machinery sets it.
+type stopSignal interface {
+	Stopped() bool
+	Stopping() <-chan struct{}
+	Reason() error
 }
 
 // NewSpawn builds the argument of one invocation.

@@ -78,7 +78,7 @@ func TestSpawningIDsAndDuplicates(t *testing.T) {
 // requested; the first reason wins.
 func TestSpawnSleepReturnsEarlyOnStop(t *testing.T) {
 	clk := testingclock.NewFakeClock(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
-	stopper := handlers.NewStopper()
+	stopper := NewStopper()
 	s := handlers.NewSpawn(handlers.Object{}, handlers.Attempt{}, handlers.SpawnEnv{Stopper: stopper, Clock: clk})
 	slept := make(chan bool)
 	go func() { slept <- s.Sleep(context.Background(), time.Minute) }()
