@@ -54,13 +54,13 @@ func (o handlerOption) applyIndex(h *handling.Handler) { o(h) }
 // next event indexes it again. Retries and Timeout, counted from the first
 // failure, make a temporary exclusion permanent; a success resets them.
 func NewIndex[K comparable, V any](op *Operator, resource string, fn IndexFunc[K, V], opts ...IndexOption) *Index[K, V] {
-	ix, _ := indexing.Register(op.reg, resource, fn, func(h *handling.Handler) {
+	ix, runner, _ := indexing.Register(op.reg, resource, fn, func(h *handling.Handler) {
 		for _, o := range opts {
 			o.applyIndex(h)
 		}
 	}) // its mistakes are kept in op.reg for Run
 	op.mu.Lock()
 	defer op.mu.Unlock()
-	op.indexers = append(op.indexers, ix)
-	return ix.Index()
+	op.indexers = append(op.indexers, runner)
+	return ix
 }

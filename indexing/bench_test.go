@@ -16,10 +16,10 @@ import (
 // object; lookups run in handlers. (compat: indices-performance): updates and
 // lookups cost the same whatever the index's size.
 
-func keys(n int) []ObjectKey {
-	out := make([]ObjectKey, n)
+func keys(n int) []objectKey {
+	out := make([]objectKey, n)
 	for i := range out {
-		out[i] = ObjectKey{Namespace: "ns", Name: fmt.Sprintf("pod-%d", i), UID: fmt.Sprintf("uid-%d", i)}
+		out[i] = objectKey{Namespace: "ns", Name: fmt.Sprintf("pod-%d", i), UID: fmt.Sprintf("uid-%d", i)}
 	}
 	return out
 }
@@ -84,7 +84,7 @@ func BenchmarkIndexGet(b *testing.B) {
 // BenchmarkIndexerObserve is the whole path of one event: the filters, the
 // user's function, the update.
 func BenchmarkIndexerObserve(b *testing.B) {
-	ix, err := Register(&handling.Registry{}, "pods", func(ctx context.Context, o *handlers.Object) (map[string]string, error) {
+	_, ix, err := Register(&handling.Registry{}, "pods", func(ctx context.Context, o *handlers.Object) (map[string]string, error) {
 		return map[string]string{o.Labels["parent"]: o.Name}, nil
 	}, func(h *handling.Handler) {
 		h.ID = "by_parent"

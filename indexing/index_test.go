@@ -15,7 +15,7 @@ import (
 	"github.com/kopfgo/kopfgo/internal/handling"
 )
 
-func obj(name string) ObjectKey { return ObjectKey{Namespace: "ns", Name: name, UID: "uid-" + name} }
+func obj(name string) objectKey { return objectKey{Namespace: "ns", Name: name, UID: "uid-" + name} }
 
 func sorted(vs []string) []string { slices.Sort(vs); return vs }
 
@@ -97,13 +97,13 @@ func TestIndexIsSafeForConcurrentUse(t *testing.T) {
 // feed drives an indexer as the reactor does.
 type feed struct {
 	t   *testing.T
-	ix  *Indexer[string, string]
+	ix  *indexer[string, string]
 	now time.Time
 	log *strings.Builder
 }
 
 func newFeed(t *testing.T, fn Func[string, string], configure func(*handling.Handler)) *feed {
-	ix, err := Register(&handling.Registry{}, "pods", fn, func(h *handling.Handler) {
+	_, runner, err := Register(&handling.Registry{}, "pods", fn, func(h *handling.Handler) {
 		h.ID = "idx"
 		if configure != nil {
 			configure(h)
@@ -112,7 +112,7 @@ func newFeed(t *testing.T, fn Func[string, string], configure func(*handling.Han
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &feed{t: t, ix: ix, now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), log: &strings.Builder{}}
+	return &feed{t: t, ix: runner.(*indexer[string, string]), now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), log: &strings.Builder{}}
 }
 
 func pod(name string, labels map[string]any) map[string]any {
@@ -139,18 +139,18 @@ func TestIndexerFollowsEventsAndFilters(t *testing.T) {
 	f.event(pod("p1", map[string]any{"app": "x"}), false)
 	f.event(pod("p2", map[string]any{"app": "x"}), false)
 	f.event(pod("p3", nil), false) // filtered out
-	if got := sorted(f.ix.Index().Get("x")); !slices.Equal(got, []string{"p1", "p2"}) {
+	if got := sorted(f.ix.index.Get("x")); !slices.Equal(got, []string{"p1", "p2"}) {
 		t.Fatalf("x = %v", got)
 	}
 	// Stops matching the filters: removed at once (compat: indices-removal).
 	f.event(pod("p1", nil), false)
-	if got := f.ix.Index().Get("x"); !slices.Equal(got, []string{"p2"}) {
+	if got := f.ix.index.Get("x"); !slices.Equal(got, []string{"p2"}) {
 		t.Errorf("x after p1 lost its label = %v", got)
 	}
 	// Deleted: removed, and the key with it (compat: indices-structure).
 	f.event(pod("p2", map[string]any{"app": "x"}), true)
-	if f.ix.Index().Has("x") {
-		t.Errorf("x still exists: %v", f.ix.Index().Get("x"))
+	if f.ix.index.Has("x") {
+		t.Errorf("x still exists: %v", f.ix.index.Get("x"))
 	}
 }
 
@@ -161,12 +161,12 @@ func TestIndexerNilResultKeepsTheOldValues(t *testing.T) {
 	f.event(pod("p", nil), false)
 	result = nil
 	f.event(pod("p", nil), false)
-	if !f.ix.Index().Has("k") {
+	if !f.ix.index.Has("k") {
 		t.Errorf("a nil result dropped the object's values")
 	}
 	result = map[string]string{}
 	f.event(pod("p", nil), false)
-	if f.ix.Index().Has("k") {
+	if f.ix.index.Has("k") {
 		t.Errorf("an empty result kept the object's values")
 	}
 }
@@ -209,7 +209,7 @@ func TestIndexerErrorModes(t *testing.T) {
 			f.event(p, false)
 			failing = true
 			f.event(p, false)
-			has := func() bool { return f.ix.Index().Has("k") }
+			has := func() bool { return f.ix.index.Has("k") }
 			if has() != tt.afterFailure {
 				t.Errorf("after the failure: indexed = %v, want %v", has(), tt.afterFailure)
 			}
@@ -249,7 +249,7 @@ func TestRegisterNamesTheIndexer(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			ix, err := Register(&handling.Registry{}, "pods", tt.fn, tt.configure)
+			index, ix, err := Register(&handling.Registry{}, "pods", tt.fn, tt.configure)
 			if tt.want == "" {
 				if err != nil || ix.Spec().ID != "byName" || !slices.Equal(ix.Spec().Field, []string{"spec", "x"}) {
 					t.Errorf("err = %v, spec = %+v; want the name without a field suffix (compat: indices-declare)", err, ix.Spec())
@@ -259,7 +259,7 @@ func TestRegisterNamesTheIndexer(t *testing.T) {
 			if err == nil || !strings.Contains(err.Error(), tt.want) || !strings.Contains(err.Error(), `NewIndex("pods") indexer`) {
 				t.Errorf("err = %v, want it to name the indexer and mention %q", err, tt.want)
 			}
-			if ix.Index() == nil {
+			if index == nil {
 				t.Errorf("no index returned with the error")
 			}
 		})

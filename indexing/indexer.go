@@ -41,14 +41,15 @@ type Observation struct {
 	DefaultBackoff time.Duration
 }
 
-// Indexer maintains one Index from the events of its resource.
-type Indexer[K comparable, V any] struct {
+// indexer maintains one Index from the events of its resource: the
+// reactor sees it as a Runner, handlers see its Index.
+type indexer[K comparable, V any] struct {
 	spec  *handling.Handler
 	fn    Func[K, V]
 	index *Index[K, V]
 
 	mu    sync.Mutex
-	fails map[ObjectKey]*failure // objects excluded after errors
+	fails map[objectKey]*failure // objects excluded after errors
 }
 
 // failure is the in-memory retry state of one object; never persisted, and
@@ -62,19 +63,16 @@ type failure struct {
 
 // newIndexer returns an indexer running fn under the options in spec (see
 // Register).
-func newIndexer[K comparable, V any](spec *handling.Handler, fn Func[K, V]) *Indexer[K, V] {
-	return &Indexer[K, V]{spec: spec, fn: fn, index: newIndex[K, V](), fails: map[ObjectKey]*failure{}}
+func newIndexer[K comparable, V any](spec *handling.Handler, fn Func[K, V]) *indexer[K, V] {
+	return &indexer[K, V]{spec: spec, fn: fn, index: newIndex[K, V](), fails: map[objectKey]*failure{}}
 }
 
-// Index returns the index the indexer maintains.
-func (ix *Indexer[K, V]) Index() *Index[K, V] { return ix.index }
-
 // Spec returns the indexer's registration.
-func (ix *Indexer[K, V]) Spec() *handling.Handler { return ix.spec }
+func (ix *indexer[K, V]) Spec() *handling.Handler { return ix.spec }
 
 // Observe indexes the object, or removes it from the index when it is
 // deleted, stops matching the filters (compat: indices-removal), or fails (compat: indices-errors).
-func (ix *Indexer[K, V]) Observe(ctx context.Context, ev Observation) {
+func (ix *indexer[K, V]) Observe(ctx context.Context, ev Observation) {
 	c := ev.Cause
 	key := keyOf(c.Body)
 	if ev.Deleted {
@@ -112,7 +110,7 @@ func (ix *Indexer[K, V]) Observe(ctx context.Context, ev Observation) {
 	ix.fail(key, err, ev)
 }
 
-func (ix *Indexer[K, V]) call(ctx context.Context, o *handlers.Object) (result map[K]V, err error) {
+func (ix *indexer[K, V]) call(ctx context.Context, o *handlers.Object) (result map[K]V, err error) {
 	defer func() {
 		if v := recover(); v != nil {
 			result, err = nil, &handlers.PanicError{Value: v, Stack: debug.Stack()}
@@ -125,7 +123,7 @@ func (ix *Indexer[K, V]) call(ctx context.Context, o *handlers.Object) (result m
 // others remove them and exclude the object, for the error's delay (or the
 // backoff) or for good. Retries and Timeout, counted from the first failure,
 // turn a temporary exclusion into a permanent one.
-func (ix *Indexer[K, V]) fail(key ObjectKey, err error, ev Observation) {
+func (ix *indexer[K, V]) fail(key objectKey, err error, ev Observation) {
 	log := ev.Cause.Logger
 	id := ix.spec.ID
 	var (
@@ -204,9 +202,9 @@ func (ix *Indexer[K, V]) fail(key ObjectKey, err error, ev Observation) {
 }
 
 // keyOf returns the key of an object in the indices' bookkeeping.
-func keyOf(body map[string]any) ObjectKey {
+func keyOf(body map[string]any) objectKey {
 	meta := dicts.Map(body, "metadata")
-	return ObjectKey{
+	return objectKey{
 		Namespace: dicts.String(meta, "namespace"),
 		Name:      dicts.String(meta, "name"),
 		UID:       dicts.String(meta, "uid"),
@@ -217,8 +215,10 @@ func keyOf(body map[string]any) ObjectKey {
 // wrote it, the function, the options), validated and recorded in reg as
 // every handler is (Registry.AddIndex). The indexer is returned even with
 // errors, so that its index exists; the errors, each naming the indexer,
-// are returned too, and kept in reg for Run to report.
-func Register[K comparable, V any](reg *handling.Registry, resource string, fn Func[K, V], configure func(*handling.Handler)) (*Indexer[K, V], error) {
+// are returned too, and kept in reg for Run to report. It returns the index
+// handlers read and the indexer as the reactor runs it.
+func Register[K comparable, V any](reg *handling.Registry, resource string, fn Func[K, V], configure func(*handling.Handler)) (*Index[K, V], Runner, error) {
 	spec, err := reg.AddIndex(resource, fn, configure)
-	return newIndexer(spec, fn), err
+	ix := newIndexer(spec, fn)
+	return ix.index, ix, err
 }

@@ -164,7 +164,7 @@ func TestEventHandlerResultsAreStoredAndFiltersApply(t *testing.T) {
 func TestIndicesArePopulatedBeforeAnyHandler(t *testing.T) {
 	s := newScenario(t)
 	blocked, release := make(chan struct{}), make(chan struct{})
-	ix, err := indexing.Register(&handling.Registry{}, "pods", func(ctx context.Context, o *handlers.Object) (map[string]string, error) {
+	ix, runner, err := indexing.Register(&handling.Registry{}, "pods", func(ctx context.Context, o *handlers.Object) (map[string]string, error) {
 		if o.Name == "pod-19" {
 			close(blocked)
 			<-release
@@ -174,7 +174,7 @@ func TestIndicesArePopulatedBeforeAnyHandler(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.indexers = append(s.indexers, ix)
+	s.indexers = append(s.indexers, runner)
 	var (
 		mu        sync.Mutex
 		sawInEvt  = -1
@@ -193,7 +193,7 @@ func TestIndicesArePopulatedBeforeAnyHandler(t *testing.T) {
 		mu.Lock()
 		defer mu.Unlock()
 		early = early || held()
-		sawInCrea = len(ix.Index().Get("kex1"))
+		sawInCrea = len(ix.Get("kex1"))
 		return nil, nil
 	})
 	s.onEvent("event_fn", func(ctx context.Context, e *handlers.WatchEvent) (any, error) {
@@ -201,7 +201,7 @@ func TestIndicesArePopulatedBeforeAnyHandler(t *testing.T) {
 		defer mu.Unlock()
 		early = early || held()
 		if sawInEvt < 0 {
-			sawInEvt = len(ix.Index().Get("kex1"))
+			sawInEvt = len(ix.Get("kex1"))
 		}
 		return nil, nil
 	}, nil)
