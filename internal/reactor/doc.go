@@ -24,6 +24,16 @@
 // pool), pass.go (read → plan → act), apply.go (patches), background.go
 // (daemons and timers).
 //
+// One object's path from a watch event to its patch, in ten files:
+// internal/kube/watch.go (the watch stream) → watcher.go (observe) →
+// worker.go (notify, work, pass) → pass.go (process, read) →
+// internal/handling/detect.go (Detector.Marks, Detector.Detect) →
+// internal/plan/plan.go (Pass) → pass.go (act, handle) →
+// internal/handling/filters.go (Select) → internal/handling/execution.go
+// (Cycle.Run) → plan.go (After) → pass.go (act: Detector.Handled) →
+// apply.go (apply) → internal/kube/client.go (the patch). The storages,
+// diffs and cause detection are reached only through internal/handling.
+//
 // Glossary, and the only words the code uses for these:
 //
 //   - observation: one watch notification of an object (listed, added,
