@@ -31,8 +31,9 @@
 // internal/plan/plan.go (Pass) → pass.go (act, handle) →
 // internal/handling/filters.go (Select) → internal/handling/execution.go
 // (Cycle.Run) → plan.go (After) → pass.go (act: Detector.Handled) →
-// apply.go (apply) → internal/kube/client.go (the patch). The storages,
-// diffs and cause detection are reached only through internal/handling.
+// apply.go (apply, which also clears the progress storage's touch-dummy) →
+// internal/kube/client.go (the patch). Cause detection, diffs and the
+// diff-base storage are reached only through internal/handling.
 //
 // Glossary, and the only words the code uses for these:
 //
