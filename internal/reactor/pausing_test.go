@@ -137,3 +137,41 @@ func TestPauseStopsDaemonsAndResumeRespawnsThemAfterTheyReturn(t *testing.T) {
 		t.Errorf("the resumed watch started before the paused daemon returned; log:\n%s", log)
 	}
 }
+
+// The reactor reports a pause halted (pausing.Switch.WaitHalted) only once
+// the daemons it stopped have returned: sharding releases a shard's Lease
+// only then.
+func TestPauseIsHaltedOnlyOnceTheDaemonsHaveReturned(t *testing.T) {
+	s := newScenario(t)
+	s.pause = &pausing.Switch{}
+	var returned atomic.Bool
+	release := make(chan struct{})
+	started := make(chan struct{})
+	s.daemon("monitor", func(ctx context.Context, sp *handlers.Spawn) (any, error) {
+		close(started)
+		<-ctx.Done()
+		<-release // a slow cleanup
+		returned.Store(true)
+		return nil, nil
+	})
+	s.create("kex1", map[string]any{"field": "value"})
+	s.start()
+	<-started
+	s.pause.Pause("sharding")
+	halted := make(chan error, 1)
+	go func() { halted <- s.pause.WaitHalted(context.Background(), nil, nil) }()
+	select {
+	case err := <-halted:
+		t.Fatalf("halted (%v) while the daemon still runs", err)
+	default:
+	}
+	close(release)
+	if err := <-halted; err != nil {
+		t.Fatalf("WaitHalted: %v", err)
+	}
+	if !returned.Load() {
+		t.Error("halted before the daemon returned")
+	}
+	s.pause.Resume("sharding")
+	s.stop()
+}
