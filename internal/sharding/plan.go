@@ -45,13 +45,7 @@ type Plan struct {
 // than the others, so that the quotas add up to Shards exactly and every
 // member computes the same ones from the same members.
 func Quota(shards int, members []string, me string) int {
-	ms := members
-	if !slices.Contains(ms, me) {
-		ms = append(slices.Clone(ms), me)
-	}
-	ms = slices.Clone(ms)
-	slices.Sort(ms)
-	ms = slices.Compact(ms)
+	ms := sortedMembers(members, me)
 	i := slices.Index(ms, me)
 	q := shards / len(ms)
 	if i < shards%len(ms) {
@@ -60,10 +54,17 @@ func Quota(shards int, members []string, me string) int {
 	return q
 }
 
+// sortedMembers are the members and me, sorted, without repeats.
+func sortedMembers(members []string, me string) []string {
+	ms := append(slices.Clone(members), me)
+	slices.Sort(ms)
+	return slices.Compact(ms)
+}
+
 // Balance decides what a replica does about its shards: a replica over
 // its quota releases its highest shards; one under it acquires free
-// shards, scanning from a point that depends on its rank so that replicas
-// joining together contend for different shards first. Shards held by
+// shards, every M-th from its rank first (M members), so that replicas
+// taking free shards together contend for different ones. Shards held by
 // other live replicas are never taken: they come free only when their
 // holder releases them or its Lease expires. Every replica that sees the
 // same members converges on the quotas.
@@ -92,20 +93,20 @@ func Balance(v View) Plan {
 	if want == 0 || len(free) == 0 {
 		return p
 	}
-	ms := slices.Clone(v.Members)
-	if !slices.Contains(ms, v.Me) {
-		ms = append(ms, v.Me)
+	ms := sortedMembers(v.Members, v.Me)
+	rank, m := slices.Index(ms, v.Me), len(ms)
+	// Each member prefers every m-th free shard from its rank on, so that
+	// replicas taking free shards at once (a dead replica's, or all at the
+	// start) mostly take different ones; then any other free shard.
+	var order []int
+	for k := rank; k < len(free); k += m {
+		order = append(order, free[k])
 	}
-	slices.Sort(ms)
-	ms = slices.Compact(ms)
-	start := slices.Index(ms, v.Me) * v.Shards / len(ms)
-	// The free shards, from the first at or after start, wrapping around.
-	k, _ := slices.BinarySearch(free, start)
-	for j := range free {
-		if len(p.Acquire) == want {
-			break
+	for k, s := range free {
+		if k%m != rank {
+			order = append(order, s)
 		}
-		p.Acquire = append(p.Acquire, free[(k+j)%len(free)])
 	}
+	p.Acquire = order[:min(want, len(order))]
 	return p
 }
