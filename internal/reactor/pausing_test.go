@@ -175,3 +175,43 @@ func TestPauseIsHaltedOnlyOnceTheDaemonsHaveReturned(t *testing.T) {
 	s.pause.Resume("sharding")
 	s.stop()
 }
+
+// With Config.Owns (sharding), the objects of other replicas' shards are
+// neither handled nor indexed; a swap of the filter while paused and
+// halted serves them after the resume.
+func TestOwnsKeepsOtherShardsObjectsAway(t *testing.T) {
+	s := newScenario(t)
+	s.pause = &pausing.Switch{}
+	var mine atomic.Value
+	mine.Store("uid-kex1")
+	s.owns = func(uid string) bool { return uid == mine.Load() }
+	var calls counter
+	s.on(causes.Create, "create_fn", func(ctx context.Context, c *handlers.Change) (any, error) {
+		calls.inc(c.Name)
+		return nil, nil
+	})
+	s.create("kex1", map[string]any{"field": "value"})
+	s.create("kex2", map[string]any{"field": "value"})
+	s.start()
+	s.until("kex1 handled", func() bool {
+		_, ok := annotation(s.get("kex1"), "kopf.zalando.org/last-handled-configuration")
+		return ok
+	})
+	s.pause.Pause("sharding")
+	if err := s.pause.WaitHalted(context.Background(), nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := annotation(s.get("kex2"), "kopf.zalando.org/last-handled-configuration"); ok || calls.get("kex2") != 0 {
+		t.Fatal("another shard's object was handled")
+	}
+	mine.Store("uid-kex2")
+	s.pause.Resume("sharding")
+	s.until("kex2 handled after the swap", func() bool {
+		_, ok := annotation(s.get("kex2"), "kopf.zalando.org/last-handled-configuration")
+		return ok
+	})
+	s.stop()
+	if n1, n2 := calls.get("kex1"), calls.get("kex2"); n1 != 1 || n2 != 1 {
+		t.Errorf("create handler calls: kex1 %d, kex2 %d; want 1 each", n1, n2)
+	}
+}
