@@ -180,6 +180,25 @@ func (s *Sharder) Run(ctx context.Context) error {
 
 // step is one round: read the Leases, renew ours, balance, hand over.
 func (s *Sharder) step(ctx context.Context, ticks <-chan time.Time) {
+	// The round's requests end within half the renew deadline, so that a
+	// hanging API server cannot keep a replica serving shards whose Leases
+	// it no longer renews.
+	rctx, cancel := s.bounded(ctx)
+	defer cancel()
+	lost, plan, acquired := s.round(rctx)
+	if len(lost) > 0 || len(plan.Release) > 0 || len(acquired) > 0 {
+		s.handover(ctx, ticks, lost, plan.Release, acquired)
+	}
+}
+
+// bounded is ctx for one round's requests: at most half the renew deadline.
+func (s *Sharder) bounded(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, s.cfg.RenewDeadline/2)
+}
+
+// round reads the Leases, renews ours, balances and acquires. If the
+// Leases cannot be read, only the lost shards count.
+func (s *Sharder) round(ctx context.Context) (lost []int, plan Plan, acquired []int) {
 	leases, err := s.list(ctx)
 	if err != nil {
 		if ctx.Err() == nil {
@@ -187,12 +206,9 @@ func (s *Sharder) step(ctx context.Context, ticks <-chan time.Time) {
 		}
 	}
 	s.join(ctx, leases)
-	lost := s.renew(ctx)
+	lost = s.renew(ctx)
 	if err != nil {
-		if len(lost) > 0 {
-			s.handover(ctx, ticks, lost, nil, nil)
-		}
-		return
+		return lost, plan, nil
 	}
 	now := s.cfg.Clock.Now()
 	view := View{Shards: s.cfg.Shards, Me: s.cfg.Identity, Holders: make([]string, s.cfg.Shards)}
@@ -220,16 +236,13 @@ func (s *Sharder) step(ctx context.Context, ticks <-chan time.Time) {
 		byName[leases[i].Name] = &leases[i]
 	}
 	s.mu.Unlock()
-	plan := Balance(view)
-	var acquired []int
+	plan = Balance(view)
 	for _, i := range plan.Acquire {
 		if s.acquire(ctx, i, byName[ShardLease(s.cfg.Name, i)]) {
 			acquired = append(acquired, i)
 		}
 	}
-	if len(lost) > 0 || len(plan.Release) > 0 || len(acquired) > 0 {
-		s.handover(ctx, ticks, lost, plan.Release, acquired)
-	}
+	return lost, plan, acquired
 }
 
 // handover changes the shards served, in the order that fences them
@@ -240,7 +253,9 @@ func (s *Sharder) step(ctx context.Context, ticks <-chan time.Time) {
 func (s *Sharder) handover(ctx context.Context, ticks <-chan time.Time, lost, release, acquired []int) {
 	s.cfg.Pause.Pause(Reason)
 	if err := s.cfg.Pause.WaitHalted(ctx, ticks, func() {
-		lost = append(lost, s.renew(ctx)...)
+		rctx, cancel := s.bounded(ctx)
+		defer cancel()
+		lost = append(lost, s.renew(rctx)...)
 	}); err != nil {
 		return // the operator stops: leave releases everything after the reactor has stopped
 	}
@@ -260,8 +275,10 @@ func (s *Sharder) handover(ctx context.Context, ticks <-chan time.Time, lost, re
 	for _, i := range acquired {
 		s.cfg.Logger.Info(fmt.Sprintf("Acquired shard %d of %d (lease %s); serving its objects.", i, s.cfg.Shards, ShardLease(s.cfg.Name, i)))
 	}
+	rctx, cancel := s.bounded(ctx)
+	defer cancel()
 	for _, i := range release {
-		if !s.release(ctx, i) {
+		if !s.release(rctx, i) {
 			continue
 		}
 		s.cfg.Logger.Info(fmt.Sprintf("Released shard %d of %d (lease %s) to rebalance; its objects are stopped here.", i, s.cfg.Shards, ShardLease(s.cfg.Name, i)))
