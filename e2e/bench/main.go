@@ -40,7 +40,15 @@ var repoRoot = func() string {
 	return filepath.Dir(filepath.Dir(filepath.Dir(file)))
 }()
 
-var allScenarios = []string{"burst", "updates", "latency", "restart"}
+// allScenarios in the order they run and print; scale runs only when asked
+// for (-scenarios scale): with 100 000 objects it takes most of an hour.
+var allScenarios = []string{"burst", "updates", "latency", "restart", "scale", "scale-restart"}
+
+var defaultScenarios = []string{"burst", "updates", "latency", "restart"}
+
+// runnable are the scenarios -scenarios names: scale-restart comes with
+// scale.
+var runnable = []string{"burst", "updates", "latency", "restart", "scale"}
 
 type options struct {
 	n          int
@@ -54,6 +62,10 @@ type options struct {
 	profileDir string
 	workDir    string
 	keep       bool
+	rounds     int
+	scaleN     int
+	churnRate  float64
+	churn      time.Duration
 }
 
 func main() {
@@ -63,13 +75,17 @@ func main() {
 	flag.IntVar(&o.restartN, "restart-n", 10000, "existing, already handled objects in the restart scenario")
 	flag.Float64Var(&o.rate, "rate", 20, "objects created per second in the latency scenario")
 	flag.DurationVar(&o.duration, "duration", 30*time.Second, "how long the latency scenario creates objects")
-	flag.StringVar(&scenarios, "scenarios", strings.Join(allScenarios, ","), "comma-separated scenarios to run: "+strings.Join(allScenarios, ", "))
+	flag.StringVar(&scenarios, "scenarios", strings.Join(defaultScenarios, ","), "comma-separated scenarios to run: "+strings.Join(runnable, ", "))
+	flag.IntVar(&o.scaleN, "scale-n", 100000, "objects in the scale scenario")
+	flag.Float64Var(&o.churnRate, "churn-rate", 100, "objects changed per second in the scale scenario's churn phase (each once)")
+	flag.DurationVar(&o.churn, "churn", 3*time.Minute, "how long the scale scenario's churn phase changes objects")
 	flag.StringVar(&contenders, "contenders", strings.Join(contenderNames, ","), "comma-separated contenders to run; the floor is needed for ratios")
 	flag.IntVar(&o.creators, "creators", 16, "concurrent requests of the driver when it creates or updates objects")
 	flag.StringVar(&o.out, "json", "bench.json", "write the results here as JSON (empty: do not)")
 	flag.StringVar(&o.profileDir, "profile", "", "write CPU and heap profiles of every contender run to this directory (profiling costs some CPU itself)")
 	flag.StringVar(&o.workDir, "work", "", "directory for the contenders' binaries and logs (default: a temporary one, removed unless -keep)")
 	flag.BoolVar(&o.keep, "keep", false, "keep the work directory and print its path")
+	flag.IntVar(&o.rounds, "rounds", 1, "run the scenarios this many times, the contenders taking turns, and report each figure's median over the rounds")
 	flag.Parse()
 	o.scenarios = split(scenarios)
 	o.contenders = split(contenders)
@@ -98,8 +114,8 @@ func split(s string) []string {
 
 func (o options) validate() error {
 	for _, s := range o.scenarios {
-		if !slices.Contains(allScenarios, s) {
-			return fmt.Errorf("unknown scenario %q: choose from %s", s, strings.Join(allScenarios, ", "))
+		if !slices.Contains(runnable, s) {
+			return fmt.Errorf("unknown scenario %q: choose from %s", s, strings.Join(runnable, ", "))
 		}
 	}
 	for _, c := range o.contenders {
@@ -110,8 +126,8 @@ func (o options) validate() error {
 	if len(o.scenarios) == 0 || len(o.contenders) == 0 {
 		return fmt.Errorf("nothing to run: give at least one scenario and one contender")
 	}
-	if o.n <= 0 || o.restartN <= 0 || o.rate <= 0 || o.duration <= 0 || o.creators <= 0 {
-		return fmt.Errorf("-n, -restart-n, -rate, -duration and -creators must be positive")
+	if o.n <= 0 || o.restartN <= 0 || o.rate <= 0 || o.duration <= 0 || o.creators <= 0 || o.rounds <= 0 || o.scaleN <= 0 || o.churnRate < 0 || o.churn < 0 {
+		return fmt.Errorf("-n, -restart-n, -rate, -duration, -creators, -rounds and -scale-n must be positive, -churn-rate and -churn not negative")
 	}
 	return nil
 }
@@ -169,24 +185,35 @@ func run(ctx context.Context, o options) error {
 		return err
 	}
 	rep := report{Machine: describeMachine(runtime.NumCPU(), runtime.Version()), Params: o.params()}
-	for _, sc := range []struct {
-		name string
-		run  func(context.Context) ([]result, error)
-	}{
-		{"burst", b.burstAndUpdates},
-		{"latency", b.latency},
-		{"restart", b.restart},
-	} {
-		if sc.name == "burst" && !o.wants("burst") && !o.wants("updates") || sc.name != "burst" && !o.wants(sc.name) {
-			continue
+	for round := 1; round <= o.rounds; round++ {
+		b.round = round
+		if o.rounds > 1 {
+			logf("round %d of %d", round, o.rounds)
 		}
-		rs, err := sc.run(ctx)
-		rep.Results = append(rep.Results, rs...)
-		if err != nil {
-			return err
+		for _, sc := range []struct {
+			name string
+			run  func(context.Context) ([]result, error)
+		}{
+			{"burst", b.burstAndUpdates},
+			{"latency", b.latency},
+			{"restart", b.restart},
+			{"scale", b.scale},
+		} {
+			if sc.name == "burst" && !o.wants("burst") && !o.wants("updates") || sc.name != "burst" && !o.wants(sc.name) {
+				continue
+			}
+			rs, err := sc.run(ctx)
+			for i := range rs {
+				rs[i].Round = round
+			}
+			rep.Results = append(rep.Results, rs...)
+			if err != nil {
+				return err
+			}
 		}
 	}
 	rep.ratios()
+	rep.summarize()
 	rep.print(os.Stdout)
 	if o.out != "" {
 		data, err := json.MarshalIndent(rep, "", "  ")
