@@ -164,7 +164,7 @@ func (s *Sharder) Run(ctx context.Context) error {
 		return fmt.Errorf("sharding: %w", err)
 	}
 	s.cfg.Pause.Pause(Reason)
-	s.cfg.Logger.Info(fmt.Sprintf("Sharding the objects into %d shards (leases %s/%s) as %s.", s.cfg.Shards, s.cfg.Namespace, ShardLease(s.cfg.Name, 0)+"..", s.cfg.Identity))
+	s.cfg.Logger.Info(fmt.Sprintf("Sharding the objects into %d shards (leases %s/%s..%d) as %s.", s.cfg.Shards, s.cfg.Namespace, ShardLease(s.cfg.Name, 0), s.cfg.Shards-1, s.cfg.Identity))
 	ticker := s.cfg.Clock.NewTicker(s.cfg.RetryPeriod)
 	defer ticker.Stop()
 	for {
@@ -319,9 +319,12 @@ func (s *Sharder) list(ctx context.Context) ([]coordv1.Lease, error) {
 	now := s.cfg.Clock.Now()
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	listed := map[string]bool{}
 	for _, l := range list.Items {
 		s.sight(&l, now)
+		listed[l.Name] = true
 	}
+	maps.DeleteFunc(s.seen, func(name string, _ sighting) bool { return !listed[name] }) // deleted Leases
 	return list.Items, nil
 }
 
