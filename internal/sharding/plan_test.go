@@ -3,7 +3,9 @@ package sharding
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
+	"time"
 )
 
 func TestShardIsFNV1aOfTheUIDModuloTheShards(t *testing.T) {
@@ -120,5 +122,50 @@ func TestBalanceConverges(t *testing.T) {
 		if count[""] != 0 || count["a"] != 3 || count["b"] != 3 || count["c"] != 2 {
 			t.Errorf("from %v: holders %v, want 3, 3 and 2 with none free", start, holders)
 		}
+	}
+}
+
+func TestValidateNamesWhatIsWrong(t *testing.T) {
+	cases := []struct {
+		name string
+		cfg  Config
+		want []string // substrings of the error; none: valid
+	}{
+		{"defaults", Config{Name: "op", Namespace: "ns", Shards: 4}, nil},
+		{"no shards", Config{Name: "op", Namespace: "ns"}, []string{"--shards"}},
+		{"no name", Config{Namespace: "ns", Shards: 4}, []string{"--shards-name"}},
+		{"no namespace", Config{Name: "op", Shards: 4}, []string{"--shards-namespace"}},
+		{"renew deadline not shorter than the lease", Config{Name: "op", Namespace: "ns", Shards: 4, LeaseDuration: 10 * time.Second}, []string{"lease duration (10s) must be longer than the renew deadline (10s)"}},
+		{"retry period too long", Config{Name: "op", Namespace: "ns", Shards: 4, RetryPeriod: 10 * time.Second}, []string{"renew deadline (10s) must be longer than the retry period (10s)"}},
+		{"short ones for tests", Config{Name: "op", Namespace: "ns", Shards: 4, LeaseDuration: 6 * time.Second, RenewDeadline: 4 * time.Second, RetryPeriod: time.Second}, nil},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			err := c.cfg.Validate()
+			if len(c.want) == 0 {
+				if err != nil {
+					t.Fatalf("Validate: %v, want none", err)
+				}
+				return
+			}
+			if err == nil {
+				t.Fatalf("Validate: nil, want an error with %q", c.want)
+			}
+			for _, w := range c.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("Validate: %v, want it to say %q", err, w)
+				}
+			}
+		})
+	}
+}
+
+func TestLeaseNames(t *testing.T) {
+	if got := ShardLease("op", 11); got != "op-shard-11" {
+		t.Errorf("ShardLease = %q", got)
+	}
+	a, b := MemberLease("op", "pod-1_ab12"), MemberLease("op", "pod-2_cd34")
+	if !strings.HasPrefix(a, "op-member-") || len(a) != len("op-member-")+8 || a == b {
+		t.Errorf("MemberLease: %q and %q, want op-member-<8 hex digits>, different", a, b)
 	}
 }

@@ -200,7 +200,6 @@ func TestHandoverReleasesAfterHaltingAndAcquiresBeforeServing(t *testing.T) {
 	if got := a.s.Held(); !slices.Equal(got, []int{0, 1, 2, 3}) {
 		t.Fatalf("a alone holds %v, want every shard", got)
 	}
-	w.before("a: halted #1", `op-shard-0: holder "a"`)
 	w.before(`op-shard-3: holder "a"`, "a: resumed serving [0 1 2 3]")
 
 	b := w.replica("b")
