@@ -111,14 +111,16 @@ func (o *orchestrator) follow(ctx context.Context) {
 					o.Logger.Debug(fmt.Sprintf("Pausing the watch-stream for %s (blockers: %s).", described(key), blockers))
 				}
 			}
-			o.paused = paused
-			o.reconcile()
-			o.hooks().Paused(o.Pause.Reasons()) // hook: readiness
 			if !paused {
-				for _, key := range slices.Sorted(maps.Keys(o.running)) {
+				// Said before the watchers start, so that it comes before
+				// anything they log.
+				for _, key := range o.keys() {
 					o.Logger.Debug(fmt.Sprintf("Resuming the watch-stream for %s.", described(key)))
 				}
 			}
+			o.paused = paused
+			o.reconcile()
+			o.hooks().Paused(o.Pause.Reasons()) // hook: readiness
 		}
 		if paused && period != o.period {
 			o.period = period
