@@ -40,12 +40,7 @@ const shardingShards = 12
 // replicas-sharding).
 func TestShardingSpreadsObjectsOverReplicas(t *testing.T) {
 	ns := namespace(t)
-	bin := filepath.Join(t.TempDir(), "operator")
-	build := exec.Command("go", "build", "-o", bin, "./e2e/operators/chaos/cmd")
-	build.Dir = repoRoot
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := buildChaos(t)
 	journal := filepath.Join(t.TempDir(), "journal")
 	name := "kopfgo-e2e"
 	replicas := map[string]*runner.Process{} // by POD_NAME
@@ -251,6 +246,78 @@ func TestShardingSpreadsObjectsOverReplicas(t *testing.T) {
 	}
 	if n := replicas["replica-a"].Count("Released shard"); n == 0 {
 		t.Errorf("replica-a never released a shard to a joining replica")
+	}
+}
+
+// buildChaos builds the chaos operator (e2e/operators/chaos).
+func buildChaos(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "operator")
+	build := exec.Command("go", "build", "-o", bin, "./e2e/operators/chaos/cmd")
+	build.Dir = repoRoot
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// TestShardingUnderGeneratedRBAC: replicas with --shards run as a service
+// account with only what `kopfgo rbac --shards` grants: they share the
+// shards, handle the objects, and one stopped releases its Leases and
+// leaves (delete), its shards going to the other, with no 403 anywhere.
+func TestShardingUnderGeneratedRBAC(t *testing.T) {
+	ns := namespace(t)
+	bin := buildChaos(t)
+	kubeconfig, k := serviceAccountKubeconfig(t, ns, "operator")
+	manifest := kopfgoRBAC(t, "./e2e/operators/chaos", "--name", "kopfgo-e2e-"+ns, "--service-account", "operator",
+		"--service-account-namespace", ns, "--shards", "--shards-namespace", ns)
+	applyRBAC(t, docs(t, manifest))
+	for _, verb := range []string{"get", "list", "create", "update", "delete"} {
+		waitAllowed(t, k, ns, "coordination.k8s.io", verb, "leases")
+	}
+	waitAllowed(t, k, ns, "kopf.dev", "patch", "kopfexamples/status")
+	start := func(pod string) *runner.Process {
+		return startBinary(t, bin, []string{"KOPFGO_CHAOS_NO_TIMER=1", "POD_NAME=" + pod}, "-n", ns, "--kubeconfig", kubeconfig,
+			"--shards", "4", "--shards-name", "rbac", "--shards-namespace", ns,
+			"--shards-lease-duration", "6s", "--shards-renew-deadline", "4s", "--shards-retry-period", "1s")
+	}
+	a, b := start("replica-a"), start("replica-b")
+	waitLog(t, a, "Acquired shard", 1)
+	waitLog(t, b, "Acquired shard", 1)
+	for i := 0; i < 10; i++ {
+		obj := objYAML(t)
+		obj["metadata"].(map[string]any)["name"] = fmt.Sprintf("kex-%02d", i)
+		createKex(t, ns, obj)
+	}
+	for i := 0; i < 10; i++ {
+		waitKex(t, ns, fmt.Sprintf("kex-%02d", i), "the creation handled", handled)
+	}
+	if err := b.Stop(30 * time.Second); err != nil {
+		t.Errorf("stopping a replica: %v", err)
+	}
+	waitLog(t, b, "on exit.", 1)
+	eventually(t, time.Minute, "the other replica to take every shard", func() (bool, error) {
+		list, err := kube(t).CoordinationV1().Leases(ns).List(context.Background(), metav1.ListOptions{LabelSelector: sharding.Label + "=rbac"})
+		if err != nil {
+			return false, err
+		}
+		held, members := 0, 0
+		for _, l := range list.Items {
+			switch {
+			case strings.Contains(l.Name, "-member-"):
+				members++
+			case l.Spec.HolderIdentity != nil && strings.HasPrefix(*l.Spec.HolderIdentity, "replica-a_"):
+				held++
+			}
+		}
+		return held == 4 && members == 1, fmt.Errorf("replica-a holds %d shards; %d membership leases", held, members)
+	})
+	for _, p := range []*runner.Process{a, b} {
+		for _, l := range p.Lines() {
+			if strings.Contains(strings.ToLower(l), "forbidden") {
+				t.Errorf("a 403 with the generated role: %s", l)
+			}
+		}
 	}
 }
 
