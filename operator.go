@@ -62,6 +62,9 @@ type Options struct {
 	// LeaderElection, when enabled, makes one replica of the operator serve
 	// while the others stand by, on a Lease (see LeaderElection).
 	LeaderElection LeaderElection
+	// Sharding, when Shards is set, spreads the objects over several active
+	// replicas of the operator, on Leases (see Sharding).
+	Sharding Sharding
 	// Memo is the operator's memo (see Memo), the one activity handlers
 	// get: every object's memo starts as a shallow copy of it. Nil: an
 	// empty one.
@@ -262,7 +265,7 @@ func (op *Operator) Run(ctx context.Context) error {
 	indexers := append([]indexing.Runner(nil), op.indexers...)
 	op.mu.Unlock()
 	// pause holds the reasons the operator stands by (peering, leader
-	// election); the reactor watches nothing while any holds.
+	// election, sharding); the reactor watches nothing while any holds.
 	pause := &pausing.Switch{}
 	if err := checkModes(op.opts, settings); err != nil {
 		return err
@@ -271,16 +274,20 @@ func (op *Operator) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	// Peers, like the Lease, are left only once the reactor has stopped.
+	// The Leases are released only once the reactor has stopped, so that a
+	// successor never starts beside a handler still running here.
+	defer stopCampaign()
+	owns, stopSharding, err := op.shard(ctx, cfg, pause, logger, obs, clk)
+	if err != nil {
+		return err
+	}
+	defer stopSharding()
+	// Peers, like the Leases, are left only once the reactor has stopped.
 	stopPeering, err := op.peer(ctx, cfg, settings, pause, logger, clk)
 	if err != nil {
-		stopCampaign()
 		return err
 	}
 	defer stopPeering()
-	// The Lease is released only once the reactor has stopped, so that a
-	// successor never starts beside a handler still running here.
-	defer stopCampaign()
 	err = reactor.Run(ctx, reactor.Config{
 		Registry:   op.reg,
 		Settings:   settings,
@@ -292,6 +299,7 @@ func (op *Operator) Run(ctx context.Context) error {
 		Memo:       op.memo,
 		Hooks:      obs, // readiness and metrics
 		Pause:      pause,
+		Owns:       owns, // sharding
 
 		DefaultNamespace: op.defaultNamespace(),
 	})

@@ -63,6 +63,7 @@ type scenario struct {
 	indexers []indexing.Runner
 	memo     *handlers.Memo
 	pause    *pausing.Switch
+	owns     func(uid string) bool // Config.Owns (sharding)
 	// statusSubresource makes the status of KopfExamples a subresource, so
 	// that the operator writes it with a patch of its own.
 	statusSubresource bool
@@ -273,6 +274,7 @@ func (s *scenario) start() {
 		Indexers: s.indexers,
 		Memo:     s.memo,
 		Pause:    s.pause,
+		Owns:     s.owns,
 	}
 	go func() { s.done <- Run(ctx, cfg) }()
 	s.t.Cleanup(s.stop)

@@ -47,6 +47,11 @@ type Config struct {
 	// the handlers, daemons and timers) until the last reason is dropped:
 	// peering and leader election hold it. Nil: never paused.
 	Pause *pausing.Switch
+	// Owns, when set, tells which objects this replica serves, by uid
+	// (sharding): the others are neither indexed nor handled. It may change
+	// only while Pause is paused and halted (pausing.Switch.WaitHalted),
+	// since watchers read it as they observe. Nil: every object.
+	Owns func(uid string) bool
 	// Hooks are told of the reactor's progress (readiness, metrics); nil:
 	// none.
 	Hooks Hooks

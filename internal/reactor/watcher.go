@@ -220,6 +220,9 @@ func (w *watcher) observe(ctx context.Context, obj any, typ handlers.EventType, 
 	if w.scope != nil && !w.scope(u.GetNamespace()) {
 		return
 	}
+	if w.Owns != nil && !w.Owns(string(u.GetUID())) {
+		return // another replica's shard
+	}
 	if len(w.indexers) > 0 {
 		w.index(ctx, u, deleted)
 	}
