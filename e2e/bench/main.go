@@ -41,14 +41,15 @@ var repoRoot = func() string {
 }()
 
 // allScenarios in the order they run and print; scale runs only when asked
-// for (-scenarios scale): with 100 000 objects it takes most of an hour.
-var allScenarios = []string{"burst", "updates", "latency", "restart", "scale", "scale-restart"}
+// for (-scenarios scale): with 100 000 objects it takes most of an hour;
+// scaleout (kopfgo's sharded replicas) too, being kopfgo's alone.
+var allScenarios = []string{"burst", "updates", "latency", "restart", "scale", "scale-restart", "scaleout"}
 
 var defaultScenarios = []string{"burst", "updates", "latency", "restart"}
 
 // runnable are the scenarios -scenarios names: scale-restart comes with
 // scale.
-var runnable = []string{"burst", "updates", "latency", "restart", "scale"}
+var runnable = []string{"burst", "updates", "latency", "restart", "scale", "scaleout"}
 
 type options struct {
 	n          int
@@ -198,6 +199,7 @@ func run(ctx context.Context, o options) error {
 			{"latency", b.latency},
 			{"restart", b.restart},
 			{"scale", b.scale},
+			{"scaleout", b.scaleOut},
 		} {
 			if sc.name == "burst" && !o.wants("burst") && !o.wants("updates") || sc.name != "burst" && !o.wants(sc.name) {
 				continue

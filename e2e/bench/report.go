@@ -167,6 +167,12 @@ func (r *report) print(w io.Writer) {
 					x.CPUPerObjectMs, ratio(x, "cpuPerObject"), x.PeakRSSMB, ratio(x, "peakRss"), x.EmptyRSSMB, x.SteadyRSSMB, ratio(x, "steadyRss"),
 					x.KBPerObject, x.ChurnCPUPerObjectMs, ratio(x, "churnCpuPerObject"), churnRSS(x.ChurnRSSMB))
 			}
+		case "scaleout":
+			fmt.Fprintln(tw, "replicas\tseconds\tobjects/s\tCPU s (sum)\tCPU ms/object\tpeak RSS MB (largest)\twrites/object\tcalls\t")
+			for _, x := range rows {
+				fmt.Fprintf(tw, "%s\t%.2f\t%.0f\t%.2f\t%.2f\t%.0f\t%.2f\t%d\t\n", x.Contender, x.Seconds, x.PerSecond,
+					x.CPUSeconds, x.CPUPerObjectMs, x.PeakRSSMB, x.WritesPerObject, x.Calls)
+			}
 		case "restart", "scale-restart":
 			fmt.Fprintln(tw, "contender\tlisted s\tidle s\t×floor listing\tCPU s\tCPU ms/object\t×floor\tpeak RSS MB\t×floor\twrites\tcalls\t")
 			for _, x := range rows {
@@ -212,6 +218,8 @@ func title(sc string, x result, p map[string]any) string {
 		return fmt.Sprintf("scale-restart: start on the %d objects handled in the scale scenario; until idle (%s without CPU)", x.Objects, idleWindow)
 	case "restart":
 		return fmt.Sprintf("restart: start on %d already handled objects; until idle (%s without CPU)", x.Objects, idleWindow)
+	case "scaleout":
+		return fmt.Sprintf("scaleout: kopfgo sharded over 1, 2 and 4 replicas (%d shards), %d objects created at once; until all are handled", scaleOutShards, x.Objects)
 	}
 	return sc
 }
