@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -37,8 +38,22 @@ type Report struct {
 	DuplicatesAfterDeath  int            `json:"duplicates_after_death"`
 	DuplicatesAfterFault  int            `json:"duplicates_after_fault"`
 	DuplicatesUnexplained int            `json:"duplicates_unexplained"`
-	// DuplicatesPerKill is AfterDeath divided by the operator's deaths.
+	// DuplicatesPerKill is AfterDeath divided by the kills injected
+	// (SIGKILL and SIGTERM).
 	DuplicatesPerKill float64 `json:"duplicates_per_kill"`
+	// InFlightAtDeaths counts the handler successes that were not on their
+	// objects when the operator died (the cluster listed right after each
+	// death, before the restart), summed over the deaths checked: the
+	// duplicates after deaths can only come from these. Of the duplicates
+	// after a death, AfterDeathInFlight were among them; AfterDeathPersisted
+	// were not (the success was on the object, and the handler ran again
+	// anyway: each breaks an invariant); AfterDeathUnchecked followed a
+	// death whose listing failed.
+	InFlightAtDeaths             int `json:"in_flight_at_deaths"`
+	DeathsChecked                int `json:"deaths_checked"`
+	DuplicatesAfterDeathInFlight int `json:"duplicates_after_death_in_flight"`
+	DuplicatesAfterDeathPersist  int `json:"duplicates_after_death_persisted"`
+	DuplicatesAfterDeathUnchk    int `json:"duplicates_after_death_unchecked"`
 	// Stuck are objects left in the cluster (a finalizer, a step never done).
 	Stuck []string `json:"stuck"`
 	// Missing are object/handler/change triples that never succeeded.
@@ -53,12 +68,15 @@ type Report struct {
 	DurationSeconds   float64 `json:"duration_seconds"`
 	// RSS of the operator at the start (idle) and after quiescence (idle),
 	// and its live Go heap (after a collection) at the same moments.
-	RSSBeforeMB  float64  `json:"rss_before_mb"`
-	RSSAfterMB   float64  `json:"rss_after_mb"`
-	HeapBeforeMB float64  `json:"heap_live_before_mb"`
-	HeapAfterMB  float64  `json:"heap_live_after_mb"`
-	Failures     []string `json:"failures"`
-	Dir          string   `json:"dir,omitempty"`
+	RSSBeforeMB  float64 `json:"rss_before_mb"`
+	RSSAfterMB   float64 `json:"rss_after_mb"`
+	HeapBeforeMB float64 `json:"heap_live_before_mb"`
+	HeapAfterMB  float64 `json:"heap_live_after_mb"`
+	// HeapRoundsMB is the live heap after each round (Config.Rounds), the
+	// last one being HeapAfterMB.
+	HeapRoundsMB []float64 `json:"heap_live_rounds_mb,omitempty"`
+	Failures     []string  `json:"failures"`
+	Dir          string    `json:"dir,omitempty"`
 }
 
 // The changes each object must see handled, by handler kind.
@@ -79,7 +97,10 @@ const warmup = 512 << 10
 // The invariant is on the live heap (after a collection): what kopfgo
 // holds. RSS is reported: it also counts what the Go runtime has not yet
 // returned to the system, which it does on its own schedule.
-type memory struct{ rssBefore, rssAfter, heapBefore, heapAfter int64 }
+type memory struct {
+	rssBefore, rssAfter, heapBefore, heapAfter int64
+	heapRounds                                 []int64
+}
 
 func (r *run) report(quiescence, took time.Duration, mem memory) (*Report, error) {
 	mb := func(n int64) float64 { return float64(n) / (1 << 20) }
@@ -87,6 +108,11 @@ func (r *run) report(quiescence, took time.Duration, mem memory) (*Report, error
 		Objects: r.cfg.N, Faults: map[string]int{}, Calls: map[string]int{}, Handled: map[string]int{},
 		Duplicates: map[string]int{}, DurationSeconds: took.Seconds(),
 		RSSBeforeMB: mb(mem.rssBefore), RSSAfterMB: mb(mem.rssAfter), HeapBeforeMB: mb(mem.heapBefore), HeapAfterMB: mb(mem.heapAfter),
+	}
+	if len(mem.heapRounds) > 1 {
+		for _, h := range mem.heapRounds {
+			rep.HeapRoundsMB = append(rep.HeapRoundsMB, mb(h))
+		}
 	}
 	if quiescence < 0 {
 		rep.QuiescenceSeconds = -1
@@ -104,10 +130,15 @@ func (r *run) report(quiescence, took time.Duration, mem memory) (*Report, error
 		return nil, err
 	}
 	defer f.Close()
+	r.mu.Lock()
+	snapshots := maps.Clone(r.snapshots)
+	r.mu.Unlock()
 	var (
 		epoch, deaths int
 		active        = map[string]bool{}
-		firstRet      = map[string]retInfo{}
+		lastRet       = map[string]retInfo{}      // key → its latest success
+		retsOf        = map[int]map[string]bool{} // pid → keys whose latest success it made
+		inFlight      = map[int]map[string]bool{} // dead pid → its successes not on the objects
 		lastInv       = map[string]retInfo{}
 		handled       = map[string]map[string]bool{}
 		daemons       = map[string]int{} // object → pid of its running daemon
@@ -137,6 +168,18 @@ func (r *run) report(quiescence, took time.Duration, mem memory) (*Report, error
 			epoch++
 			deaths++
 			delete(alive, pid)
+			if snap, ok := snapshots[pid]; ok && snap != nil {
+				set := map[string]bool{}
+				for k := range retsOf[pid] {
+					f := strings.Fields(k)
+					if !snap.persisted(f[0], strings.TrimPrefix(f[1], namespace+"/"), f[2]) {
+						set[k] = true
+					}
+				}
+				inFlight[pid] = set
+				rep.InFlightAtDeaths += len(set)
+				rep.DeathsChecked++
+			}
 			for o, p := range daemons {
 				if p == pid {
 					delete(daemons, o)
@@ -171,17 +214,33 @@ func (r *run) report(quiescence, took time.Duration, mem memory) (*Report, error
 			if kind == "timer" {
 				continue
 			}
-			first, seen := firstRet[key]
+			prev, seen := lastRet[key]
+			lastRet[key] = retInfo{pid: pid, epoch: epoch, active: len(active) > 0}
+			if seen {
+				delete(retsOf[prev.pid], key)
+			}
+			if retsOf[pid] == nil {
+				retsOf[pid] = map[string]bool{}
+			}
+			retsOf[pid][key] = true
 			if !seen {
-				firstRet[key] = retInfo{pid: pid, epoch: epoch, active: len(active) > 0}
 				continue
 			}
 			rep.Duplicates[kind]++
 			inv := lastInv[key]
 			switch {
-			case inv.pid != first.pid:
+			case inv.pid != prev.pid:
+				// The process of the previous success died before this call.
 				rep.DuplicatesAfterDeath++
-			case inv.epoch != first.epoch || first.active || len(active) > 0:
+				switch set, checked := inFlight[prev.pid]; {
+				case !checked:
+					rep.DuplicatesAfterDeathUnchk++
+				case set[key]:
+					rep.DuplicatesAfterDeathInFlight++
+				default:
+					rep.DuplicatesAfterDeathPersist++
+				}
+			case inv.epoch != prev.epoch || prev.active || len(active) > 0:
 				rep.DuplicatesAfterFault++
 			default:
 				rep.DuplicatesUnexplained++
@@ -191,8 +250,10 @@ func (r *run) report(quiescence, took time.Duration, mem memory) (*Report, error
 	if err := sc.Err(); err != nil {
 		return nil, err
 	}
-	_ = stopPid
 	rep.OperatorRestarts = deaths
+	if stopPid != 0 && !alive[stopPid] {
+		rep.OperatorRestarts-- // the last exit is the stop at the end of the run
+	}
 	for kind, objs := range handled {
 		rep.Handled[kind] = len(objs)
 	}
@@ -201,16 +262,17 @@ func (r *run) report(quiescence, took time.Duration, mem memory) (*Report, error
 		rep.DuplicatesPerKill = float64(rep.DuplicatesAfterDeath) / float64(kills)
 	}
 
-	for i := range r.cfg.N {
-		obj := fmt.Sprintf("%s/kex-%05d", namespace, i)
+	for i := range r.cfg.N * r.cfg.Rounds {
+		obj := namespace + "/" + objectName(i)
 		for kind, change := range wanted {
-			if _, ok := firstRet[kind+" "+obj+" "+change]; !ok {
+			if _, ok := lastRet[kind+" "+obj+" "+change]; !ok {
 				rep.Missing = append(rep.Missing, kind+" "+obj+" "+change)
 			}
 		}
 	}
 	slices.Sort(rep.Missing)
 	rep.ObjectsDone = int(r.gone.Load())
+	rep.Objects = r.cfg.N * r.cfg.Rounds
 
 	list, err := r.dyn.Resource(kexGVR).Namespace(namespace).List(context.Background(), metav1.ListOptions{})
 	if err != nil {
@@ -246,7 +308,7 @@ func (r *run) report(quiescence, took time.Duration, mem memory) (*Report, error
 	if rep.QuiescenceSeconds < 0 {
 		fail("no quiescence within %s after the last fault", r.cfg.Quiescence)
 	}
-	for _, kind := range schedule {
+	for _, kind := range r.schedule {
 		if rep.Faults[kind] == 0 {
 			fail("fault %s was never injected", kind)
 		}
@@ -308,6 +370,8 @@ func (rep *Report) Print(w io.Writer) {
 	fmt.Fprintf(w, "%-34s %d after a death, %d after another fault, %d unexplained\n", "duplicates",
 		rep.DuplicatesAfterDeath, rep.DuplicatesAfterFault, rep.DuplicatesUnexplained)
 	fmt.Fprintf(w, "%-34s %.2f\n", "duplicates per kill (kill+term)", rep.DuplicatesPerKill)
+	fmt.Fprintf(w, "%-34s %d successes not yet on their objects at %d deaths; after a death %d of them ran again, %d already persisted, %d unchecked\n", "in flight at deaths",
+		rep.InFlightAtDeaths, rep.DeathsChecked, rep.DuplicatesAfterDeathInFlight, rep.DuplicatesAfterDeathPersist, rep.DuplicatesAfterDeathUnchk)
 	fmt.Fprintf(w, "%-34s %d\n", "objects stuck", len(rep.Stuck))
 	fmt.Fprintf(w, "%-34s %d\n", "handler calls missing", len(rep.Missing))
 	fmt.Fprintf(w, "%-34s %d\n", "daemon overlaps", len(rep.DaemonOverlaps))
@@ -317,6 +381,9 @@ func (rep *Report) Print(w io.Writer) {
 	fmt.Fprintf(w, "%-34s %.1f s\n", "duration", rep.DurationSeconds)
 	fmt.Fprintf(w, "%-34s %.1f MB → %.1f MB\n", "operator RSS, idle before → after", rep.RSSBeforeMB, rep.RSSAfterMB)
 	fmt.Fprintf(w, "%-34s %.1f MB → %.1f MB\n", "operator live heap, before → after", rep.HeapBeforeMB, rep.HeapAfterMB)
+	if len(rep.HeapRoundsMB) > 0 {
+		fmt.Fprintf(w, "%-34s %.1f MB\n", "  after each round", rep.HeapRoundsMB)
+	}
 	if len(rep.Failures) == 0 {
 		fmt.Fprintln(w, "invariants: all hold")
 	}

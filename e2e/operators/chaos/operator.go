@@ -16,6 +16,13 @@
 // SIGUSR1 the operator collects garbage and writes "mem heap-live -/- BYTES
 // PID": the Go heap it still holds, which the run compares before and
 // after (RSS alone also counts what the runtime has not yet given back).
+//
+// For finding what that heap holds, KOPFGO_CHAOS_HEAP_PROFILES names a
+// directory: each SIGUSR1 then also writes the heap profile taken after the
+// collection there, as heap-PID-SEQ.pb.gz (go tool pprof -sample_index
+// inuse_space -base before after), sampled every KOPFGO_CHAOS_MEM_PROFILE_RATE
+// bytes (runtime.MemProfileRate; default 512 when profiling: precise, and
+// slow).
 package chaos
 
 import (
@@ -23,8 +30,10 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"runtime"
 	"runtime/metrics"
+	"runtime/pprof"
 	"strconv"
 	"sync"
 	"syscall"
@@ -34,7 +43,18 @@ import (
 )
 
 func init() {
-	go reportHeap()
+	profiles := os.Getenv("KOPFGO_CHAOS_HEAP_PROFILES")
+	if profiles != "" {
+		runtime.MemProfileRate = 512
+		if v := os.Getenv("KOPFGO_CHAOS_MEM_PROFILE_RATE"); v != "" {
+			rate, err := strconv.Atoi(v)
+			if err != nil || rate <= 0 {
+				panic(fmt.Sprintf("KOPFGO_CHAOS_MEM_PROFILE_RATE=%q: a positive number of bytes, please", v))
+			}
+			runtime.MemProfileRate = rate
+		}
+	}
+	go reportHeap(profiles)
 	kopfgo.On.Startup(configure, kopfgo.ID("configure"))
 	kopfgo.On.Create("kopfexamples", create, kopfgo.ID("create_fn"))
 	kopfgo.On.Update("kopfexamples", update, kopfgo.ID("update_fn"))
@@ -91,16 +111,37 @@ func configure(ctx context.Context, a *kopfgo.Activity) error {
 	return nil
 }
 
-// reportHeap answers each SIGUSR1 with the live heap after a collection.
-func reportHeap() {
+// reportHeap answers each SIGUSR1 with the live heap after a collection,
+// and writes the heap profile into the directory profiles if not empty.
+func reportHeap(profiles string) {
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, syscall.SIGUSR1)
 	sample := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
-	for range sigs {
+	for seq := 1; ; seq++ {
+		<-sigs
 		runtime.GC()
 		metrics.Read(sample)
+		if profiles != "" {
+			// The profile is the heap as of the last completed collection:
+			// the one just made.
+			if err := writeHeapProfile(filepath.Join(profiles, fmt.Sprintf("heap-%d-%d.pb.gz", os.Getpid(), seq))); err != nil {
+				panic(fmt.Sprintf("the chaos heap profile: %v", err))
+			}
+		}
 		record("mem", "heap-live", "-", "-", strconv.FormatUint(sample[0].Value.Uint64(), 10))
 	}
+}
+
+func writeHeapProfile(path string) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := pprof.Lookup("heap").WriteTo(f, 0); err != nil {
+		f.Close()
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	return f.Close()
 }
 
 // work is a little time in the handler, so that kills land mid-handler too.
