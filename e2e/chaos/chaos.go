@@ -88,10 +88,11 @@ type Config struct {
 	// operator undisturbed).
 	Faults []string
 	// Rounds runs the N objects this many times, one round after the
-	// other, each through creation, update and deletion (default 1);
+	// other, each through creation, update and deletion (default 2);
 	// faults strike during the first round only. The operator's live heap is
 	// read after each round (Report.HeapRoundsMB): a heap that grows from
-	// round to round keeps something per object.
+	// round to round keeps something per object, which the memory
+	// invariant checks with two rounds or more.
 	Rounds int
 	// HeapProfiles makes the operator write a heap profile with every
 	// reading of its live heap, into the run's directory (profiles/), with
@@ -120,7 +121,7 @@ func (c *Config) defaults() {
 		c.Logf = func(string, ...any) {}
 	}
 	if c.Rounds <= 0 {
-		c.Rounds = 1
+		c.Rounds = 2
 	}
 }
 
@@ -270,7 +271,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	}
 	time.Sleep(2 * time.Second) // the operator's startup, before the baseline memory
 	rssBefore := r.op.rss()
-	heapBefore := r.heapLive()
+	heapFresh := r.heapLive()
 
 	started := time.Now()
 	r.mu.Lock()
@@ -289,27 +290,27 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	var heapRounds []int64
+	// The operator's live heap after each round, once idle: the first
+	// reading is the baseline of the memory invariant, taken on the
+	// process that finished the chaos round and so has done all its
+	// one-time growing (see report.go, memory); the later rounds, without
+	// faults, run on that same process and must leave it where it was.
+	rounds := []heapReading{r.settledHeap()}
 	for round := 1; round < cfg.Rounds && quiescence >= 0; round++ {
-		heapRounds = append(heapRounds, r.heapLive())
-		cfg.Logf("chaos: round %d done, live heap %.1f MB; round %d", round, float64(heapRounds[round-1])/(1<<20), round+1)
+		cfg.Logf("chaos: round %d done, live heap %.1f MB; round %d", round, float64(rounds[round-1].bytes)/(1<<20), round+1)
 		r.create(ctx, round)
 		if d, err := r.wait(ctx, round); err != nil {
 			return nil, err
 		} else if d < 0 {
 			quiescence = d
 		}
+		rounds = append(rounds, r.settledHeap())
 	}
-	// Once quiet, the operator's memory is compared with its baseline: a
-	// process that restarted under load and then drained must not keep
-	// what it held for the objects.
 	rssAfter := r.settledRSS(rssBefore)
-	heapAfter := r.heapLive()
-	heapRounds = append(heapRounds, heapAfter)
 	took := time.Since(started)
 	r.op.stop()
 
-	rep, err := r.report(quiescence, took, memory{rssBefore, rssAfter, heapBefore, heapAfter, heapRounds})
+	rep, err := r.report(quiescence, took, memory{rssBefore: rssBefore, rssAfter: rssAfter, heapFresh: heapFresh.bytes, rounds: rounds})
 	if err != nil {
 		return nil, err
 	}
@@ -690,14 +691,37 @@ func (s *supervisor) rss() int64 {
 	return 0
 }
 
+// heapReading is the live heap of the operator process pid.
+type heapReading struct {
+	bytes int64
+	pid   int
+}
+
+// settledHeap reads the idle operator's live heap every 5 seconds until it
+// stops shrinking (by 2%), for at most a minute: for a few seconds after
+// the last object is gone the operator still holds the states of the last
+// ones, until their workers go idle.
+func (r *run) settledHeap() heapReading {
+	h := r.heapLive()
+	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); {
+		time.Sleep(5 * time.Second)
+		next := r.heapLive()
+		if next.pid != h.pid || next.bytes >= h.bytes*98/100 {
+			return next
+		}
+		h = next
+	}
+	return h
+}
+
 // heapLive asks the running operator for its live Go heap (SIGUSR1; see
-// e2e/operators/chaos) and reads the answer from the journal; 0 if none
-// comes within 15 seconds.
-func (r *run) heapLive() int64 {
+// e2e/operators/chaos) and reads the answer from the journal; 0 bytes if
+// none comes within 15 seconds.
+func (r *run) heapLive() heapReading {
 	pid := r.op.pid()
 	info, err := os.Stat(r.journal.path)
 	if err != nil {
-		return 0
+		return heapReading{pid: pid}
 	}
 	offset := info.Size()
 	r.op.signal(syscall.SIGUSR1)
@@ -710,11 +734,11 @@ func (r *run) heapLive() int64 {
 		for _, line := range strings.Split(string(data[offset:]), "\n") {
 			if rest, ok := strings.CutPrefix(line, "mem heap-live -/- "); ok && strings.HasSuffix(line, want) {
 				n, _ := strconv.ParseInt(strings.Fields(rest)[0], 10, 64)
-				return n
+				return heapReading{bytes: n, pid: pid}
 			}
 		}
 	}
-	return 0
+	return heapReading{pid: pid}
 }
 
 // settledRSS waits up to 150 seconds for the idle operator's RSS to come

@@ -14,7 +14,16 @@
 // (restarted at once), SIGTERM, a restart of kube-apiserver, a restart of
 // etcd, stalled, reset and dropped connections, 429 and 5xx answers. Fault
 // markers go into the same journal, so its order shows which fault, if any,
-// lies between a handler's success and its repetition.
+// lies between a handler's success and its repetition. The cluster is
+// listed whenever the operator dies, before it is started again: a handler
+// that runs again after a death must be one whose success was not yet on
+// its object then.
+//
+// After the chaos round, the same N objects go through once more without
+// faults (Config.Rounds), on the process that finished the chaos round:
+// its live heap after that round must be within 10% (and 512 KiB) of its
+// heap after the chaos round (report.go, memory, says why it is not
+// compared with the fresh process of the start).
 //
 // make chaos runs cmd/chaos with 2000 objects; the e2e suite runs 200.
 package chaos
