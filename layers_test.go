@@ -40,6 +40,7 @@ func TestLayers(t *testing.T) {
 		"internal/testmod":        nil,
 		"kopfgotest":              {"", "e2e/cluster", "handlers", "diffbase", "patch", "internal/resources", "internal/testlog"},
 		"internal/pyrepr":         nil,
+		"internal/memlimit":       nil,
 		"handlers":                append([]string{"causes", "diffbase", "persistence", "internal/resources", "internal/config"}, leaves...),
 		"indexing":                append([]string{"handlers", "causes", "diffbase", "persistence", "internal/resources", "internal/config"}, leaves...),
 		"timers":                  nil,
@@ -47,7 +48,7 @@ func TestLayers(t *testing.T) {
 		"internal/reactor": append([]string{"daemons", "indexing", "handlers", "causes", "diffbase", "persistence", "internal/plan", "internal/resources",
 			"internal/config", "internal/pausing", "internal/kube", "internal/logging", "internal/posting", "internal/pyrepr"}, leaves...),
 		"": {"daemons", "indexing", "handlers", "causes", "patch", "internal/config", "internal/kube", "internal/logging", "internal/reactor", "internal/cli",
-			"internal/health", "internal/admission", "internal/posting", "internal/hierarchies", "internal/rbac", "internal/resources", "internal/metrics", "internal/pausing", "internal/leaderelection", "internal/peering"},
+			"internal/health", "internal/admission", "internal/posting", "internal/hierarchies", "internal/rbac", "internal/resources", "internal/metrics", "internal/pausing", "internal/leaderelection", "internal/peering", "internal/memlimit"},
 	}
 	out, err := exec.Command("go", "list", "-f", `{{.ImportPath}}{{range .Imports}} {{.}}{{end}}`, "./...").CombinedOutput()
 	if err != nil {

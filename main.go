@@ -131,6 +131,9 @@ func (op *Operator) applyFlags(flags *cli.RunFlags, stderr io.Writer) *slog.Logg
 	if flags.MetricsAddr != "" {
 		op.opts.MetricsAddr = flags.MetricsAddr
 	}
+	if flags.MemoryLimitRatio != 0 {
+		op.opts.Settings.Process.MemoryLimitRatio = flags.MemoryLimitRatio
+	}
 	applyLeaderElection(&op.opts.LeaderElection, flags)
 	return logger
 }

@@ -199,6 +199,7 @@ func (op *Operator) Run(ctx context.Context) error {
 	// The startup handlers have returned: nothing writes settings now.
 	op.logFilter.Set(settings.Logging.Filter)
 	settings = settings.WithDefaults()
+	applyMemoryLimit(rootFS, settings.Process.MemoryLimitRatio, logger)
 	op.ultimate.Store(&settings.Process.UltimateExitingTimeout)
 	defer op.ultimate.Store(nil)
 	// The cleanup handlers get the clients once there are credentials.

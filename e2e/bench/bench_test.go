@@ -2,6 +2,7 @@ package main
 
 import (
 	"os"
+	"strings"
 	"testing"
 	"time"
 )
@@ -82,7 +83,7 @@ func TestProcReaders(t *testing.T) {
 }
 
 func TestOptionsValidate(t *testing.T) {
-	ok := options{n: 1, restartN: 1, rate: 1, duration: time.Second, creators: 1, scenarios: []string{"burst"}, contenders: []string{"floor"}}
+	ok := options{n: 1, restartN: 1, rate: 1, duration: time.Second, creators: 1, rounds: 1, scenarios: []string{"burst"}, contenders: []string{"floor"}}
 	if err := ok.validate(); err != nil {
 		t.Fatal(err)
 	}
@@ -91,11 +92,65 @@ func TestOptionsValidate(t *testing.T) {
 		"unknown contender": func(o *options) { o.contenders = []string{"kopf"} },
 		"no scenario":       func(o *options) { o.scenarios = nil },
 		"zero n":            func(o *options) { o.n = 0 },
+		"zero rounds":       func(o *options) { o.rounds = 0 },
 	} {
 		o := ok
 		mutate(&o)
 		if o.validate() == nil {
 			t.Errorf("%s: accepted", name)
 		}
+	}
+}
+
+// With several rounds, each figure's median and the ratios' medians are
+// reported, and the metrics' cost is kopfgo-metrics over kopfgo round by
+// round.
+func TestSummarizeRounds(t *testing.T) {
+	res := func(round int, contender string, cpu float64) result {
+		return result{Scenario: "burst", Contender: contender, Round: round, Objects: 10, Calls: 10, Writes: 20, CPUPerObjectMs: cpu}
+	}
+	r := report{Params: map[string]any{"rounds": 3}, Results: []result{
+		res(1, "floor", 1.0), res(1, "kopfgo", 0.8), res(1, "kopfgo-metrics", 0.9),
+		res(2, "floor", 2.0), res(2, "kopfgo", 1.8), res(2, "kopfgo-metrics", 1.8),
+		res(3, "floor", 1.0), res(3, "kopfgo", 1.0), res(3, "kopfgo-metrics", 0.9),
+	}}
+	r.ratios()
+	r.summarize()
+	if len(r.Medians) != 3 {
+		t.Fatalf("medians: got %d rows, want one per contender: %+v", len(r.Medians), r.Medians)
+	}
+	for _, m := range r.Medians {
+		want := map[string]float64{"floor": 1.0, "kopfgo": 1.0, "kopfgo-metrics": 0.9}[m.Contender]
+		if m.CPUPerObjectMs != want || m.Round != 0 {
+			t.Errorf("%s: median CPU per object %v (round %d), want %v (round 0)", m.Contender, m.CPUPerObjectMs, m.Round, want)
+		}
+	}
+	// kopfgo's ratios by round: 0.8, 0.9, 1.0; the median is 0.9, not the
+	// ratio of the medians (1.0).
+	for _, m := range r.Medians {
+		if m.Contender == "kopfgo" && m.Ratios["cpuPerObject"] != 0.9 {
+			t.Errorf("kopfgo's median ratio = %v, want 0.9", m.Ratios["cpuPerObject"])
+		}
+	}
+	// Costs by round: +12.5%, 0%, -10%: the median is 0%.
+	var cost string
+	for _, n := range r.Notes {
+		if strings.HasPrefix(n, "burst: the metrics' CPU per object") {
+			cost = n
+		}
+	}
+	if !strings.Contains(cost, "median +0.0% (rounds: +12.5%, +0.0%, -10.0%)") {
+		t.Errorf("metrics' cost note = %q", cost)
+	}
+}
+
+func TestOneRoundHasNoMedians(t *testing.T) {
+	r := report{Params: map[string]any{"rounds": 1}, Results: []result{
+		{Scenario: "burst", Contender: "floor", Round: 1, Objects: 1, Calls: 1, CPUPerObjectMs: 1},
+	}}
+	r.ratios()
+	r.summarize()
+	if r.Medians != nil {
+		t.Errorf("one round: medians %+v, want none", r.Medians)
 	}
 }

@@ -54,6 +54,7 @@ type options struct {
 	profileDir string
 	workDir    string
 	keep       bool
+	rounds     int
 }
 
 func main() {
@@ -70,6 +71,7 @@ func main() {
 	flag.StringVar(&o.profileDir, "profile", "", "write CPU and heap profiles of every contender run to this directory (profiling costs some CPU itself)")
 	flag.StringVar(&o.workDir, "work", "", "directory for the contenders' binaries and logs (default: a temporary one, removed unless -keep)")
 	flag.BoolVar(&o.keep, "keep", false, "keep the work directory and print its path")
+	flag.IntVar(&o.rounds, "rounds", 1, "run the scenarios this many times, the contenders taking turns, and report each figure's median over the rounds")
 	flag.Parse()
 	o.scenarios = split(scenarios)
 	o.contenders = split(contenders)
@@ -110,8 +112,8 @@ func (o options) validate() error {
 	if len(o.scenarios) == 0 || len(o.contenders) == 0 {
 		return fmt.Errorf("nothing to run: give at least one scenario and one contender")
 	}
-	if o.n <= 0 || o.restartN <= 0 || o.rate <= 0 || o.duration <= 0 || o.creators <= 0 {
-		return fmt.Errorf("-n, -restart-n, -rate, -duration and -creators must be positive")
+	if o.n <= 0 || o.restartN <= 0 || o.rate <= 0 || o.duration <= 0 || o.creators <= 0 || o.rounds <= 0 {
+		return fmt.Errorf("-n, -restart-n, -rate, -duration, -creators and -rounds must be positive")
 	}
 	return nil
 }
@@ -169,24 +171,34 @@ func run(ctx context.Context, o options) error {
 		return err
 	}
 	rep := report{Machine: describeMachine(runtime.NumCPU(), runtime.Version()), Params: o.params()}
-	for _, sc := range []struct {
-		name string
-		run  func(context.Context) ([]result, error)
-	}{
-		{"burst", b.burstAndUpdates},
-		{"latency", b.latency},
-		{"restart", b.restart},
-	} {
-		if sc.name == "burst" && !o.wants("burst") && !o.wants("updates") || sc.name != "burst" && !o.wants(sc.name) {
-			continue
+	for round := 1; round <= o.rounds; round++ {
+		b.round = round
+		if o.rounds > 1 {
+			logf("round %d of %d", round, o.rounds)
 		}
-		rs, err := sc.run(ctx)
-		rep.Results = append(rep.Results, rs...)
-		if err != nil {
-			return err
+		for _, sc := range []struct {
+			name string
+			run  func(context.Context) ([]result, error)
+		}{
+			{"burst", b.burstAndUpdates},
+			{"latency", b.latency},
+			{"restart", b.restart},
+		} {
+			if sc.name == "burst" && !o.wants("burst") && !o.wants("updates") || sc.name != "burst" && !o.wants(sc.name) {
+				continue
+			}
+			rs, err := sc.run(ctx)
+			for i := range rs {
+				rs[i].Round = round
+			}
+			rep.Results = append(rep.Results, rs...)
+			if err != nil {
+				return err
+			}
 		}
 	}
 	rep.ratios()
+	rep.summarize()
 	rep.print(os.Stdout)
 	if o.out != "" {
 		data, err := json.MarshalIndent(rep, "", "  ")

@@ -11,7 +11,10 @@ import (
 type result struct {
 	Scenario  string `json:"scenario"`
 	Contender string `json:"contender"`
-	Objects   int    `json:"objects"`
+	// Round is the round (-rounds) the figures come from; 0 in a median
+	// over the rounds.
+	Round   int `json:"round,omitempty"`
+	Objects int `json:"objects"`
 	// Seconds: burst and updates, from the first request of the driver to
 	// the last object seen handled; restart, from the contender's start to
 	// its going idle.
@@ -39,27 +42,36 @@ type report struct {
 	Machine machine        `json:"machine"`
 	Params  map[string]any `json:"params"`
 	Results []result       `json:"results"`
-	Notes   []string       `json:"notes"`
+	// Medians are each figure's median over the rounds, ratios included
+	// (each the median of the rounds' ratios); only with several rounds.
+	Medians []result `json:"medians,omitempty"`
+	Notes   []string `json:"notes"`
 }
 
 func (o options) params() map[string]any {
 	return map[string]any{
 		"n": o.n, "restartN": o.restartN, "rate": o.rate, "duration": o.duration.String(),
 		"scenarios": o.scenarios, "contenders": o.contenders, "creators": o.creators,
-		"profiling": o.profileDir != "", "idleWindow": idleWindow.String(),
+		"profiling": o.profileDir != "", "idleWindow": idleWindow.String(), "rounds": o.rounds,
 	}
 }
 
+// ratios gives each result its ratios to the floor of the same scenario and
+// round, and notes what is wrong.
 func (r *report) ratios() {
-	floors := map[string]result{}
+	type at struct {
+		scenario string
+		round    int
+	}
+	floors := map[at]result{}
 	for _, x := range r.Results {
 		if x.Contender == "floor" {
-			floors[x.Scenario] = x
+			floors[at{x.Scenario, x.Round}] = x
 		}
 	}
 	for i := range r.Results {
 		x := &r.Results[i]
-		f, ok := floors[x.Scenario]
+		f, ok := floors[at{x.Scenario, x.Round}]
 		if !ok || x.Contender == "floor" {
 			continue
 		}
@@ -101,9 +113,14 @@ func (r *report) ratios() {
 func (r *report) print(w io.Writer) {
 	m := r.Machine
 	fmt.Fprintf(w, "\nkopfgo benchmark, %s: %s, %d cores, %d GB, Linux %s, %s\n", m.Started, m.CPU, m.Cores, m.MemGB, m.Kernel, m.Go)
+	results := r.Results
+	if len(r.Medians) > 0 {
+		fmt.Fprintf(w, "\nmedians over %d rounds\n", r.Params["rounds"])
+		results = r.Medians
+	}
 	for _, sc := range allScenarios {
 		var rows []result
-		for _, x := range r.Results {
+		for _, x := range results {
 			if x.Scenario == sc {
 				rows = append(rows, x)
 			}

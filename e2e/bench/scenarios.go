@@ -6,10 +6,12 @@ import (
 	"fmt"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -36,6 +38,28 @@ type bench struct {
 	dyn  dynamic.Interface
 	bins map[string]string
 	work string
+	// round is the round being run (-rounds), from 1.
+	round int
+}
+
+// contenders is the order in which the contenders run in this round: as
+// given in odd rounds, reversed in even ones, so that no contender always
+// runs on an API server that the one before it has just warmed or loaded.
+func (b *bench) contenders() []string {
+	order := slices.Clone(b.o.contenders)
+	if b.round%2 == 0 {
+		slices.Reverse(order)
+	}
+	return order
+}
+
+// name gives each round its own namespaces and files: base in the first
+// round, base-2 in the second, and so on.
+func (b *bench) name(base string) string {
+	if b.round > 1 {
+		return fmt.Sprintf("%s-%d", base, b.round)
+	}
+	return base
 }
 
 func newBench(_ context.Context, o options, c *cluster.Cluster, bins map[string]string, work string) (*bench, error) {
@@ -51,10 +75,10 @@ func newBench(_ context.Context, o options, c *cluster.Cluster, bins map[string]
 func (b *bench) start(name, namespace, scenario string) (*process, error) {
 	profile := ""
 	if b.o.profileDir != "" {
-		profile = filepath.Join(b.o.profileDir, name+"-"+scenario)
+		profile = filepath.Join(b.o.profileDir, b.name(name+"-"+scenario))
 	}
 	return startContender(b.bins[name], name, b.c.Kubeconfig, namespace,
-		filepath.Join(b.work, name+"-"+scenario+".log"), profile)
+		filepath.Join(b.work, b.name(name+"-"+scenario)+".log"), profile)
 }
 
 func (b *bench) namespace(ctx context.Context, name string) error {
@@ -102,7 +126,7 @@ func (b *bench) parallel(ctx context.Context, n int, do func(ctx context.Context
 				if i >= n || ctx.Err() != nil {
 					return
 				}
-				if err := do(ctx, i); err != nil {
+				if err := retried(ctx, func() error { return do(ctx, i) }); err != nil {
 					mu.Lock()
 					errs = append(errs, err)
 					mu.Unlock()
@@ -114,6 +138,32 @@ func (b *bench) parallel(ctx context.Context, n int, do func(ctx context.Context
 	}
 	wg.Wait()
 	return errors.Join(errs...)
+}
+
+// retried calls do again, a few times, while the API server answers that it
+// is overloaded (etcd timing out, 429, 5xx): on a 2-core machine shared with
+// the contender, the driver's own requests sometimes are, and the run must
+// not end for it. The contender is not the driver: its CPU is not counted
+// here.
+func retried(ctx context.Context, do func() error) error {
+	var err error
+	for attempt := range 5 {
+		if err = do(); err == nil || !overloaded(err) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(time.Duration(attempt+1) * 200 * time.Millisecond):
+		}
+	}
+	return err
+}
+
+func overloaded(err error) bool {
+	return apierrors.IsServerTimeout(err) || apierrors.IsTimeout(err) || apierrors.IsTooManyRequests(err) ||
+		apierrors.IsInternalError(err) || apierrors.IsServiceUnavailable(err) ||
+		strings.Contains(err.Error(), "etcdserver: request timed out")
 }
 
 func (b *bench) create(ctx context.Context, namespace string, i int, handled bool) error {
@@ -211,7 +261,7 @@ func (b *bench) warmup(ctx context.Context) error {
 // until every update is handled. One contender process serves both.
 func (b *bench) burstAndUpdates(ctx context.Context) ([]result, error) {
 	var out []result
-	for _, name := range b.o.contenders {
+	for _, name := range b.contenders() {
 		rs, err := b.burstOne(ctx, name)
 		out = append(out, rs...)
 		if err != nil {
@@ -223,7 +273,7 @@ func (b *bench) burstAndUpdates(ctx context.Context) ([]result, error) {
 
 func (b *bench) burstOne(ctx context.Context, name string) ([]result, error) {
 	n := b.o.n
-	ns := "bench-burst-" + name
+	ns := b.name("bench-burst-" + name)
 	if err := b.namespace(ctx, ns); err != nil {
 		return nil, err
 	}
@@ -302,7 +352,7 @@ func (b *bench) burstOne(ctx context.Context, name string) ([]result, error) {
 // from sending its creation to seeing it handled.
 func (b *bench) latency(ctx context.Context) ([]result, error) {
 	var out []result
-	for _, name := range b.o.contenders {
+	for _, name := range b.contenders() {
 		r, err := b.latencyOne(ctx, name)
 		if err != nil {
 			return out, fmt.Errorf("latency, %s: %w", name, err)
@@ -314,7 +364,7 @@ func (b *bench) latency(ctx context.Context) ([]result, error) {
 
 func (b *bench) latencyOne(ctx context.Context, name string) (result, error) {
 	total := int(b.o.rate * b.o.duration.Seconds())
-	ns := "bench-latency-" + name
+	ns := b.name("bench-latency-" + name)
 	if err := b.namespace(ctx, ns); err != nil {
 		return result{}, err
 	}
@@ -404,7 +454,7 @@ func percentile(sorted []time.Duration, q float64) time.Duration {
 // idle without a write or a handler call.
 func (b *bench) restart(ctx context.Context) ([]result, error) {
 	n := b.o.restartN
-	ns := "bench-restart"
+	ns := b.name("bench-restart")
 	if err := b.namespace(ctx, ns); err != nil {
 		return nil, err
 	}
@@ -413,7 +463,7 @@ func (b *bench) restart(ctx context.Context) ([]result, error) {
 		return nil, err
 	}
 	var out []result
-	for _, name := range b.o.contenders {
+	for _, name := range b.contenders() {
 		r, err := b.restartOne(ctx, name, ns, n)
 		if err != nil {
 			return out, fmt.Errorf("restart, %s: %w", name, err)

@@ -33,6 +33,9 @@ type RunFlags struct {
 	Context       string   // --context
 	Liveness      string   // -L/--liveness
 	MetricsAddr   string   // --metrics-addr (kopfgo's own)
+	// MemoryLimitRatio: --memory-limit-ratio (kopfgo's own); 0 not given,
+	// negative off (see Settings.Process.MemoryLimitRatio).
+	MemoryLimitRatio float64
 
 	// Leader election (kopfgo's own; see kopfgo.LeaderElection).
 	LeaderElect              bool          // --leader-elect
@@ -48,23 +51,24 @@ type RunFlags struct {
 // the parameter "clusterwide". KOPF_RUN_NAMESPACE (singular, legacy) is
 // handled separately: it is always appended to the namespaces.
 var envNames = map[string]string{
-	"namespace":      "KOPF_RUN_NAMESPACES",
-	"all-namespaces": "KOPF_RUN_CLUSTERWIDE",
-	"standalone":     "KOPF_RUN_STANDALONE",
-	"peering":        "KOPF_RUN_PEERING",
-	"priority":       "KOPF_RUN_PRIORITY",
-	"dev":            "KOPF_RUN_DEV",
-	"verbose":        "KOPF_RUN_VERBOSE",
-	"debug":          "KOPF_RUN_DEBUG",
-	"quiet":          "KOPF_RUN_QUIET",
-	"log-format":     "KOPF_RUN_LOG_FORMAT",
-	"log-prefix":     "KOPF_RUN_LOG_PREFIX",
-	"no-log-prefix":  "KOPF_RUN_LOG_PREFIX",
-	"log-refkey":     "KOPF_RUN_LOG_REFKEY",
-	"kubeconfig":     "KOPF_RUN_KUBECONFIG",
-	"context":        "KOPF_RUN_CONTEXT",
-	"liveness":       "KOPF_RUN_LIVENESS_ENDPOINT",
-	"metrics-addr":   "KOPFGO_METRICS_ADDR",
+	"namespace":          "KOPF_RUN_NAMESPACES",
+	"all-namespaces":     "KOPF_RUN_CLUSTERWIDE",
+	"standalone":         "KOPF_RUN_STANDALONE",
+	"peering":            "KOPF_RUN_PEERING",
+	"priority":           "KOPF_RUN_PRIORITY",
+	"dev":                "KOPF_RUN_DEV",
+	"verbose":            "KOPF_RUN_VERBOSE",
+	"debug":              "KOPF_RUN_DEBUG",
+	"quiet":              "KOPF_RUN_QUIET",
+	"log-format":         "KOPF_RUN_LOG_FORMAT",
+	"log-prefix":         "KOPF_RUN_LOG_PREFIX",
+	"no-log-prefix":      "KOPF_RUN_LOG_PREFIX",
+	"log-refkey":         "KOPF_RUN_LOG_REFKEY",
+	"kubeconfig":         "KOPF_RUN_KUBECONFIG",
+	"context":            "KOPF_RUN_CONTEXT",
+	"liveness":           "KOPF_RUN_LIVENESS_ENDPOINT",
+	"metrics-addr":       "KOPFGO_METRICS_ADDR",
+	"memory-limit-ratio": "KOPFGO_MEMORY_LIMIT_RATIO",
 
 	"leader-elect":                "KOPFGO_LEADER_ELECT",
 	"leader-elect-lease":          "KOPFGO_LEADER_ELECT_LEASE",
@@ -117,6 +121,9 @@ func (f *RunFlags) Bind(fs *pflag.FlagSet) {
 			"/readyz there answers readiness probes, and /metrics serves the metrics unless --metrics-addr is given"))
 	fs.StringVar(&f.MetricsAddr, "metrics-addr", "", usage("metrics-addr",
 		"serve Prometheus metrics at http://ADDR/metrics (and readiness at /readyz), e.g. 0.0.0.0:9090"))
+	fs.Var(&ratioValue{&f.MemoryLimitRatio}, "memory-limit-ratio", usage("memory-limit-ratio",
+		"give Go's garbage collector this share of the container's (cgroup's) memory limit as its soft limit, "+
+			"unless GOMEMLIMIT is set; off to leave it alone (default 0.9)"))
 	fs.BoolVar(&f.LeaderElect, "leader-elect", false, usage("leader-elect",
 		"run as one of several replicas: only the holder of a Lease serves, the others stand by (no peering)"))
 	fs.StringVar(&f.LeaderElectLease, "leader-elect-lease", "", usage("leader-elect-lease",
@@ -269,6 +276,39 @@ func (p *prefixValue) String() string {
 }
 
 func (p *prefixValue) Type() string { return "bool" }
+
+// ratioValue is --memory-limit-ratio: a share in (0, 1], or off (0 and
+// "off" both), which it keeps as -1.
+type ratioValue struct{ p *float64 }
+
+func (v *ratioValue) String() string {
+	switch {
+	case *v.p < 0:
+		return "off"
+	case *v.p == 0:
+		return ""
+	}
+	return strconv.FormatFloat(*v.p, 'g', -1, 64)
+}
+
+func (v *ratioValue) Set(s string) error {
+	if s = strings.TrimSpace(s); s == "off" {
+		*v.p = -1
+		return nil
+	}
+	r, err := strconv.ParseFloat(s, 64)
+	switch {
+	case err != nil || r < 0 || r > 1:
+		return fmt.Errorf("not a share of the memory limit between 0 and 1, nor off: %q", s)
+	case r == 0:
+		*v.p = -1
+	default:
+		*v.p = r
+	}
+	return nil
+}
+
+func (v *ratioValue) Type() string { return "ratio" }
 
 // intPtrValue is an int flag that tells "not given" (nil) from 0.
 type intPtrValue struct{ p **int }

@@ -69,6 +69,10 @@ func TestRunFlags(t *testing.T) {
 			f.Peering, f.Priority, f.Dev = "team", ptr(10), true
 		})},
 		{"priority 0 is given", []string{"--priority=0"}, nil, with(func(f *RunFlags) { f.Priority = ptr(0) })},
+		{"--memory-limit-ratio", []string{"--memory-limit-ratio", "0.75"}, nil, with(func(f *RunFlags) { f.MemoryLimitRatio = 0.75 })},
+		{"--memory-limit-ratio off", []string{"--memory-limit-ratio=off"}, nil, with(func(f *RunFlags) { f.MemoryLimitRatio = -1 })},
+		{"--memory-limit-ratio 0 is off", []string{"--memory-limit-ratio=0"}, nil, with(func(f *RunFlags) { f.MemoryLimitRatio = -1 })},
+		{"env memory limit ratio", nil, map[string]string{"KOPFGO_MEMORY_LIMIT_RATIO": "0.5"}, with(func(f *RunFlags) { f.MemoryLimitRatio = 0.5 })},
 		{"env peering and priority", nil, map[string]string{"KOPF_RUN_PEERING": "team", "KOPF_RUN_PRIORITY": "-5", "KOPF_RUN_DEV": "true"}, with(func(f *RunFlags) {
 			f.Peering, f.Priority, f.Dev = "team", ptr(-5), true
 		})},
@@ -115,6 +119,8 @@ func TestRunFlagsErrors(t *testing.T) {
 		{"empty namespace", []string{"-n", ""}, nil, "--namespace must not be empty"},
 		{"unknown flag", []string{"--peers", "x"}, nil, "unknown flag: --peers"},
 		{"priority not a number", []string{"--priority", "high"}, nil, `not an integer: "high"`},
+		{"memory limit ratio above 1", []string{"--memory-limit-ratio", "1.5"}, nil, `not a share of the memory limit between 0 and 1, nor off: "1.5"`},
+		{"env memory limit ratio", nil, map[string]string{"KOPFGO_MEMORY_LIMIT_RATIO": "most"}, `invalid value "most" for $KOPFGO_MEMORY_LIMIT_RATIO`},
 		{"unknown shorthand", []string{"-x"}, nil, "unknown shorthand flag: 'x' in -x"},
 		{"missing value", []string{"-n"}, nil, "flag needs an argument: 'n' in -n"},
 		{"bad bool", []string{"--verbose=maybe"}, nil, `invalid argument "maybe" for "-v, --verbose"`},

@@ -41,11 +41,22 @@ type Process struct {
 	// after SIGINT/SIGTERM, so that a hung handler or daemon cannot keep it
 	// alive. Default 600s; negative disables.
 	UltimateExitingTimeout time.Duration
+	// MemoryLimitRatio is the share of the cgroup's memory limit (a
+	// container's) that the operator gives Go's garbage collector as its
+	// soft limit (runtime/debug.SetMemoryLimit), so that near the limit it
+	// collects garbage instead of being killed. It is not applied when
+	// GOMEMLIMIT or the program has set a limit already, or when no cgroup
+	// limits the memory. Default 0.9; negative disables (kopfgo's own:
+	// compat: memory-limit).
+	MemoryLimitRatio float64
 }
 
 func (p Process) withDefaults() Process {
 	if p.UltimateExitingTimeout == 0 {
 		p.UltimateExitingTimeout = 600 * time.Second
+	}
+	if p.MemoryLimitRatio == 0 {
+		p.MemoryLimitRatio = 0.9
 	}
 	return p
 }
