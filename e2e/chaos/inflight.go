@@ -5,6 +5,7 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/kopfgo/kopfgo/diffbase"
 	"github.com/kopfgo/kopfgo/internal/dicts"
@@ -22,11 +23,22 @@ type snapshot map[string]map[string]any
 // acknowledged, and whatever of its last requests the API server finished
 // after the death (those count as persisted, rightly: its successor sees
 // them too).
+//
+// The API server may be slow to answer or still restarting after a fault:
+// the listing is retried for up to a minute, which delays the restart by as
+// much (nothing can be persisted meanwhile, the operator being dead).
 func (r *run) takeSnapshot(pid int) {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
 	var snap snapshot
-	list, err := r.dyn.Resource(kexGVR).Namespace(namespace).List(ctx, metav1.ListOptions{})
+	var list *unstructured.UnstructuredList
+	var err error
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(time.Second) {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		list, err = r.dyn.Resource(kexGVR).Namespace(namespace).List(ctx, metav1.ListOptions{})
+		cancel()
+		if err == nil || time.Now().After(deadline) {
+			break
+		}
+	}
 	if err != nil {
 		r.cfg.Logf("chaos: cannot list the objects at the death of %d (its duplicates go unchecked): %v", pid, err)
 	} else {
