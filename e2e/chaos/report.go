@@ -54,6 +54,8 @@ type Report struct {
 	DuplicatesAfterDeathInFlight int `json:"duplicates_after_death_in_flight"`
 	DuplicatesAfterDeathPersist  int `json:"duplicates_after_death_persisted"`
 	DuplicatesAfterDeathUnchk    int `json:"duplicates_after_death_unchecked"`
+	// Deaths are the checked deaths one by one, in order.
+	Deaths []Death `json:"deaths,omitempty"`
 	// Stuck are objects left in the cluster (a finalizer, a step never done).
 	Stuck []string `json:"stuck"`
 	// Missing are object/handler/change triples that never succeeded.
@@ -79,6 +81,14 @@ type Report struct {
 	HeapRoundsMB []float64 `json:"heap_live_rounds_mb"`
 	Failures     []string  `json:"failures"`
 	Dir          string    `json:"dir,omitempty"`
+}
+
+// Death is one death of the operator: the successes of the process that
+// were not on their objects when it died, and how many of them ran again.
+type Death struct {
+	PID        int `json:"pid"`
+	InFlight   int `json:"in_flight"`
+	Duplicates int `json:"duplicates"`
 }
 
 // The changes each object must see handled, by handler kind.
@@ -162,6 +172,7 @@ func (r *run) report(quiescence, took time.Duration, mem memory) (*Report, error
 		lastRet       = map[string]retInfo{}      // key → its latest success
 		retsOf        = map[int]map[string]bool{} // pid → keys whose latest success it made
 		inFlight      = map[int]map[string]bool{} // dead pid → its successes not on the objects
+		deathIndex    = map[int]int{}             // dead pid → its index in rep.Deaths
 		lastInv       = map[string]retInfo{}
 		handled       = map[string]map[string]bool{}
 		daemons       = map[string]int{} // object → pid of its running daemon
@@ -202,6 +213,8 @@ func (r *run) report(quiescence, took time.Duration, mem memory) (*Report, error
 				inFlight[pid] = set
 				rep.InFlightAtDeaths += len(set)
 				rep.DeathsChecked++
+				deathIndex[pid] = len(rep.Deaths)
+				rep.Deaths = append(rep.Deaths, Death{PID: pid, InFlight: len(set)})
 			}
 			for o, p := range daemons {
 				if p == pid {
@@ -260,6 +273,7 @@ func (r *run) report(quiescence, took time.Duration, mem memory) (*Report, error
 					rep.DuplicatesAfterDeathUnchk++
 				case set[key]:
 					rep.DuplicatesAfterDeathInFlight++
+					rep.Deaths[deathIndex[prev.pid]].Duplicates++
 				default:
 					rep.DuplicatesAfterDeathPersist++
 				}
@@ -407,6 +421,13 @@ func (rep *Report) Print(w io.Writer) {
 	fmt.Fprintf(w, "%-34s %.2f\n", "duplicates per kill (kill+term)", rep.DuplicatesPerKill)
 	fmt.Fprintf(w, "%-34s %d successes not yet on their objects at %d deaths; after a death %d of them ran again, %d already persisted, %d unchecked\n", "in flight at deaths",
 		rep.InFlightAtDeaths, rep.DeathsChecked, rep.DuplicatesAfterDeathInFlight, rep.DuplicatesAfterDeathPersist, rep.DuplicatesAfterDeathUnchk)
+	if len(rep.Deaths) > 0 {
+		var per []string
+		for _, d := range rep.Deaths {
+			per = append(per, fmt.Sprintf("%d→%d", d.InFlight, d.Duplicates))
+		}
+		fmt.Fprintf(w, "%-34s %s\n", "  by death: in flight → ran again", strings.Join(per, " "))
+	}
 	fmt.Fprintf(w, "%-34s %d\n", "objects stuck", len(rep.Stuck))
 	fmt.Fprintf(w, "%-34s %d\n", "handler calls missing", len(rep.Missing))
 	fmt.Fprintf(w, "%-34s %d\n", "daemon overlaps", len(rep.DaemonOverlaps))
