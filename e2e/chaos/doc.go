@@ -8,7 +8,7 @@
 // Run starts a cluster of its own, builds the operator of
 // e2e/operators/chaos once, and runs it behind a fault proxy
 // (e2e/faultproxy) with a journal of every handler call outside the process
-// (an O_APPEND file, synced per line). N objects go through creation, an
+// (an O_APPEND file, one write per line). N objects go through creation, an
 // update and deletion, each step waiting for the previous one to be handled,
 // while faults are injected on a schedule: SIGKILL of the operator
 // (restarted at once), SIGTERM, a restart of kube-apiserver, a restart of
