@@ -19,10 +19,10 @@
 // that runs again after a death must be one whose success was not yet on
 // its object then.
 //
-// After the chaos round, the same N objects go through once more without
+// After the chaos round, the same N objects go through twice more without
 // faults (Config.Rounds), on the process that finished the chaos round:
-// its live heap after that round must be within 10% (and 512 KiB) of its
-// heap after the chaos round (report.go, memory, says why it is not
+// its live heap after the third round must be within 10% (and 512 KiB) of
+// its heap after the second (report.go, memory, says why it is not
 // compared with the fresh process of the start).
 //
 // make chaos runs cmd/chaos with 2000 objects; the e2e suite runs 200.
