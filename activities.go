@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/kopfgo/kopfgo/handlers"
+	"github.com/kopfgo/kopfgo/internal/handling"
 	"github.com/kopfgo/kopfgo/internal/kube"
 )
 
@@ -37,12 +38,12 @@ func LoginWithKubeconfig(path, context string) (*ConnectionInfo, error) {
 func LoginWithServiceAccount() (*ConnectionInfo, error) { return kube.LoginWithServiceAccount() }
 
 // ActivityOption configures an activity handler.
-type ActivityOption interface{ applyActivity(*handlers.Handler) }
+type ActivityOption interface{ applyActivity(*handling.Handler) }
 
-func (o handlerOption) applyActivity(h *handlers.Handler) { o(h) }
+func (o handlerOption) applyActivity(h *handling.Handler) { o(h) }
 
-func activityConfig(opts []ActivityOption) func(*handlers.Handler) {
-	return func(h *handlers.Handler) {
+func activityConfig(opts []ActivityOption) func(*handling.Handler) {
+	return func(h *handling.Handler) {
 		for _, o := range opts {
 			o.applyActivity(h)
 		}

@@ -3,6 +3,7 @@ package kopfgo
 import (
 	"github.com/kopfgo/kopfgo/handlers"
 	"github.com/kopfgo/kopfgo/internal/config"
+	"github.com/kopfgo/kopfgo/internal/handling"
 )
 
 // Admission is the argument of validating and mutating handlers: the object
@@ -39,44 +40,44 @@ type AdmissionRejection = handlers.AdmissionError
 // the filters (Labels, Annotations, Field, Value, When), Operations,
 // SubResource, Persistent, SideEffects, IgnoreFailures.
 type AdmissionOption interface {
-	applyAdmission(*handlers.AdmissionHandler)
+	applyAdmission(*handling.AdmissionHandler)
 }
 
-type admissionOption func(*handlers.AdmissionHandler)
+type admissionOption func(*handling.AdmissionHandler)
 
-func (o admissionOption) applyAdmission(h *handlers.AdmissionHandler) { o(h) }
+func (o admissionOption) applyAdmission(h *handling.AdmissionHandler) { o(h) }
 
-func (o commonOption) applyAdmission(h *handlers.AdmissionHandler) { o(&h.Handler) }
-func (o filterOption) applyAdmission(h *handlers.AdmissionHandler) { o(&h.Handler) }
-func (l Labels) applyAdmission(h *handlers.AdmissionHandler)       { h.Filters.AddLabels(l) }
-func (a Annotations) applyAdmission(h *handlers.AdmissionHandler)  { h.Filters.AddAnnotations(a) }
+func (o commonOption) applyAdmission(h *handling.AdmissionHandler) { o(&h.Handler) }
+func (o filterOption) applyAdmission(h *handling.AdmissionHandler) { o(&h.Handler) }
+func (l Labels) applyAdmission(h *handling.AdmissionHandler)       { h.Filters.AddLabels(l) }
+func (a Annotations) applyAdmission(h *handling.AdmissionHandler)  { h.Filters.AddAnnotations(a) }
 
 // Operations restricts the webhook to these operations: "CREATE",
 // "UPDATE", "DELETE", "CONNECT" (the managed configuration's rules).
 // Default: all. Mutating handlers see deletions only when registered for
 // "DELETE" alone, as in Kopf.
 func Operations(ops ...string) AdmissionOption {
-	return admissionOption(func(h *handlers.AdmissionHandler) { h.Operations = append(h.Operations, ops...) })
+	return admissionOption(func(h *handling.AdmissionHandler) { h.Operations = append(h.Operations, ops...) })
 }
 
 // SubResource makes the handler serve a subresource ("status", "scale")
 // instead of the main resource, or "*" for the resource and all its
 // subresources. Default: the main resource only.
 func SubResource(name string) AdmissionOption {
-	return admissionOption(func(h *handlers.AdmissionHandler) { h.SubResource = &name })
+	return admissionOption(func(h *handling.AdmissionHandler) { h.SubResource = &name })
 }
 
 // Persistent keeps the handler's webhook in the managed configuration after
 // the operator exits, so that requests fail (or are ignored, with
 // IgnoreFailures) while it is down instead of passing unchecked.
 func Persistent(on bool) AdmissionOption {
-	return admissionOption(func(h *handlers.AdmissionHandler) { h.Persistent = on })
+	return admissionOption(func(h *handling.AdmissionHandler) { h.Persistent = on })
 }
 
 // SideEffects declares that the handler has side effects, which it skips
 // for dry runs (Admission.DryRun): sideEffects NoneOnDryRun instead of None.
 func SideEffects(on bool) AdmissionOption {
-	return admissionOption(func(h *handlers.AdmissionHandler) { h.SideEffects = on })
+	return admissionOption(func(h *handling.AdmissionHandler) { h.SideEffects = on })
 }
 
 // IgnoreFailures lets the API server admit requests when the webhook cannot
@@ -85,11 +86,11 @@ func SideEffects(on bool) AdmissionOption {
 // request is admitted; without IgnoreFailures a panic rejects the request
 // with its message (compat: admission-handlers).
 func IgnoreFailures(on bool) AdmissionOption {
-	return admissionOption(func(h *handlers.AdmissionHandler) { h.IgnoreFailures = on })
+	return admissionOption(func(h *handling.AdmissionHandler) { h.IgnoreFailures = on })
 }
 
 func (r Registrar) admission(kind handlers.AdmissionKind, resource string, fn AdmissionFunc, opts []AdmissionOption) {
-	r.op.reg.AddAdmission(handlers.AdmissionRegistration{Resource: resource, Kind: kind, Fn: fn, Configure: func(h *handlers.AdmissionHandler) {
+	r.op.reg.AddAdmission(handling.AdmissionRegistration{Resource: resource, Kind: kind, Fn: fn, Configure: func(h *handling.AdmissionHandler) {
 		for _, o := range opts {
 			o.applyAdmission(h)
 		}

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/kopfgo/kopfgo/handlers"
+	"github.com/kopfgo/kopfgo/internal/handling"
 )
 
 // Spawn is the argument of daemons and timers: the object (Object is as it
@@ -39,10 +40,10 @@ var (
 )
 
 // DaemonOption configures a daemon.
-type DaemonOption interface{ applyDaemon(*handlers.Spawning) }
+type DaemonOption interface{ applyDaemon(*handling.Spawning) }
 
 // TimerOption configures a timer.
-type TimerOption interface{ applyTimer(*handlers.Spawning) }
+type TimerOption interface{ applyTimer(*handling.Spawning) }
 
 // SpawnOption fits daemons and timers alike.
 type SpawnOption interface {
@@ -52,40 +53,40 @@ type SpawnOption interface {
 
 // The options of every handler kind (ID, Retries, Backoff, Timeout, Errors,
 // Param) fit daemons and timers too.
-func (o handlerOption) applyDaemon(s *handlers.Spawning) { o(&s.Handler) }
-func (o handlerOption) applyTimer(s *handlers.Spawning)  { o(&s.Handler) }
+func (o handlerOption) applyDaemon(s *handling.Spawning) { o(&s.Handler) }
+func (o handlerOption) applyTimer(s *handling.Spawning)  { o(&s.Handler) }
 
-type spawnOption func(*handlers.Spawning)
+type spawnOption func(*handling.Spawning)
 
-func (o spawnOption) applyDaemon(s *handlers.Spawning) { o(s) }
-func (o spawnOption) applyTimer(s *handlers.Spawning)  { o(s) }
+func (o spawnOption) applyDaemon(s *handling.Spawning) { o(s) }
+func (o spawnOption) applyTimer(s *handling.Spawning)  { o(s) }
 
-type daemonOption func(*handlers.Spawning)
+type daemonOption func(*handling.Spawning)
 
-func (o daemonOption) applyDaemon(s *handlers.Spawning) { o(s) }
+func (o daemonOption) applyDaemon(s *handling.Spawning) { o(s) }
 
-type timerOption func(*handlers.Spawning)
+type timerOption func(*handling.Spawning)
 
-func (o timerOption) applyTimer(s *handlers.Spawning) { o(s) }
+func (o timerOption) applyTimer(s *handling.Spawning) { o(s) }
 
 // InitialDelay postpones the first invocation of a daemon or timer by d after
 // the object appears or the operator starts (compat: daemons-initial-delay,
 // timers-initial-delay). A stop during the delay ends it without an invocation.
 func InitialDelay(d time.Duration) SpawnOption {
-	return spawnOption(func(s *handlers.Spawning) { s.InitialDelay = d })
+	return spawnOption(func(s *handling.Spawning) { s.InitialDelay = d })
 }
 
 // InitialDelayFunc is InitialDelay computed from the object when the daemon
 // or timer starts, e.g. a random delay to spread the load of a restart.
 func InitialDelayFunc(fn func(s *Spawn) time.Duration) SpawnOption {
-	return spawnOption(func(s *handlers.Spawning) { s.InitialDelayFunc = fn })
+	return spawnOption(func(s *handling.Spawning) { s.InitialDelayFunc = fn })
 }
 
 // CancellationBackoff is how long a stopping daemon has with only its Stopped
 // flag set before its ctx is cancelled: time for a graceful exit with a live
 // ctx (compat: daemons-stopping). Default: none, the ctx is cancelled at once.
 func CancellationBackoff(d time.Duration) DaemonOption {
-	return daemonOption(func(s *handlers.Spawning) { s.CancellationBackoff = d })
+	return daemonOption(func(s *handling.Spawning) { s.CancellationBackoff = d })
 }
 
 // CancellationTimeout is how long a daemon may go on after its ctx is
@@ -94,21 +95,21 @@ func CancellationBackoff(d time.Duration) DaemonOption {
 // exit does not wait for it, but its goroutine runs on, since Go cannot kill
 // it. Default: none, the daemon holds its object until it exits.
 func CancellationTimeout(d time.Duration) DaemonOption {
-	return daemonOption(func(s *handlers.Spawning) { s.CancellationTimeout = d })
+	return daemonOption(func(s *handling.Spawning) { s.CancellationTimeout = d })
 }
 
 // CancellationPolling is how often a stopping daemon without a
 // CancellationTimeout is checked (and logged at DEBUG). Default:
 // Settings.Background.CancellationPolling, 60s.
 func CancellationPolling(d time.Duration) DaemonOption {
-	return daemonOption(func(s *handlers.Spawning) { s.CancellationPolling = d })
+	return daemonOption(func(s *handling.Spawning) { s.CancellationPolling = d })
 }
 
 // Interval is the time between a timer's invocations: from the end of one to
 // the start of the next, or, with Sharp, from start to start (compat:
 // timers-interval).
 func Interval(d time.Duration) TimerOption {
-	return timerOption(func(s *handlers.Spawning) { s.Interval = d })
+	return timerOption(func(s *handling.Spawning) { s.Interval = d })
 }
 
 // Idle makes a timer fire only once its object has not changed for d (spec,
@@ -116,13 +117,13 @@ func Interval(d time.Duration) TimerOption {
 // do not count). The first sighting of an object counts as a change
 // (compat: timers-idle).
 func Idle(d time.Duration) TimerOption {
-	return timerOption(func(s *handlers.Spawning) { s.Idle = d })
+	return timerOption(func(s *handling.Spawning) { s.Idle = d })
 }
 
 // Sharp keeps a timer on a fixed grid of its Interval, measured from each
 // invocation's start, however long the invocations take (compat: timers-sharp).
 func Sharp() TimerOption {
-	return timerOption(func(s *handlers.Spawning) { s.Sharp = true })
+	return timerOption(func(s *handling.Spawning) { s.Sharp = true })
 }
 
 // Daemon registers a daemon: fn runs in a goroutine of its own for each
@@ -143,8 +144,8 @@ func Sharp() TimerOption {
 // are handled as for any handler: retried after the Backoff, or not, per the
 // Errors mode, Retries and Timeout (compat: daemons-errors).
 func (op *Operator) Daemon(resource string, fn SpawnFunc, opts ...DaemonOption) {
-	op.reg.AddSpawning(handlers.SpawnRegistration{Resource: resource, Kind: handlers.KindDaemon, Fn: fn,
-		Configure: func(s *handlers.Spawning) {
+	op.reg.AddSpawning(handling.SpawnRegistration{Resource: resource, Kind: handling.KindDaemon, Fn: fn,
+		Configure: func(s *handling.Spawning) {
 			for _, o := range opts {
 				o.applyDaemon(s)
 			}
@@ -160,8 +161,8 @@ func (op *Operator) Daemon(resource string, fn SpawnFunc, opts ...DaemonOption) 
 // restarts. Timers hold the finalizer as daemons do, and are stopped the
 // same way (without CancellationBackoff or CancellationTimeout).
 func (op *Operator) Timer(resource string, fn SpawnFunc, opts ...TimerOption) {
-	op.reg.AddSpawning(handlers.SpawnRegistration{Resource: resource, Kind: handlers.KindTimer, Fn: fn,
-		Configure: func(s *handlers.Spawning) {
+	op.reg.AddSpawning(handling.SpawnRegistration{Resource: resource, Kind: handling.KindTimer, Fn: fn,
+		Configure: func(s *handling.Spawning) {
 			for _, o := range opts {
 				o.applyTimer(s)
 			}

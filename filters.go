@@ -1,6 +1,9 @@
 package kopfgo
 
-import "github.com/kopfgo/kopfgo/handlers"
+import (
+	"github.com/kopfgo/kopfgo/handlers"
+	"github.com/kopfgo/kopfgo/internal/handling"
+)
 
 // Filters restrict a handler to matching objects (the manual's
 // "Filtering"; compat: filters). All the filters of a handler must match.
@@ -41,14 +44,14 @@ type CommonOption interface {
 	AdmissionOption
 }
 
-type commonOption func(*handlers.Handler)
+type commonOption func(*handling.Handler)
 
-func (o commonOption) applyChange(h *handlers.Handler)   { o(h) }
-func (o commonOption) applyDelete(h *handlers.Handler)   { o(h) }
-func (o commonOption) applyResume(h *handlers.Handler)   { o(h) }
-func (o commonOption) applyEvent(h *handlers.Handler)    { o(h) }
-func (o commonOption) applyIndex(h *handlers.Handler)    { o(h) }
-func (o commonOption) applyActivity(h *handlers.Handler) { o(h) }
+func (o commonOption) applyChange(h *handling.Handler)   { o(h) }
+func (o commonOption) applyDelete(h *handling.Handler)   { o(h) }
+func (o commonOption) applyResume(h *handling.Handler)   { o(h) }
+func (o commonOption) applyEvent(h *handling.Handler)    { o(h) }
+func (o commonOption) applyIndex(h *handling.Handler)    { o(h) }
+func (o commonOption) applyActivity(h *handling.Handler) { o(h) }
 
 // FilterOption fits every handler of resources (not the activities, which
 // have no object): Field, Value, When.
@@ -63,33 +66,33 @@ type FilterOption interface {
 	AdmissionOption
 }
 
-type filterOption func(*handlers.Handler)
+type filterOption func(*handling.Handler)
 
-func (o filterOption) applyChange(h *handlers.Handler) { o(h) }
-func (o filterOption) applyDelete(h *handlers.Handler) { o(h) }
-func (o filterOption) applyResume(h *handlers.Handler) { o(h) }
-func (o filterOption) applyEvent(h *handlers.Handler)  { o(h) }
-func (o filterOption) applyIndex(h *handlers.Handler)  { o(h) }
+func (o filterOption) applyChange(h *handling.Handler) { o(h) }
+func (o filterOption) applyDelete(h *handling.Handler) { o(h) }
+func (o filterOption) applyResume(h *handling.Handler) { o(h) }
+func (o filterOption) applyEvent(h *handling.Handler)  { o(h) }
+func (o filterOption) applyIndex(h *handling.Handler)  { o(h) }
 
 // Labels requires labels: each key with an exact string value, Present,
 // Absent, or a func(v any) bool callback (v is the label's string value, or
 // nil when the label is absent). It fits every handler kind.
 type Labels map[string]any
 
-func (l Labels) applyChange(h *handlers.Handler) { h.Filters.AddLabels(l) }
-func (l Labels) applyDelete(h *handlers.Handler) { h.Filters.AddLabels(l) }
-func (l Labels) applyResume(h *handlers.Handler) { h.Filters.AddLabels(l) }
-func (l Labels) applyEvent(h *handlers.Handler)  { h.Filters.AddLabels(l) }
-func (l Labels) applyIndex(h *handlers.Handler)  { h.Filters.AddLabels(l) }
+func (l Labels) applyChange(h *handling.Handler) { h.Filters.AddLabels(l) }
+func (l Labels) applyDelete(h *handling.Handler) { h.Filters.AddLabels(l) }
+func (l Labels) applyResume(h *handling.Handler) { h.Filters.AddLabels(l) }
+func (l Labels) applyEvent(h *handling.Handler)  { h.Filters.AddLabels(l) }
+func (l Labels) applyIndex(h *handling.Handler)  { h.Filters.AddLabels(l) }
 
 // Annotations requires annotations, as Labels requires labels.
 type Annotations map[string]any
 
-func (a Annotations) applyChange(h *handlers.Handler) { h.Filters.AddAnnotations(a) }
-func (a Annotations) applyDelete(h *handlers.Handler) { h.Filters.AddAnnotations(a) }
-func (a Annotations) applyResume(h *handlers.Handler) { h.Filters.AddAnnotations(a) }
-func (a Annotations) applyEvent(h *handlers.Handler)  { h.Filters.AddAnnotations(a) }
-func (a Annotations) applyIndex(h *handlers.Handler)  { h.Filters.AddAnnotations(a) }
+func (a Annotations) applyChange(h *handling.Handler) { h.Filters.AddAnnotations(a) }
+func (a Annotations) applyDelete(h *handling.Handler) { h.Filters.AddAnnotations(a) }
+func (a Annotations) applyResume(h *handling.Handler) { h.Filters.AddAnnotations(a) }
+func (a Annotations) applyEvent(h *handling.Handler)  { h.Filters.AddAnnotations(a) }
+func (a Annotations) applyIndex(h *handling.Handler)  { h.Filters.AddAnnotations(a) }
 
 // Field names the field (a dotted path, "spec.size") that Value, Old and
 // New check. Alone, it requires the field to be present. On update handlers
@@ -105,7 +108,7 @@ func (a Annotations) applyIndex(h *handlers.Handler)  { h.Filters.AddAnnotations
 // handlers match when the old or the new value passes; event handlers,
 // indexers, daemons and timers check the object as it is.
 func Field(path string) FilterOption {
-	return filterOption(func(h *handlers.Handler) { h.Filters.SetField(path) })
+	return filterOption(func(h *handling.Handler) { h.Filters.SetField(path) })
 }
 
 // Value checks the Field's value: an exact value (compared as JSON, so 1
@@ -114,7 +117,7 @@ func Field(path string) FilterOption {
 // both sides of the transition; use OldValue and NewValue to check one side. It needs
 // Field (or On.Field).
 func Value(v any) FilterOption {
-	return filterOption(func(h *handlers.Handler) { h.Filters.SetValue(v) })
+	return filterOption(func(h *handling.Handler) { h.Filters.SetValue(v) })
 }
 
 // UpdateFilterOption fits update and field handlers only: OldValue and
@@ -123,29 +126,29 @@ func Value(v any) FilterOption {
 // ChangeOption, and reject it at registration.
 type UpdateFilterOption interface{ ChangeOption }
 
-type updateFilterOption func(*handlers.Handler)
+type updateFilterOption func(*handling.Handler)
 
-func (o updateFilterOption) applyChange(h *handlers.Handler) { o(h) }
+func (o updateFilterOption) applyChange(h *handling.Handler) { o(h) }
 
 // OldValue checks the Field's value before the change (Absent when it was
 // not there): an exact value, Present, Absent or a callback; Kopf's old=.
 // The handler runs only when the value changes. It fits update and field
 // handlers (compat: filters-old-new), and excludes Value.
 func OldValue(v any) UpdateFilterOption {
-	return updateFilterOption(func(h *handlers.Handler) { h.Filters.SetOld(v) })
+	return updateFilterOption(func(h *handling.Handler) { h.Filters.SetOld(v) })
 }
 
 // NewValue checks the Field's value after the change, as OldValue checks it
 // before; Kopf's new=.
 func NewValue(v any) UpdateFilterOption {
-	return updateFilterOption(func(h *handlers.Handler) { h.Filters.SetNew(v) })
+	return updateFilterOption(func(h *handling.Handler) { h.Filters.SetNew(v) })
 }
 
 // When requires fn to hold for the object; it runs after every other filter has
 // matched (compat: filters-all-kinds, filters-when). It must not change
 // anything. It fits every handler of resources; WhenChange sees the change too.
 func When(fn func(o *Object) bool) FilterOption {
-	return filterOption(func(h *handlers.Handler) { h.Filters.AddWhen(fn) })
+	return filterOption(func(h *handling.Handler) { h.Filters.AddWhen(fn) })
 }
 
 // ChangeFilterOption fits the resource-changing handlers: WhenChange.
@@ -155,17 +158,17 @@ type ChangeFilterOption interface {
 	ResumeOption
 }
 
-type changeFilterOption func(*handlers.Handler)
+type changeFilterOption func(*handling.Handler)
 
-func (o changeFilterOption) applyChange(h *handlers.Handler) { o(h) }
-func (o changeFilterOption) applyDelete(h *handlers.Handler) { o(h) }
-func (o changeFilterOption) applyResume(h *handlers.Handler) { o(h) }
+func (o changeFilterOption) applyChange(h *handling.Handler) { o(h) }
+func (o changeFilterOption) applyDelete(h *handling.Handler) { o(h) }
+func (o changeFilterOption) applyResume(h *handling.Handler) { o(h) }
 
 // WhenChange requires fn to hold for the change being handled: Reason, Old,
 // New and Diff are those of the whole object (compat: filters-when). It fits
 // resource-changing handlers.
 func WhenChange(fn func(c *Change) bool) ChangeFilterOption {
-	return changeFilterOption(func(h *handlers.Handler) { h.Filters.AddWhenChange(fn) })
+	return changeFilterOption(func(h *handling.Handler) { h.Filters.AddWhenChange(fn) })
 }
 
 // AllOf holds when every fn holds (true for none). It combines value
@@ -213,11 +216,11 @@ func Not[T any](fn func(T) bool) func(T) bool {
 // Daemons and timers take the common options and the object filters: they
 // run while the object matches and stop (ErrFiltersMismatch) when it does
 // not (compat: daemons-filters, timers-filters).
-func (o commonOption) applyDaemon(s *handlers.Spawning) { o(&s.Handler) }
-func (o commonOption) applyTimer(s *handlers.Spawning)  { o(&s.Handler) }
-func (o filterOption) applyDaemon(s *handlers.Spawning) { o(&s.Handler) }
-func (o filterOption) applyTimer(s *handlers.Spawning)  { o(&s.Handler) }
-func (l Labels) applyDaemon(s *handlers.Spawning)       { s.Filters.AddLabels(l) }
-func (l Labels) applyTimer(s *handlers.Spawning)        { s.Filters.AddLabels(l) }
-func (a Annotations) applyDaemon(s *handlers.Spawning)  { s.Filters.AddAnnotations(a) }
-func (a Annotations) applyTimer(s *handlers.Spawning)   { s.Filters.AddAnnotations(a) }
+func (o commonOption) applyDaemon(s *handling.Spawning) { o(&s.Handler) }
+func (o commonOption) applyTimer(s *handling.Spawning)  { o(&s.Handler) }
+func (o filterOption) applyDaemon(s *handling.Spawning) { o(&s.Handler) }
+func (o filterOption) applyTimer(s *handling.Spawning)  { o(&s.Handler) }
+func (l Labels) applyDaemon(s *handling.Spawning)       { s.Filters.AddLabels(l) }
+func (l Labels) applyTimer(s *handling.Spawning)        { s.Filters.AddLabels(l) }
+func (a Annotations) applyDaemon(s *handling.Spawning)  { s.Filters.AddAnnotations(a) }
+func (a Annotations) applyTimer(s *handling.Spawning)   { s.Filters.AddAnnotations(a) }

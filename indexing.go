@@ -1,8 +1,8 @@
 package kopfgo
 
 import (
-	"github.com/kopfgo/kopfgo/handlers"
 	"github.com/kopfgo/kopfgo/indexing"
+	"github.com/kopfgo/kopfgo/internal/handling"
 )
 
 // Index is an in-memory index of watched objects (the manual's "In-memory
@@ -24,9 +24,9 @@ type IndexFunc[K comparable, V any] = indexing.Func[K, V]
 
 // IndexOption configures an index: ID (its name), Param, Errors, Retries,
 // Backoff, Timeout, and the filters.
-type IndexOption interface{ applyIndex(*handlers.Handler) }
+type IndexOption interface{ applyIndex(*handling.Handler) }
 
-func (o handlerOption) applyIndex(h *handlers.Handler) { o(h) }
+func (o handlerOption) applyIndex(h *handling.Handler) { o(h) }
 
 // NewIndex registers an index of the resource's objects on op (use
 // kopfgo.Default() for the operator kopfgo run runs) and returns it; Go
@@ -54,13 +54,13 @@ func (o handlerOption) applyIndex(h *handlers.Handler) { o(h) }
 // next event indexes it again. Retries and Timeout, counted from the first
 // failure, make a temporary exclusion permanent; a success resets them.
 func NewIndex[K comparable, V any](op *Operator, resource string, fn IndexFunc[K, V], opts ...IndexOption) *Index[K, V] {
-	ix, _ := indexing.Register(op.reg, resource, fn, func(h *handlers.Handler) {
+	ix, runner, _ := indexing.Register(op.reg, resource, fn, func(h *handling.Handler) {
 		for _, o := range opts {
 			o.applyIndex(h)
 		}
 	}) // its mistakes are kept in op.reg for Run
 	op.mu.Lock()
 	defer op.mu.Unlock()
-	op.indexers = append(op.indexers, ix)
-	return ix.Index()
+	op.indexers = append(op.indexers, runner)
+	return ix
 }

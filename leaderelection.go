@@ -3,7 +3,6 @@ package kopfgo
 import (
 	"context"
 	"log/slog"
-	"os"
 	"sync"
 	"time"
 
@@ -63,15 +62,7 @@ func (op *Operator) campaign(ctx context.Context, cfg *rest.Config, pause *pausi
 	if c.Name == "" {
 		c.Name = "kopfgo-operator"
 	}
-	if c.Namespace == "" {
-		c.Namespace = os.Getenv("POD_NAMESPACE")
-	}
-	if c.Namespace == "" {
-		c.Namespace = op.defaultNamespace()
-	}
-	if c.Namespace == "" {
-		c.Namespace = "default"
-	}
+	c.Namespace = op.leaseNamespace(c.Namespace)
 	if c.Identity == "" {
 		c.Identity = leaderelection.Identity()
 	}
@@ -100,19 +91,9 @@ func applyLeaderElection(le *LeaderElection, f *cli.RunFlags) {
 	if f.LeaderElect {
 		le.Enabled = true
 	}
-	set := func(dst *string, v string) {
-		if v != "" {
-			*dst = v
-		}
-	}
-	setD := func(dst *time.Duration, v time.Duration) {
-		if v != 0 {
-			*dst = v
-		}
-	}
-	set(&le.Lease, f.LeaderElectLease)
-	set(&le.Namespace, f.LeaderElectNamespace)
-	setD(&le.LeaseDuration, f.LeaderElectLeaseDuration)
-	setD(&le.RenewDeadline, f.LeaderElectRenewDeadline)
-	setD(&le.RetryPeriod, f.LeaderElectRetryPeriod)
+	setFlag(&le.Lease, f.LeaderElectLease)
+	setFlag(&le.Namespace, f.LeaderElectNamespace)
+	setFlag(&le.LeaseDuration, f.LeaderElectLeaseDuration)
+	setFlag(&le.RenewDeadline, f.LeaderElectRenewDeadline)
+	setFlag(&le.RetryPeriod, f.LeaderElectRetryPeriod)
 }

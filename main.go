@@ -135,6 +135,7 @@ func (op *Operator) applyFlags(flags *cli.RunFlags, stderr io.Writer) *slog.Logg
 		op.opts.Settings.Process.MemoryLimitRatio = flags.MemoryLimitRatio
 	}
 	applyLeaderElection(&op.opts.LeaderElection, flags)
+	applySharding(&op.opts.Sharding, flags)
 	return logger
 }
 
@@ -167,5 +168,7 @@ func newRBACCommand(op *Operator) *cobra.Command {
 	fs.BoolVar(&o.Standalone, "standalone", false, "no peering objects (as run --standalone)")
 	fs.BoolVar(&o.LeaderElection, "leader-elect", false, "grant the leader election's Lease (as run --leader-elect needs)")
 	fs.StringVar(&o.LeaseNamespace, "leader-elect-namespace", "", "the Lease's namespace (default: --service-account-namespace)")
+	fs.BoolVar(&o.Sharding, "shards", false, "grant the sharding's Leases (as run --shards needs)")
+	fs.StringVar(&o.LeaseNamespace, "shards-namespace", "", "the sharding's Leases' namespace (default: --service-account-namespace)")
 	return cmd
 }

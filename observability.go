@@ -68,6 +68,14 @@ func (obs *observability) Leading(leading bool) {
 	}
 }
 
+// ShardsHeld: the shards this replica holds (sharding).
+func (obs *observability) ShardsHeld(held []int) {
+	obs.ready.Shards(held)
+	if obs.metrics != nil {
+		obs.metrics.ShardsHeld(len(held))
+	}
+}
+
 func (obs *observability) WatchEvent(resource, typ string) {
 	if obs.metrics != nil {
 		obs.metrics.WatchEvent(resource, typ)

@@ -17,6 +17,7 @@ import (
 	"github.com/kopfgo/kopfgo/indexing"
 	"github.com/kopfgo/kopfgo/internal/admission"
 	"github.com/kopfgo/kopfgo/internal/config"
+	"github.com/kopfgo/kopfgo/internal/handling"
 	"github.com/kopfgo/kopfgo/internal/health"
 	"github.com/kopfgo/kopfgo/internal/kube"
 	"github.com/kopfgo/kopfgo/internal/logging"
@@ -61,6 +62,9 @@ type Options struct {
 	// LeaderElection, when enabled, makes one replica of the operator serve
 	// while the others stand by, on a Lease (see LeaderElection).
 	LeaderElection LeaderElection
+	// Sharding, when Shards is set, spreads the objects over several active
+	// replicas of the operator, on Leases (see Sharding).
+	Sharding Sharding
 	// Memo is the operator's memo (see Memo), the one activity handlers
 	// get: every object's memo starts as a shallow copy of it. Nil: an
 	// empty one.
@@ -76,7 +80,7 @@ type Operator struct {
 	On Registrar
 
 	opts    Options
-	reg     *handlers.Registry
+	reg     *handling.Registry
 	running atomic.Bool
 
 	mu       sync.Mutex
@@ -108,7 +112,7 @@ func (op *Operator) Ready() (bool, string) {
 
 // New creates an operator. It starts nothing.
 func New(opts Options) *Operator {
-	op := &Operator{opts: opts, reg: &handlers.Registry{}, memo: opts.Memo}
+	op := &Operator{opts: opts, reg: &handling.Registry{}, memo: opts.Memo}
 	if op.memo == nil {
 		op.memo = &Memo{}
 	}
@@ -160,11 +164,11 @@ func (op *Operator) Run(ctx context.Context) error {
 	if clk == nil {
 		clk = clock.RealClock{}
 	}
-	env := handlers.ActivityEnv{Clock: clk, Memo: op.memo, Settings: &settings}
-	runActivity := func(ctx context.Context, kind handlers.ActivityKind, hs []*handlers.ActivityHandler) (map[string]any, error) {
+	env := handling.ActivityEnv{Clock: clk, Memo: op.memo, Settings: &settings}
+	runActivity := func(ctx context.Context, kind handlers.ActivityKind, hs []*handling.ActivityHandler) (map[string]any, error) {
 		env.Logger = logging.Named(logger, "kopf.activities."+string(kind))
 		env.DefaultBackoff = settings.WithDefaults().Execution.DefaultBackoff
-		return handlers.RunActivity(ctx, kind, hs, env)
+		return handling.RunActivity(ctx, kind, hs, env)
 	}
 	activity := func(ctx context.Context, kind handlers.ActivityKind) (map[string]any, error) {
 		return runActivity(ctx, kind, op.reg.Activities(kind))
@@ -210,7 +214,7 @@ func (op *Operator) Run(ctx context.Context) error {
 		}
 	}()
 
-	cfg, err := op.credentials(ctx, logger, clk, func(ctx context.Context, hs []*handlers.ActivityHandler) (map[string]any, error) {
+	cfg, err := op.credentials(ctx, logger, clk, func(ctx context.Context, hs []*handling.ActivityHandler) (map[string]any, error) {
 		return runActivity(ctx, handlers.Login, hs)
 	})
 	if err != nil {
@@ -261,7 +265,7 @@ func (op *Operator) Run(ctx context.Context) error {
 	indexers := append([]indexing.Runner(nil), op.indexers...)
 	op.mu.Unlock()
 	// pause holds the reasons the operator stands by (peering, leader
-	// election); the reactor watches nothing while any holds.
+	// election, sharding); the reactor watches nothing while any holds.
 	pause := &pausing.Switch{}
 	if err := checkModes(op.opts, settings); err != nil {
 		return err
@@ -270,16 +274,20 @@ func (op *Operator) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	// Peers, like the Lease, are left only once the reactor has stopped.
+	// The Leases are released only once the reactor has stopped, so that a
+	// successor never starts beside a handler still running here.
+	defer stopCampaign()
+	owns, stopSharding, err := op.shard(ctx, cfg, pause, logger, obs, clk)
+	if err != nil {
+		return err
+	}
+	defer stopSharding()
+	// Peers, like the Leases, are left only once the reactor has stopped.
 	stopPeering, err := op.peer(ctx, cfg, settings, pause, logger, clk)
 	if err != nil {
-		stopCampaign()
 		return err
 	}
 	defer stopPeering()
-	// The Lease is released only once the reactor has stopped, so that a
-	// successor never starts beside a handler still running here.
-	defer stopCampaign()
 	err = reactor.Run(ctx, reactor.Config{
 		Registry:   op.reg,
 		Settings:   settings,
@@ -291,6 +299,7 @@ func (op *Operator) Run(ctx context.Context) error {
 		Memo:       op.memo,
 		Hooks:      obs, // readiness and metrics
 		Pause:      pause,
+		Owns:       owns, // sharding
 
 		DefaultNamespace: op.defaultNamespace(),
 	})
@@ -326,7 +335,7 @@ func (op *Operator) logger() *slog.Logger {
 // credentials returns the cluster connection: the login handlers' if there
 // are any (with re-authentication on 401), else the built-in login's.
 // login runs login handlers as the login activity.
-func (op *Operator) credentials(ctx context.Context, logger *slog.Logger, clk clock.WithTicker, login func(context.Context, []*handlers.ActivityHandler) (map[string]any, error)) (*rest.Config, error) {
+func (op *Operator) credentials(ctx context.Context, logger *slog.Logger, clk clock.WithTicker, login func(context.Context, []*handling.ActivityHandler) (map[string]any, error)) (*rest.Config, error) {
 	authLog := logging.Named(logger, "kopf.activities.authentication")
 	if len(op.reg.Activities(handlers.Login)) == 0 {
 		return op.builtinLogin(ctx, authLog, login)
@@ -382,11 +391,11 @@ func (op *Operator) credentials(ctx context.Context, logger *slog.Logger, clk cl
 // its example suite count; unlike a login handler's credentials, the config
 // keeps what ConnectionInfo cannot hold (exec and auth-provider plugins),
 // which renew themselves.
-func (op *Operator) builtinLogin(ctx context.Context, authLog *slog.Logger, login func(context.Context, []*handlers.ActivityHandler) (map[string]any, error)) (*rest.Config, error) {
+func (op *Operator) builtinLogin(ctx context.Context, authLog *slog.Logger, login func(context.Context, []*handling.ActivityHandler) (map[string]any, error)) (*rest.Config, error) {
 	var cfg *rest.Config
 	var loadErr error
-	fallback := &handlers.ActivityHandler{
-		Handler: handlers.Handler{ID: "login_via_client", Errors: handlers.ErrorsIgnored},
+	fallback := &handling.ActivityHandler{
+		Handler: handling.Handler{ID: "login_via_client", Errors: handlers.ErrorsIgnored},
 		Kind:    handlers.Login,
 		Call: func(ctx context.Context, a *handlers.Activity) (any, error) {
 			if op.opts.RESTConfig != nil {
@@ -404,7 +413,7 @@ func (op *Operator) builtinLogin(ctx context.Context, authLog *slog.Logger, logi
 		},
 	}
 	authLog.Info("Initial authentication has been initiated.")
-	_, err := login(ctx, []*handlers.ActivityHandler{fallback})
+	_, err := login(ctx, []*handling.ActivityHandler{fallback})
 	switch {
 	case err != nil:
 		return nil, err
@@ -446,15 +455,15 @@ const (
 	ReasonResume = causes.Resume
 )
 
-func (r Registrar) add(resource string, reason causes.Reason, field string, isField bool, fn ChangeFunc, apply func(*handlers.Handler)) {
-	r.op.reg.AddChanging(handlers.Registration{
+func (r Registrar) add(resource string, reason causes.Reason, field string, isField bool, fn ChangeFunc, apply func(*handling.Handler)) {
+	r.op.reg.AddChanging(handling.Registration{
 		Resource: resource, Reason: reason, Field: field, IsField: isField, Fn: fn, Configure: apply,
 	})
 }
 
 // Create registers a handler for objects that have never been handled.
 func (r Registrar) Create(resource string, fn ChangeFunc, opts ...ChangeOption) {
-	r.add(resource, causes.Create, "", false, fn, func(h *handlers.Handler) {
+	r.add(resource, causes.Create, "", false, fn, func(h *handling.Handler) {
 		for _, o := range opts {
 			o.applyChange(h)
 		}
@@ -464,7 +473,7 @@ func (r Registrar) Create(resource string, fn ChangeFunc, opts ...ChangeOption) 
 // Update registers a handler for essential changes of an object since it was
 // last handled: spec, labels, annotations; not status.
 func (r Registrar) Update(resource string, fn ChangeFunc, opts ...ChangeOption) {
-	r.add(resource, causes.Update, "", false, fn, func(h *handlers.Handler) {
+	r.add(resource, causes.Update, "", false, fn, func(h *handling.Handler) {
 		for _, o := range opts {
 			o.applyChange(h)
 		}
@@ -480,7 +489,7 @@ func (r Registrar) Update(resource string, fn ChangeFunc, opts ...ChangeOption) 
 // Settings.Handling.FieldHandlersOnUpdatesOnly keeps them to updates, as
 // Kopf's manual says.
 func (r Registrar) Field(resource, field string, fn ChangeFunc, opts ...ChangeOption) {
-	r.add(resource, causes.Update, field, true, fn, func(h *handlers.Handler) {
+	r.add(resource, causes.Update, field, true, fn, func(h *handling.Handler) {
 		for _, o := range opts {
 			o.applyChange(h)
 		}
@@ -491,7 +500,7 @@ func (r Registrar) Field(resource, field string, fn ChangeFunc, opts ...ChangeOp
 // makes the operator put its finalizer on matching objects, so that deletion
 // waits for the handler.
 func (r Registrar) Delete(resource string, fn ChangeFunc, opts ...DeleteOption) {
-	r.add(resource, causes.Delete, "", false, fn, func(h *handlers.Handler) {
+	r.add(resource, causes.Delete, "", false, fn, func(h *handling.Handler) {
 		for _, o := range opts {
 			o.applyDelete(h)
 		}
@@ -501,7 +510,7 @@ func (r Registrar) Delete(resource string, fn ChangeFunc, opts ...DeleteOption) 
 // Resume registers a handler for objects found, already handled, when the
 // operator starts: it runs once per object per operator process.
 func (r Registrar) Resume(resource string, fn ChangeFunc, opts ...ResumeOption) {
-	r.add(resource, causes.Resume, "", false, fn, func(h *handlers.Handler) {
+	r.add(resource, causes.Resume, "", false, fn, func(h *handling.Handler) {
 		for _, o := range opts {
 			o.applyResume(h)
 		}

@@ -19,27 +19,46 @@ import (
 )
 
 // ErrModes is the error of options that choose contradictory ways to run
-// replicas (peering, standalone, leader election).
+// replicas: standalone, peering, leader election, sharding.
 var ErrModes = errors.New("contradictory replica modes")
 
-// checkModes fails on options that contradict each other: leader election
-// replaces peering, so it cannot be combined with a mandatory peering.
+// checkModes fails on options that contradict each other. The modes are
+// standalone (one replica), peering (Kopf's: the others stand by),
+// leader election (one replica serves) and sharding (all serve, each
+// its shards); leader election and sharding replace peering, so neither
+// goes with a mandatory peering, nor with the other.
 func checkModes(o Options, s Settings) error {
-	if o.LeaderElection.Enabled && s.Peering.Mandatory && !s.Peering.Standalone && !o.Standalone {
-		return fmt.Errorf("%w: leader election (--leader-elect, Options.LeaderElection) and mandatory peering (--peering, Settings.Peering.Mandatory) both choose which replica serves; use one", ErrModes)
+	const (
+		le       = "leader election (--leader-elect, Options.LeaderElection)"
+		sharded  = "sharding (--shards, Options.Sharding)"
+		peerings = "mandatory peering (--peering, Settings.Peering.Mandatory)"
+	)
+	mandatory := s.Peering.Mandatory && !s.Peering.Standalone && !o.Standalone
+	var errs []error
+	if o.Sharding.Shards < 0 {
+		errs = append(errs, fmt.Errorf("the number of shards (--shards, Options.Sharding.Shards) is %d; want 1 or more, or 0 for no sharding", o.Sharding.Shards))
 	}
-	return nil
+	if o.LeaderElection.Enabled && o.Sharding.Shards != 0 {
+		errs = append(errs, fmt.Errorf("%w: %s makes one replica serve and %s makes every replica serve its shards; use one", ErrModes, le, sharded))
+	}
+	if o.LeaderElection.Enabled && mandatory {
+		errs = append(errs, fmt.Errorf("%w: %s and %s both choose which replica serves; use one", ErrModes, le, peerings))
+	}
+	if o.Sharding.Shards != 0 && mandatory {
+		errs = append(errs, fmt.Errorf("%w: %s and %s both choose which replica serves; use one", ErrModes, sharded, peerings))
+	}
+	return errors.Join(errs...)
 }
 
 // peer joins the operator's peering (compat: peering-auto): the peering
 // object named Settings.Peering.Name, a ClusterKopfPeering for a
 // cluster-wide operator, a KopfPeering in each namespace otherwise. Nothing
-// is read or written when standalone, or with leader election. stop leaves
-// the peering; call it after the reactor has stopped.
+// is read or written when standalone, or with leader election or sharding.
+// stop leaves the peering; call it after the reactor has stopped.
 func (op *Operator) peer(ctx context.Context, cfg *rest.Config, s Settings, pause *pausing.Switch, logger *slog.Logger, clk clock.WithTicker) (stop func(), _ error) {
 	nothing := func() {}
 	ps := s.Peering
-	if ps.Standalone || op.opts.Standalone || op.opts.LeaderElection.Enabled {
+	if ps.Standalone || op.opts.Standalone || op.opts.LeaderElection.Enabled || op.opts.Sharding.Shards != 0 {
 		return nothing, nil
 	}
 	client, err := kube.NewClient(cfg, kube.ClientOptions{RequestTimeout: s.Networking.RequestTimeout, TrustEnv: s.Networking.TrustEnv})

@@ -36,6 +36,11 @@ type RBACOptions struct {
 	// else ServiceAccountNamespace.
 	LeaderElection bool
 	LeaseNamespace string
+	// Sharding grants the sharding's Leases (get, list, create, update,
+	// delete in LeaseNamespace only); Options.Sharding.Shards does too.
+	// LeaseNamespace then defaults to Options.Sharding.Namespace, else
+	// ServiceAccountNamespace.
+	Sharding bool
 	// RESTConfig, or else Kubeconfig and Context, reach the cluster whose
 	// discovery resolves the handlers' resources.
 	RESTConfig          *rest.Config
@@ -121,8 +126,13 @@ func RBAC(ctx context.Context, op *Operator, o RBACOptions) ([]byte, error) {
 		spec.Uses = append(spec.Uses, *uses[k])
 	}
 	leading := o.LeaderElection || op.opts.LeaderElection.Enabled
-	spec.Peering = !(o.Standalone || op.opts.Standalone || op.opts.Settings.Peering.Standalone || leading)
-	if leading {
+	sharded := o.Sharding || op.opts.Sharding.Shards != 0
+	spec.Peering = !(o.Standalone || op.opts.Standalone || op.opts.Settings.Peering.Standalone || leading || sharded)
+	switch {
+	case sharded:
+		spec.Sharding = true
+		spec.LeaseNamespace = cmp.Or(o.LeaseNamespace, op.opts.Sharding.Namespace, o.ServiceAccountNamespace, "default")
+	case leading:
 		spec.LeaseNamespace = cmp.Or(o.LeaseNamespace, op.opts.LeaderElection.Namespace, o.ServiceAccountNamespace, "default")
 	}
 	return rbac.Manifests(spec)

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/kopfgo/kopfgo/handlers"
+	"github.com/kopfgo/kopfgo/internal/handling"
 )
 
 // ErrSubhandlersPending is what Execute returns while sub-handlers remain
@@ -45,7 +46,7 @@ var ErrNoParentHandler = handlers.ErrNoParentHandler
 // goes on. Keys run in sorted order when several are due (Go maps have no
 // order). With nil fns, Execute runs the children declared with Subhandler.
 func Execute(ctx context.Context, fns map[string]ChangeFunc) error {
-	return handlers.Execute(ctx, fns)
+	return handling.Execute(ctx, fns)
 }
 
 // Subhandler declares a sub-handler of the current resource-changing handler,
@@ -56,7 +57,7 @@ func Execute(ctx context.Context, fns map[string]ChangeFunc) error {
 // itself; the rules of Execute apply (compat: handlers-subhandlers). A mistake
 // in the declaration is returned at once.
 func Subhandler(ctx context.Context, fn ChangeFunc, opts ...ChangeOption) error {
-	return handlers.Register(ctx, fn, func(h *handlers.Handler) {
+	return handling.Register(ctx, fn, func(h *handling.Handler) {
 		for _, o := range opts {
 			o.applyChange(h)
 		}

@@ -13,7 +13,7 @@ import (
 	kjson "sigs.k8s.io/json"
 
 	"github.com/kopfgo/kopfgo/causes"
-	"github.com/kopfgo/kopfgo/handlers"
+	"github.com/kopfgo/kopfgo/internal/handling"
 )
 
 // TypedChange is the argument of a typed create, update, delete or resume
@@ -113,7 +113,7 @@ func TypedField[T, V any](fn FieldChangeFunc[T, V]) ChangeFunc {
 // OnCreate registers a typed create handler on r (kopfgo.On or op.On); the
 // id derives from fn's name as On.Create's does.
 func OnCreate[T any](r Registrar, resource string, fn TypedChangeFunc[T], opts ...ChangeOption) {
-	r.addTyped(resource, causes.Create, "", false, Typed(fn), fn, func(h *handlers.Handler) {
+	r.addTyped(resource, causes.Create, "", false, Typed(fn), fn, func(h *handling.Handler) {
 		for _, o := range opts {
 			o.applyChange(h)
 		}
@@ -122,7 +122,7 @@ func OnCreate[T any](r Registrar, resource string, fn TypedChangeFunc[T], opts .
 
 // OnUpdate registers a typed update handler (see Registrar.Update).
 func OnUpdate[T any](r Registrar, resource string, fn TypedChangeFunc[T], opts ...ChangeOption) {
-	r.addTyped(resource, causes.Update, "", false, Typed(fn), fn, func(h *handlers.Handler) {
+	r.addTyped(resource, causes.Update, "", false, Typed(fn), fn, func(h *handling.Handler) {
 		for _, o := range opts {
 			o.applyChange(h)
 		}
@@ -131,7 +131,7 @@ func OnUpdate[T any](r Registrar, resource string, fn TypedChangeFunc[T], opts .
 
 // OnDelete registers a typed delete handler (see Registrar.Delete).
 func OnDelete[T any](r Registrar, resource string, fn TypedChangeFunc[T], opts ...DeleteOption) {
-	r.addTyped(resource, causes.Delete, "", false, Typed(fn), fn, func(h *handlers.Handler) {
+	r.addTyped(resource, causes.Delete, "", false, Typed(fn), fn, func(h *handling.Handler) {
 		for _, o := range opts {
 			o.applyDelete(h)
 		}
@@ -140,7 +140,7 @@ func OnDelete[T any](r Registrar, resource string, fn TypedChangeFunc[T], opts .
 
 // OnResume registers a typed resume handler (see Registrar.Resume).
 func OnResume[T any](r Registrar, resource string, fn TypedChangeFunc[T], opts ...ResumeOption) {
-	r.addTyped(resource, causes.Resume, "", false, Typed(fn), fn, func(h *handlers.Handler) {
+	r.addTyped(resource, causes.Resume, "", false, Typed(fn), fn, func(h *handling.Handler) {
 		for _, o := range opts {
 			o.applyResume(h)
 		}
@@ -150,7 +150,7 @@ func OnResume[T any](r Registrar, resource string, fn TypedChangeFunc[T], opts .
 // OnField registers a typed field handler (see Registrar.Field): the field's
 // old and new values are decoded into V.
 func OnField[T, V any](r Registrar, resource, field string, fn FieldChangeFunc[T, V], opts ...ChangeOption) {
-	r.addTyped(resource, causes.Update, field, true, TypedField(fn), fn, func(h *handlers.Handler) {
+	r.addTyped(resource, causes.Update, field, true, TypedField(fn), fn, func(h *handling.Handler) {
 		for _, o := range opts {
 			o.applyChange(h)
 		}
@@ -160,8 +160,8 @@ func OnField[T, V any](r Registrar, resource, field string, fn FieldChangeFunc[T
 // addTyped registers the adapter under the user's function's name and
 // identity, so that the id and the deduplication are fn's, not the
 // adapter's (which all typed handlers share).
-func (r Registrar) addTyped(resource string, reason causes.Reason, field string, isField bool, adapter ChangeFunc, fn any, apply func(*handlers.Handler)) {
-	r.op.reg.AddChanging(handlers.Registration{
+func (r Registrar) addTyped(resource string, reason causes.Reason, field string, isField bool, adapter ChangeFunc, fn any, apply func(*handling.Handler)) {
+	r.op.reg.AddChanging(handling.Registration{
 		Resource: resource, Reason: reason, Field: field, IsField: isField, Fn: adapter, Named: fn, Configure: apply,
 	})
 }

@@ -1,6 +1,9 @@
 package kopfgo
 
-import "github.com/kopfgo/kopfgo/handlers"
+import (
+	"github.com/kopfgo/kopfgo/handlers"
+	"github.com/kopfgo/kopfgo/internal/handling"
+)
 
 // WatchEvent is the argument of event handlers: one raw event of the watch
 // stream, with its Type, the object as the event carried it, and Raw, the
@@ -28,7 +31,7 @@ const (
 )
 
 // EventOption configures an event handler: ID, Param and the filters.
-type EventOption interface{ applyEvent(*handlers.Handler) }
+type EventOption interface{ applyEvent(*handling.Handler) }
 
 // Event registers a handler for every watch event of the resource's objects,
 // the initial listing included (compat: handlers-event, handlers-event-relist).
@@ -37,7 +40,7 @@ type EventOption interface{ applyEvent(*handlers.Handler) }
 // whenever the operator starts. Filters that check a field check the object as
 // the event has it.
 func (r Registrar) Event(resource string, fn EventFunc, opts ...EventOption) {
-	r.op.reg.AddEvent(handlers.EventRegistration{Resource: resource, Fn: fn, Configure: func(h *handlers.Handler) {
+	r.op.reg.AddEvent(handling.EventRegistration{Resource: resource, Fn: fn, Configure: func(h *handling.Handler) {
 		for _, o := range opts {
 			o.applyEvent(h)
 		}

@@ -93,7 +93,7 @@ type Input struct {
 //  7. otherwise Update.
 //
 // Initial does not turn a change into Resume: for Update (and Delete)
-// handler selection (handlers.Select) mixes the resume handlers into the
+// handler selection (handling.Select) mixes the resume handlers into the
 // same cycle, as Kopf does (compat: handlers-resume). For Create it ignores Initial: creation
 // never mixes with resuming.
 func Detect(in Input) Reason {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/kopfgo/kopfgo/handlers"
+	"github.com/kopfgo/kopfgo/internal/handling"
 	"github.com/kopfgo/kopfgo/patch"
 	"github.com/kopfgo/kopfgo/timers"
 )
@@ -20,8 +21,8 @@ const applyTimeout = 30 * time.Second
 // daemon is one running daemon or timer of one object.
 type daemon struct {
 	set     *Set
-	h       *handlers.Spawning
-	stopper *handlers.Stopper
+	h       *handling.Spawning
+	stopper *handling.Stopper
 	ctx     context.Context
 	cancel  context.CancelCauseFunc
 	done    chan struct{} // closed when the goroutine returns
@@ -32,10 +33,10 @@ type daemon struct {
 	stopping bool
 }
 
-func newDaemon(s *Set, h *handlers.Spawning) *daemon {
+func newDaemon(s *Set, h *handling.Spawning) *daemon {
 	ctx, cancel := context.WithCancelCause(s.m.base)
 	return &daemon{
-		set: s, h: h, stopper: handlers.NewStopper(), ctx: ctx, cancel: cancel,
+		set: s, h: h, stopper: handling.NewStopper(), ctx: ctx, cancel: cancel,
 		done: make(chan struct{}), settled: make(chan struct{}),
 	}
 }
@@ -75,7 +76,7 @@ func (d *daemon) run() {
 	if !d.initialDelay() {
 		return
 	}
-	if d.h.Kind == handlers.KindTimer {
+	if d.h.Kind == handling.KindTimer {
 		d.runTimer()
 	} else {
 		d.runDaemon()
@@ -186,7 +187,7 @@ type attempts struct {
 
 // attempt invokes the handler once, delivers its result and sends its patch
 // (compat: daemons-results, daemons-patch), and returns what the outcome means.
-func (d *daemon) attempt(st *attempts) handlers.Verdict {
+func (d *daemon) attempt(st *attempts) handling.Verdict {
 	h, log := d.h, d.set.obj.Logger
 	now := d.clock()
 	if st.started.IsZero() {
@@ -195,7 +196,7 @@ func (d *daemon) attempt(st *attempts) handlers.Verdict {
 	runtime := now.Sub(st.started)
 	title := h.Title()
 	log.Debug(title + " is invoked.") // as Kopf, before the checks of timeouts and retries
-	if v, expired := handlers.Expired(&h.Handler, title, st.retries, runtime); expired {
+	if v, expired := handling.Expired(&h.Handler, title, st.retries, runtime); expired {
 		v.Log(log)
 		return v
 	}
@@ -217,11 +218,11 @@ func (d *daemon) attempt(st *attempts) handlers.Verdict {
 	}
 	st.retries++
 	if err == nil && result != nil {
-		if derr := handlers.DeliverResult(p, h.ID, result); derr != nil {
+		if derr := handling.DeliverResult(p, h.ID, result); derr != nil {
 			err = &handlers.PermanentError{Err: fmt.Errorf("its result cannot be stored in status: %w", derr)}
 		}
 	}
-	v := handlers.Judge(&h.Handler, title, err, st.retries, runtime, d.set.m.cfg.DefaultBackoff)
+	v := handling.Judge(&h.Handler, title, err, st.retries, runtime, d.set.m.cfg.DefaultBackoff)
 	v.Log(log)
 	if !p.IsEmpty() {
 		if err := d.apply(p); err != nil {
@@ -285,7 +286,7 @@ func (d *daemon) stop(reason error) bool {
 
 // backoff is the daemon's CancellationBackoff; timers have none.
 func (d *daemon) backoff() time.Duration {
-	if d.h.Kind == handlers.KindTimer {
+	if d.h.Kind == handling.KindTimer {
 		return 0
 	}
 	return d.h.CancellationBackoff
@@ -305,7 +306,7 @@ func (d *daemon) watchStop(reason error) {
 		timeout = h.CancellationTimeout
 		polling = h.CancellationPolling
 	)
-	if h.Kind == handlers.KindTimer {
+	if h.Kind == handling.KindTimer {
 		timeout, polling = 0, 0 // Kopf's timers have no such options
 	}
 	if polling <= 0 {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/kopfgo/kopfgo/handlers"
 	"github.com/kopfgo/kopfgo/internal/config"
+	"github.com/kopfgo/kopfgo/internal/handling"
 	"github.com/kopfgo/kopfgo/internal/testlog"
 	"github.com/kopfgo/kopfgo/patch"
 )
@@ -147,8 +148,8 @@ func (c *calls) all() []call {
 
 func (c *calls) n() int { return len(c.all()) }
 
-func spawning(kind handlers.SpawnKind, id string, fn handlers.SpawnFunc, opts ...func(*Spawning)) *handlers.Spawning {
-	s := &handlers.Spawning{Kind: kind, Fn: fn}
+func spawning(kind handling.SpawnKind, id string, fn handlers.SpawnFunc, opts ...func(*Spawning)) *handling.Spawning {
+	s := &handling.Spawning{Kind: kind, Fn: fn}
 	s.ID = id
 	for _, o := range opts {
 		o(s)
@@ -157,7 +158,7 @@ func spawning(kind handlers.SpawnKind, id string, fn handlers.SpawnFunc, opts ..
 }
 
 // Spawning is an alias to keep the option helpers short.
-type Spawning = handlers.Spawning
+type Spawning = handling.Spawning
 
 func (r *rig) since() time.Duration { return r.clock.Now().Sub(t0) }
 
@@ -169,7 +170,7 @@ func TestDaemonRestartsAfterTemporaryErrorsAndStopsOnRequest(t *testing.T) {
 	r := newRig(t, config.Background{})
 	var c calls
 	causes := make(chan error, 1)
-	h := spawning(handlers.KindDaemon, "monitor", func(ctx context.Context, s *handlers.Spawn) (any, error) {
+	h := spawning(handling.KindDaemon, "monitor", func(ctx context.Context, s *handlers.Spawn) (any, error) {
 		c.add(call{at: r.since(), retry: s.Retry, started: s.Started.Sub(t0)})
 		if s.Retry < 3 {
 			s.Patch.Status()["message"] = fmt.Sprintf("Failed %d times.", s.Retry+1)
@@ -184,7 +185,7 @@ func TestDaemonRestartsAfterTemporaryErrorsAndStopsOnRequest(t *testing.T) {
 		}
 		return nil, ctx.Err() // reporting the stop is no failure
 	})
-	r.set.Sync([]*handlers.Spawning{h})
+	r.set.Sync([]*handling.Spawning{h})
 	for i := 0; i < 3; i++ {
 		r.step(1, time.Second)
 	}
@@ -197,7 +198,7 @@ func TestDaemonRestartsAfterTemporaryErrorsAndStopsOnRequest(t *testing.T) {
 	if got := r.status("message"); got != "Failed 3 times." {
 		t.Errorf("status.message = %v, want the 3rd attempt's patch", got)
 	}
-	if !r.set.Holding() || !r.set.Requires([]*handlers.Spawning{h}) {
+	if !r.set.Holding() || !r.set.Requires([]*handling.Spawning{h}) {
 		t.Fatal("a running daemon must hold its object and require the finalizer")
 	}
 
@@ -228,14 +229,14 @@ func TestDaemonRestartsAfterTemporaryErrorsAndStopsOnRequest(t *testing.T) {
 func TestDaemonThatReturnsIsNotRestarted(t *testing.T) {
 	r := newRig(t, config.Background{})
 	var c calls
-	h := spawning(handlers.KindDaemon, "once", func(ctx context.Context, s *handlers.Spawn) (any, error) {
+	h := spawning(handling.KindDaemon, "once", func(ctx context.Context, s *handlers.Spawn) (any, error) {
 		c.add(call{})
 		return map[string]any{"finished": true}, nil
 	})
-	r.set.Sync([]*handlers.Spawning{h})
+	r.set.Sync([]*handling.Spawning{h})
 	r.until("the exit", func() bool { return r.wakeCount() == 1 })
 	for i := 0; i < 3; i++ {
-		r.set.Sync([]*handlers.Spawning{h})
+		r.set.Sync([]*handling.Spawning{h})
 	}
 	if c.n() != 1 {
 		t.Errorf("%d invocations, want 1: a returned daemon is not restarted", c.n())
@@ -243,7 +244,7 @@ func TestDaemonThatReturnsIsNotRestarted(t *testing.T) {
 	if got, _ := r.status("once").(map[string]any); got["finished"] != true {
 		t.Errorf("status.once = %v, want {finished: true}", r.status("once"))
 	}
-	if r.set.Requires([]*handlers.Spawning{h}) {
+	if r.set.Requires([]*handling.Spawning{h}) {
 		t.Error("a daemon done for good still requires the finalizer")
 	}
 	if n := r.logs.Count("Daemon 'once' has exited on its own"); n != 1 {
@@ -279,7 +280,7 @@ func TestDaemonErrorsModes(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			r := newRig(t, config.Background{})
 			var c calls
-			h := spawning(handlers.KindDaemon, "d", nil, tc.opt)
+			h := spawning(handling.KindDaemon, "d", nil, tc.opt)
 			fn := h.Fn
 			h.Fn = func(ctx context.Context, s *handlers.Spawn) (any, error) {
 				c.add(call{retry: s.Retry})
@@ -288,7 +289,7 @@ func TestDaemonErrorsModes(t *testing.T) {
 				}
 				return nil, boom
 			}
-			r.set.Sync([]*handlers.Spawning{h})
+			r.set.Sync([]*handling.Spawning{h})
 			for i := 0; i < tc.steps; i++ {
 				r.step(1, 2*time.Second)
 			}
@@ -317,7 +318,7 @@ func TestUncooperativeDaemonIsAbandonedAfterItsTimeout(t *testing.T) {
 	var started calls
 	var ctxRef context.Context
 	var mu sync.Mutex
-	h := spawning(handlers.KindDaemon, "stubborn", func(ctx context.Context, s *handlers.Spawn) (any, error) {
+	h := spawning(handling.KindDaemon, "stubborn", func(ctx context.Context, s *handlers.Spawn) (any, error) {
 		mu.Lock()
 		ctxRef = ctx
 		mu.Unlock()
@@ -325,7 +326,7 @@ func TestUncooperativeDaemonIsAbandonedAfterItsTimeout(t *testing.T) {
 		<-release // ignores the flag and the ctx alike
 		return nil, nil
 	}, func(s *Spawning) { s.CancellationBackoff, s.CancellationTimeout = time.Second, 2*time.Second })
-	r.set.Sync([]*handlers.Spawning{h})
+	r.set.Sync([]*handling.Spawning{h})
 	r.until("the start", func() bool { return started.n() == 1 })
 	mu.Lock()
 	ctx := ctxRef
@@ -349,7 +350,7 @@ func TestUncooperativeDaemonIsAbandonedAfterItsTimeout(t *testing.T) {
 		t.Errorf("abandonment logged %d times, want 1:\n%s", n, r.logs)
 	}
 	r.until("the abandonment's wake-up", func() bool { return r.wakeCount() == 1 })
-	r.set.Sync([]*handlers.Spawning{h})
+	r.set.Sync([]*handling.Spawning{h})
 	if started.n() != 1 {
 		t.Error("an orphaned daemon was spawned a second time while it still runs")
 	}
@@ -364,12 +365,12 @@ func TestDaemonWithoutTimeoutIsPolled(t *testing.T) {
 	r := newRig(t, config.Background{CancellationPolling: 10 * time.Second})
 	release := make(chan struct{})
 	var c calls
-	h := spawning(handlers.KindDaemon, "slow", func(ctx context.Context, s *handlers.Spawn) (any, error) {
+	h := spawning(handling.KindDaemon, "slow", func(ctx context.Context, s *handlers.Spawn) (any, error) {
 		c.add(call{})
 		<-release
 		return nil, nil
 	})
-	r.set.Sync([]*handlers.Spawning{h})
+	r.set.Sync([]*handling.Spawning{h})
 	r.until("the start", func() bool { return c.n() == 1 })
 	r.set.Stop(handlers.ErrResourceDeleted)
 	for i := 0; i < 3; i++ {
@@ -392,23 +393,23 @@ func TestFiltersMismatchStopsAndRematchRespawns(t *testing.T) {
 	r := newRig(t, config.Background{})
 	var c calls
 	reasons := make(chan error, 2)
-	h := spawning(handlers.KindDaemon, "filtered", func(ctx context.Context, s *handlers.Spawn) (any, error) {
+	h := spawning(handling.KindDaemon, "filtered", func(ctx context.Context, s *handlers.Spawn) (any, error) {
 		c.add(call{})
 		<-s.Stopping()
 		reasons <- s.StopReason()
 		return nil, nil
 	})
-	r.set.Sync([]*handlers.Spawning{h})
+	r.set.Sync([]*handling.Spawning{h})
 	r.until("the start", func() bool { return c.n() == 1 })
 	r.set.Sync(nil)
 	if got := <-reasons; got != handlers.ErrFiltersMismatch {
 		t.Errorf("StopReason = %v, want ErrFiltersMismatch", got)
 	}
 	r.until("the exit", func() bool { return r.wakeCount() == 1 })
-	if r.set.Requires([]*handlers.Spawning{h}) != true {
+	if r.set.Requires([]*handling.Spawning{h}) != true {
 		t.Error("a filtered-out daemon must be spawnable again, so it still counts for the finalizer when matching")
 	}
-	r.set.Sync([]*handlers.Spawning{h})
+	r.set.Sync([]*handling.Spawning{h})
 	r.until("the respawn", func() bool { return c.n() == 2 })
 	r.set.Stop(handlers.ErrResourceDeleted)
 	<-reasons
@@ -421,7 +422,7 @@ func TestFiltersMismatchStopsAndRematchRespawns(t *testing.T) {
 func TestLiveViewAndPatchWhileRunning(t *testing.T) {
 	r := newRig(t, config.Background{})
 	seen := make(chan [2]any)
-	h := spawning(handlers.KindDaemon, "watcher", func(ctx context.Context, s *handlers.Spawn) (any, error) {
+	h := spawning(handling.KindDaemon, "watcher", func(ctx context.Context, s *handlers.Spawn) (any, error) {
 		s.Patch.Status()["phase"] = "watching"
 		if err := s.ApplyPatch(ctx); err != nil {
 			t.Errorf("ApplyPatch: %v", err)
@@ -431,7 +432,7 @@ func TestLiveViewAndPatchWhileRunning(t *testing.T) {
 		seen <- [2]any{s.Spec["field"], s.Live().Spec["field"]}
 		return nil, nil
 	})
-	r.set.Sync([]*handlers.Spawning{h})
+	r.set.Sync([]*handling.Spawning{h})
 	if got := <-seen; got != [2]any{"value", "value"} {
 		t.Errorf("at start: Spec.field, Live().Spec.field = %v", got)
 	}
@@ -461,7 +462,7 @@ func patchOf(m map[string]any) *patch.Patch {
 func TestInitialDelay(t *testing.T) {
 	r := newRig(t, config.Background{})
 	var c calls
-	h := spawning(handlers.KindDaemon, "late", func(ctx context.Context, s *handlers.Spawn) (any, error) {
+	h := spawning(handling.KindDaemon, "late", func(ctx context.Context, s *handlers.Spawn) (any, error) {
 		c.add(call{at: r.since()})
 		return nil, nil
 	}, func(s *Spawning) {
@@ -472,7 +473,7 @@ func TestInitialDelay(t *testing.T) {
 			return 5 * time.Second
 		}
 	})
-	r.set.Sync([]*handlers.Spawning{h})
+	r.set.Sync([]*handling.Spawning{h})
 	r.step(1, 4*time.Second)
 	r.step(1, time.Second)
 	r.until("the invocation", func() bool { return c.n() == 1 })
@@ -480,11 +481,11 @@ func TestInitialDelay(t *testing.T) {
 		t.Errorf("first invocation at %v, want 5s", at)
 	}
 
-	h2 := spawning(handlers.KindDaemon, "never", func(ctx context.Context, s *handlers.Spawn) (any, error) {
+	h2 := spawning(handling.KindDaemon, "never", func(ctx context.Context, s *handlers.Spawn) (any, error) {
 		t.Error("invoked although stopped during its initial delay")
 		return nil, nil
 	}, func(s *Spawning) { s.InitialDelay = time.Minute })
-	r.set.Sync([]*handlers.Spawning{h2})
+	r.set.Sync([]*handling.Spawning{h2})
 	r.step(1, time.Second)
 	r.set.Stop(handlers.ErrResourceDeleted)
 	r.until("the exit", func() bool { return !r.set.Holding() })
@@ -504,12 +505,12 @@ func TestTimerIntervalAndSharp(t *testing.T) {
 		t.Run(fmt.Sprintf("sharp=%v", tc.sharp), func(t *testing.T) {
 			r := newRig(t, config.Background{})
 			var c calls
-			h := spawning(handlers.KindTimer, "tick", func(ctx context.Context, s *handlers.Spawn) (any, error) {
+			h := spawning(handling.KindTimer, "tick", func(ctx context.Context, s *handlers.Spawn) (any, error) {
 				c.add(call{at: r.since(), retry: s.Retry})
 				r.clock.Step(300 * time.Millisecond)
 				return nil, nil
 			}, func(s *Spawning) { s.Interval, s.Sharp = time.Second, tc.sharp })
-			r.set.Sync([]*handlers.Spawning{h})
+			r.set.Sync([]*handling.Spawning{h})
 			for i := 1; i < len(tc.want); i++ {
 				r.until(fmt.Sprintf("invocation %d's sleep", i), func() bool { return c.n() == i && r.clock.Waiters() == 1 })
 				r.clock.Step(tc.want[i] - r.since())
@@ -532,14 +533,14 @@ func TestTimerIntervalAndSharp(t *testing.T) {
 func TestTimerErrorsOverrideTheSchedule(t *testing.T) {
 	r := newRig(t, config.Background{})
 	var c calls
-	h := spawning(handlers.KindTimer, "flaky", func(ctx context.Context, s *handlers.Spawn) (any, error) {
+	h := spawning(handling.KindTimer, "flaky", func(ctx context.Context, s *handlers.Spawn) (any, error) {
 		n := c.add(call{at: r.since(), retry: s.Retry})
 		if s.Retry < 3 && n <= 4 {
 			return nil, errors.New("not yet")
 		}
 		return nil, nil
 	}, func(s *Spawning) { s.Interval, s.Backoff = 4*time.Second, time.Second })
-	r.set.Sync([]*handlers.Spawning{h})
+	r.set.Sync([]*handling.Spawning{h})
 	for _, d := range []time.Duration{1, 1, 1, 4} {
 		r.step(1, d*time.Second)
 	}
@@ -558,15 +559,15 @@ func TestTimerErrorsOverrideTheSchedule(t *testing.T) {
 func TestTimerStopsForGoodOnPermanentError(t *testing.T) {
 	r := newRig(t, config.Background{})
 	var c calls
-	h := spawning(handlers.KindTimer, "doomed", func(ctx context.Context, s *handlers.Spawn) (any, error) {
+	h := spawning(handling.KindTimer, "doomed", func(ctx context.Context, s *handlers.Spawn) (any, error) {
 		c.add(call{})
 		return nil, &handlers.PermanentError{Err: errors.New("no way")}
 	}, func(s *Spawning) { s.Interval = time.Second })
-	r.set.Sync([]*handlers.Spawning{h})
+	r.set.Sync([]*handling.Spawning{h})
 	r.until("the exit", func() bool { return r.wakeCount() == 1 })
-	r.set.Sync([]*handlers.Spawning{h})
-	if c.n() != 1 || r.set.Requires([]*handlers.Spawning{h}) {
-		t.Errorf("%d invocations, requires=%v; want 1 and false", c.n(), r.set.Requires([]*handlers.Spawning{h}))
+	r.set.Sync([]*handling.Spawning{h})
+	if c.n() != 1 || r.set.Requires([]*handling.Spawning{h}) {
+		t.Errorf("%d invocations, requires=%v; want 1 and false", c.n(), r.set.Requires([]*handling.Spawning{h}))
 	}
 }
 
@@ -576,11 +577,11 @@ func TestTimerStopsForGoodOnPermanentError(t *testing.T) {
 func TestTimerIdle(t *testing.T) {
 	r := newRig(t, config.Background{})
 	var c calls
-	h := spawning(handlers.KindTimer, "quiet", func(ctx context.Context, s *handlers.Spawn) (any, error) {
+	h := spawning(handling.KindTimer, "quiet", func(ctx context.Context, s *handlers.Spawn) (any, error) {
 		c.add(call{at: r.since()})
 		return nil, nil
 	}, func(s *Spawning) { s.Idle, s.Interval = 3*time.Second, time.Second })
-	r.set.Sync([]*handlers.Spawning{h})
+	r.set.Sync([]*handling.Spawning{h})
 	r.step(1, 2*time.Second)
 	r.set.Changed(r.clock.Now()) // at 2s: postpones the first call to 5s
 	r.step(1, time.Second)       // the 3s sleep ends; 2s of idling left
@@ -600,11 +601,11 @@ func TestTimerIdle(t *testing.T) {
 func TestIdleOnlyTimerFiresOncePerQuietPeriod(t *testing.T) {
 	r := newRig(t, config.Background{})
 	var c calls
-	h := spawning(handlers.KindTimer, "settled", func(ctx context.Context, s *handlers.Spawn) (any, error) {
+	h := spawning(handling.KindTimer, "settled", func(ctx context.Context, s *handlers.Spawn) (any, error) {
 		c.add(call{at: r.since()})
 		return nil, nil
 	}, func(s *Spawning) { s.Idle = 2 * time.Second })
-	r.set.Sync([]*handlers.Spawning{h})
+	r.set.Sync([]*handling.Spawning{h})
 	r.step(1, 2*time.Second)
 	r.until("the first call", func() bool { return c.n() == 1 })
 	for i := 0; i < 3; i++ {
@@ -627,7 +628,7 @@ func TestTimerNeverOverlapsItself(t *testing.T) {
 	var c calls
 	var running, worst int
 	var mu sync.Mutex
-	h := spawning(handlers.KindTimer, "slow", func(ctx context.Context, s *handlers.Spawn) (any, error) {
+	h := spawning(handling.KindTimer, "slow", func(ctx context.Context, s *handlers.Spawn) (any, error) {
 		mu.Lock()
 		running++
 		worst = max(worst, running)
@@ -640,7 +641,7 @@ func TestTimerNeverOverlapsItself(t *testing.T) {
 		mu.Unlock()
 		return nil, nil
 	}, func(s *Spawning) { s.Interval, s.Sharp = 100*time.Millisecond, true })
-	r.set.Sync([]*handlers.Spawning{h})
+	r.set.Sync([]*handling.Spawning{h})
 	for i := 0; i < 5; i++ {
 		r.step(1, 100*time.Millisecond)
 	}
@@ -671,9 +672,9 @@ func TestShutdownStopsCooperativeDaemonsAtOnce(t *testing.T) {
 		reasons <- context.Cause(ctx)
 		return nil, ctx.Err()
 	}
-	a := spawning(handlers.KindDaemon, "a", fn)
-	b := spawning(handlers.KindTimer, "b", fn, func(s *Spawning) { s.Interval = time.Second })
-	r.set.Sync([]*handlers.Spawning{a, b})
+	a := spawning(handling.KindDaemon, "a", fn)
+	b := spawning(handling.KindTimer, "b", fn, func(s *Spawning) { s.Interval = time.Second })
+	r.set.Sync([]*handling.Spawning{a, b})
 	r.until("2 invocations", func() bool { return c.n() == 2 })
 	r.m.Shutdown()
 	for i := 0; i < 2; i++ {
@@ -699,9 +700,9 @@ func TestShutdownIsBoundedByTheTimeouts(t *testing.T) {
 		<-release
 		return nil, nil
 	}
-	bounded := spawning(handlers.KindDaemon, "bounded", stubborn, func(s *Spawning) { s.CancellationTimeout = 2 * time.Second })
-	unbounded := spawning(handlers.KindDaemon, "unbounded", stubborn)
-	r.set.Sync([]*handlers.Spawning{bounded, unbounded})
+	bounded := spawning(handling.KindDaemon, "bounded", stubborn, func(s *Spawning) { s.CancellationTimeout = 2 * time.Second })
+	unbounded := spawning(handling.KindDaemon, "unbounded", stubborn)
+	r.set.Sync([]*handling.Spawning{bounded, unbounded})
 	r.until("2 daemons", func() bool { return c.n() == 2 })
 
 	done := make(chan struct{})
@@ -721,7 +722,7 @@ func TestShutdownIsBoundedByTheTimeouts(t *testing.T) {
 	if !abandoned("unbounded") {
 		t.Errorf("the unbounded daemon's abandonment is not logged:\n%s", r.logs)
 	}
-	r.set.Sync([]*handlers.Spawning{spawning(handlers.KindDaemon, "late", stubborn)})
+	r.set.Sync([]*handling.Spawning{spawning(handling.KindDaemon, "late", stubborn)})
 	if r.m.Running() != 0 || c.n() != 2 {
 		t.Error("a daemon was spawned after the shutdown began")
 	}

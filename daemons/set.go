@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/kopfgo/kopfgo/handlers"
+	"github.com/kopfgo/kopfgo/internal/handling"
 	"github.com/kopfgo/kopfgo/timers"
 )
 
@@ -30,7 +31,7 @@ type Set struct {
 // and asks the running ones that no longer match to stop with
 // ErrFiltersMismatch (compat: daemons-spawn, daemons-filters). It is called on
 // every pass over an object that is not being deleted.
-func (s *Set) Sync(matching []*handlers.Spawning) {
+func (s *Set) Sync(matching []*handling.Spawning) {
 	s.mu.Lock()
 	want := make(map[string]bool, len(matching))
 	for _, h := range matching {
@@ -112,7 +113,7 @@ func (s *Set) Holding() bool {
 // Requires reports whether the object needs the finalizer for its daemons
 // and timers: one of the matching handlers may still run (it has not exited
 // for good), or one still holds the object (compat: persistence-finalizer).
-func (s *Set) Requires(matching []*handlers.Spawning) bool {
+func (s *Set) Requires(matching []*handling.Spawning) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, h := range matching {

@@ -1,26 +1,19 @@
-// Package handlers owns what a handler is and how it is run: the handler
-// kinds and their options, the registry that validates registrations, the
-// typed argument structs handlers receive instead of Kopf's kwargs, and the
-// execution of one handling cycle with Kopf's semantics (one handler at a
-// time, fewest retries first, retries and backoffs persisted on the object,
-// TemporaryError and PermanentError, timeouts, errors modes, panics turned
-// into errors).
+// Package handlers is what a handler sees: the typed argument structs
+// handlers receive instead of Kopf's kwargs (Change, Object, Attempt, Spawn,
+// WatchEvent, Admission, Activity), the function types of each kind, the
+// per-object Memo, the errors a handler returns or is stopped with
+// (TemporaryError, PermanentError, ErrOperatorExiting, …) and the errors
+// modes.
 //
-// Execution does no API calls: it reads progress from the object's body and
-// writes progress, results and the handlers' own patches into one patch that
-// the reactor applies. That is what lets a kopfgo operator be killed at any
-// moment and carry on where it stopped.
+// It exports nothing else on purpose: how handlers are registered, selected,
+// matched against filters and run with Kopf's semantics (retries, backoffs,
+// timeouts, errors modes, sub-handlers, panics turned into errors) is the
+// engine's business, in internal/handling, so that this package can be read
+// in one sitting and only grows when handlers get something new. The root
+// package kopfgo re-exports these types under the same names; prefer it.
 //
-// Admission handlers (admission.go) are answered once per request, never
-// retried: ServeAdmission runs those of one AdmissionReview and gathers
-// their verdict, warnings and mutations; internal/admission serves them.
-//
-// Every handler kind embeds one spec, Handler (its id, options and
-// filters), and every registration goes through one validation
-// (registration.go), so that a mistake reads the same in every kind.
-//
-// The root package kopfgo re-exports the parts users need (the argument
-// types, the errors, Memo); prefer it. The other exported names (Registry,
-// Cycle, Select, Judge, Spawning, …) are for the framework's own packages:
-// the reactor, daemons and indexing run handlers through them.
+// NewObject and NewSpawn build handler arguments outside a running operator
+// (the daemons machinery and the test kit kopfgotest use them): Spawn keeps
+// its link to the machinery (its stop signal, clock and patching) in
+// unexported fields, so only this package can build one.
 package handlers

@@ -9,16 +9,17 @@ import (
 	"time"
 
 	"github.com/kopfgo/kopfgo/handlers"
+	"github.com/kopfgo/kopfgo/internal/handling"
 )
 
 // Index updates run in the informer's callback for every event of every indexed
 // object; lookups run in handlers. (compat: indices-performance): updates and
 // lookups cost the same whatever the index's size.
 
-func keys(n int) []ObjectKey {
-	out := make([]ObjectKey, n)
+func keys(n int) []objectKey {
+	out := make([]objectKey, n)
 	for i := range out {
-		out[i] = ObjectKey{Namespace: "ns", Name: fmt.Sprintf("pod-%d", i), UID: fmt.Sprintf("uid-%d", i)}
+		out[i] = objectKey{Namespace: "ns", Name: fmt.Sprintf("pod-%d", i), UID: fmt.Sprintf("uid-%d", i)}
 	}
 	return out
 }
@@ -83,9 +84,9 @@ func BenchmarkIndexGet(b *testing.B) {
 // BenchmarkIndexerObserve is the whole path of one event: the filters, the
 // user's function, the update.
 func BenchmarkIndexerObserve(b *testing.B) {
-	ix, err := Register(&handlers.Registry{}, "pods", func(ctx context.Context, o *handlers.Object) (map[string]string, error) {
+	_, ix, err := Register(&handling.Registry{}, "pods", func(ctx context.Context, o *handlers.Object) (map[string]string, error) {
 		return map[string]string{o.Labels["parent"]: o.Name}, nil
-	}, func(h *handlers.Handler) {
+	}, func(h *handling.Handler) {
 		h.ID = "by_parent"
 		h.Filters.AddLabels(map[string]any{"parent": handlers.Present})
 	})
@@ -100,6 +101,6 @@ func BenchmarkIndexerObserve(b *testing.B) {
 	now := time.Now()
 	b.ReportAllocs()
 	for b.Loop() {
-		ix.Observe(context.Background(), Observation{Now: now, Cause: &handlers.Cause{Body: body, Logger: log}})
+		ix.Observe(context.Background(), Observation{Now: now, Cause: &handling.Cause{Body: body, Logger: log}})
 	}
 }

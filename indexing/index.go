@@ -5,10 +5,10 @@ import (
 	"sync"
 )
 
-// ObjectKey identifies an object among an index's contributors. The uid
+// objectKey identifies an object among an index's contributors. The uid
 // alone is unique; namespace and name keep the few objects without a uid
 // apart.
-type ObjectKey struct {
+type objectKey struct {
 	Namespace, Name, UID string
 }
 
@@ -21,7 +21,7 @@ type ObjectKey struct {
 type Index[K comparable, V any] struct {
 	mu      sync.RWMutex
 	stores  map[K]*store[V]
-	reverse map[ObjectKey][]K // the keys each object gave, to update in O(k)
+	reverse map[objectKey][]K // the keys each object gave, to update in O(k)
 }
 
 // store holds one key's values, one per object. Values sit in a slice for
@@ -29,17 +29,17 @@ type Index[K comparable, V any] struct {
 // swap the last value into a removed one's place.
 type store[V any] struct {
 	vals []entry[V]
-	pos  map[ObjectKey]int
+	pos  map[objectKey]int
 }
 
 type entry[V any] struct {
-	obj ObjectKey
+	obj objectKey
 	val V
 }
 
 // newIndex returns an empty index.
 func newIndex[K comparable, V any]() *Index[K, V] {
-	return &Index[K, V]{stores: map[K]*store[V]{}, reverse: map[ObjectKey][]K{}}
+	return &Index[K, V]{stores: map[K]*store[V]{}, reverse: map[objectKey][]K{}}
 }
 
 // Get returns the values under key, one per object that gave it, in no
@@ -108,13 +108,13 @@ func (st *store[V]) values() []V {
 // replace makes the object's values exactly those of result: new keys are
 // added, changed values replaced, and keys it no longer gives dropped
 // (compat: indices-structure). An empty result leaves the object with no values.
-func (ix *Index[K, V]) replace(obj ObjectKey, result map[K]V) {
+func (ix *Index[K, V]) replace(obj objectKey, result map[K]V) {
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
 	for k, v := range result {
 		st, ok := ix.stores[k]
 		if !ok {
-			st = &store[V]{pos: map[ObjectKey]int{}}
+			st = &store[V]{pos: map[objectKey]int{}}
 			ix.stores[k] = st
 		}
 		st.set(obj, v)
@@ -137,7 +137,7 @@ func (ix *Index[K, V]) replace(obj ObjectKey, result map[K]V) {
 }
 
 // discard removes all the object's values, and the keys left empty.
-func (ix *Index[K, V]) discard(obj ObjectKey) {
+func (ix *Index[K, V]) discard(obj objectKey) {
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
 	for _, k := range ix.reverse[obj] {
@@ -146,7 +146,7 @@ func (ix *Index[K, V]) discard(obj ObjectKey) {
 	delete(ix.reverse, obj)
 }
 
-func (ix *Index[K, V]) drop(k K, obj ObjectKey) {
+func (ix *Index[K, V]) drop(k K, obj objectKey) {
 	st, ok := ix.stores[k]
 	if !ok {
 		return
@@ -157,7 +157,7 @@ func (ix *Index[K, V]) drop(k K, obj ObjectKey) {
 	}
 }
 
-func (st *store[V]) set(obj ObjectKey, v V) {
+func (st *store[V]) set(obj objectKey, v V) {
 	if i, ok := st.pos[obj]; ok {
 		st.vals[i].val = v
 		return
@@ -166,7 +166,7 @@ func (st *store[V]) set(obj ObjectKey, v V) {
 	st.vals = append(st.vals, entry[V]{obj: obj, val: v})
 }
 
-func (st *store[V]) remove(obj ObjectKey) {
+func (st *store[V]) remove(obj objectKey) {
 	i, ok := st.pos[obj]
 	if !ok {
 		return

@@ -12,9 +12,10 @@ import (
 	"time"
 
 	"github.com/kopfgo/kopfgo/handlers"
+	"github.com/kopfgo/kopfgo/internal/handling"
 )
 
-func obj(name string) ObjectKey { return ObjectKey{Namespace: "ns", Name: name, UID: "uid-" + name} }
+func obj(name string) objectKey { return objectKey{Namespace: "ns", Name: name, UID: "uid-" + name} }
 
 func sorted(vs []string) []string { slices.Sort(vs); return vs }
 
@@ -96,13 +97,13 @@ func TestIndexIsSafeForConcurrentUse(t *testing.T) {
 // feed drives an indexer as the reactor does.
 type feed struct {
 	t   *testing.T
-	ix  *Indexer[string, string]
+	ix  *indexer[string, string]
 	now time.Time
 	log *strings.Builder
 }
 
-func newFeed(t *testing.T, fn Func[string, string], configure func(*handlers.Handler)) *feed {
-	ix, err := Register(&handlers.Registry{}, "pods", fn, func(h *handlers.Handler) {
+func newFeed(t *testing.T, fn Func[string, string], configure func(*handling.Handler)) *feed {
+	_, runner, err := Register(&handling.Registry{}, "pods", fn, func(h *handling.Handler) {
 		h.ID = "idx"
 		if configure != nil {
 			configure(h)
@@ -111,7 +112,7 @@ func newFeed(t *testing.T, fn Func[string, string], configure func(*handlers.Han
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &feed{t: t, ix: ix, now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), log: &strings.Builder{}}
+	return &feed{t: t, ix: runner.(*indexer[string, string]), now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), log: &strings.Builder{}}
 }
 
 func pod(name string, labels map[string]any) map[string]any {
@@ -125,7 +126,7 @@ func pod(name string, labels map[string]any) map[string]any {
 func (f *feed) event(body map[string]any, deleted bool) {
 	f.ix.Observe(context.Background(), Observation{
 		Deleted: deleted, Now: f.now, DefaultBackoff: time.Minute,
-		Cause: &handlers.Cause{Body: body, Logger: slog.New(slog.NewTextHandler(f.log, nil)), Memo: &handlers.Memo{}},
+		Cause: &handling.Cause{Body: body, Logger: slog.New(slog.NewTextHandler(f.log, nil)), Memo: &handlers.Memo{}},
 	})
 }
 
@@ -134,22 +135,22 @@ func byName(ctx context.Context, o *handlers.Object) (map[string]string, error) 
 }
 
 func TestIndexerFollowsEventsAndFilters(t *testing.T) {
-	f := newFeed(t, byName, func(h *handlers.Handler) { h.Filters.AddLabels(map[string]any{"app": handlers.Present}) })
+	f := newFeed(t, byName, func(h *handling.Handler) { h.Filters.AddLabels(map[string]any{"app": handlers.Present}) })
 	f.event(pod("p1", map[string]any{"app": "x"}), false)
 	f.event(pod("p2", map[string]any{"app": "x"}), false)
 	f.event(pod("p3", nil), false) // filtered out
-	if got := sorted(f.ix.Index().Get("x")); !slices.Equal(got, []string{"p1", "p2"}) {
+	if got := sorted(f.ix.index.Get("x")); !slices.Equal(got, []string{"p1", "p2"}) {
 		t.Fatalf("x = %v", got)
 	}
 	// Stops matching the filters: removed at once (compat: indices-removal).
 	f.event(pod("p1", nil), false)
-	if got := f.ix.Index().Get("x"); !slices.Equal(got, []string{"p2"}) {
+	if got := f.ix.index.Get("x"); !slices.Equal(got, []string{"p2"}) {
 		t.Errorf("x after p1 lost its label = %v", got)
 	}
 	// Deleted: removed, and the key with it (compat: indices-structure).
 	f.event(pod("p2", map[string]any{"app": "x"}), true)
-	if f.ix.Index().Has("x") {
-		t.Errorf("x still exists: %v", f.ix.Index().Get("x"))
+	if f.ix.index.Has("x") {
+		t.Errorf("x still exists: %v", f.ix.index.Get("x"))
 	}
 }
 
@@ -160,12 +161,12 @@ func TestIndexerNilResultKeepsTheOldValues(t *testing.T) {
 	f.event(pod("p", nil), false)
 	result = nil
 	f.event(pod("p", nil), false)
-	if !f.ix.Index().Has("k") {
+	if !f.ix.index.Has("k") {
 		t.Errorf("a nil result dropped the object's values")
 	}
 	result = map[string]string{}
 	f.event(pod("p", nil), false)
-	if f.ix.Index().Has("k") {
+	if f.ix.index.Has("k") {
 		t.Errorf("an empty result kept the object's values")
 	}
 }
@@ -177,7 +178,7 @@ func TestIndexerErrorModes(t *testing.T) {
 	tests := []struct {
 		name      string
 		err       error
-		configure func(*handlers.Handler)
+		configure func(*handling.Handler)
 		// whether the object's value is in the index at each step
 		afterFailure, within, after bool
 		log                         string
@@ -186,11 +187,11 @@ func TestIndexerErrorModes(t *testing.T) {
 		{"panic is an error too", nil, nil, true, true, true, "panic: kaboom"},
 		{"temporary error: excluded for its delay", &handlers.TemporaryError{Err: errors.New("later"), Delay: 2 * time.Second}, nil, false, false, true, "Indexer 'idx' failed temporarily: later"},
 		{"errors mode temporary: excluded for the backoff", errors.New("x"),
-			func(h *handlers.Handler) { h.Errors = handlers.ErrorsTemporary; h.Backoff = 2 * time.Second }, false, false, true, "failed with an exception and will try again in 2 seconds: x"},
+			func(h *handling.Handler) { h.Errors = handlers.ErrorsTemporary; h.Backoff = 2 * time.Second }, false, false, true, "failed with an exception and will try again in 2 seconds: x"},
 		{"permanent error: excluded for good", &handlers.PermanentError{Err: errors.New("never")}, nil, false, false, false, "failed permanently: never"},
-		{"errors mode permanent", errors.New("x"), func(h *handlers.Handler) { h.Errors = handlers.ErrorsPermanent }, false, false, false, "failed with an exception and will stop now: x"},
+		{"errors mode permanent", errors.New("x"), func(h *handling.Handler) { h.Errors = handlers.ErrorsPermanent }, false, false, false, "failed with an exception and will stop now: x"},
 		{"retries escalate to permanent", &handlers.TemporaryError{Err: errors.New("later"), Delay: 2 * time.Second},
-			func(h *handlers.Handler) { h.Retries = 1 }, false, false, false, "failed temporarily but will exceed 1 retries: later"},
+			func(h *handling.Handler) { h.Retries = 1 }, false, false, false, "failed temporarily but will exceed 1 retries: later"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -208,7 +209,7 @@ func TestIndexerErrorModes(t *testing.T) {
 			f.event(p, false)
 			failing = true
 			f.event(p, false)
-			has := func() bool { return f.ix.Index().Has("k") }
+			has := func() bool { return f.ix.index.Has("k") }
 			if has() != tt.afterFailure {
 				t.Errorf("after the failure: indexed = %v, want %v", has(), tt.afterFailure)
 			}
@@ -239,16 +240,16 @@ func TestRegisterNamesTheIndexer(t *testing.T) {
 	tests := []struct {
 		name      string
 		fn        Func[string, string]
-		configure func(*handlers.Handler)
+		configure func(*handling.Handler)
 		want      string
 	}{
 		{"closure without id", func(ctx context.Context, o *handlers.Object) (map[string]string, error) { return nil, nil }, nil, "give it kopfgo.ID"},
-		{"value without field", byName, func(h *handlers.Handler) { h.Filters.SetValue("x") }, "need a field"},
-		{"bad resource", byName, func(h *handlers.Handler) { h.Filters.SetField("spec.x") }, ""},
+		{"value without field", byName, func(h *handling.Handler) { h.Filters.SetValue("x") }, "need a field"},
+		{"bad resource", byName, func(h *handling.Handler) { h.Filters.SetField("spec.x") }, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			ix, err := Register(&handlers.Registry{}, "pods", tt.fn, tt.configure)
+			index, ix, err := Register(&handling.Registry{}, "pods", tt.fn, tt.configure)
 			if tt.want == "" {
 				if err != nil || ix.Spec().ID != "byName" || !slices.Equal(ix.Spec().Field, []string{"spec", "x"}) {
 					t.Errorf("err = %v, spec = %+v; want the name without a field suffix (compat: indices-declare)", err, ix.Spec())
@@ -258,7 +259,7 @@ func TestRegisterNamesTheIndexer(t *testing.T) {
 			if err == nil || !strings.Contains(err.Error(), tt.want) || !strings.Contains(err.Error(), `NewIndex("pods") indexer`) {
 				t.Errorf("err = %v, want it to name the indexer and mention %q", err, tt.want)
 			}
-			if ix.Index() == nil {
+			if index == nil {
 				t.Errorf("no index returned with the error")
 			}
 		})

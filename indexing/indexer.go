@@ -10,6 +10,7 @@ import (
 
 	"github.com/kopfgo/kopfgo/handlers"
 	"github.com/kopfgo/kopfgo/internal/dicts"
+	"github.com/kopfgo/kopfgo/internal/handling"
 )
 
 // Func is an indexing function: the keys and values an object contributes.
@@ -22,7 +23,7 @@ type Func[K comparable, V any] func(ctx context.Context, o *handlers.Object) (ma
 // Runner is an indexer as the reactor sees it, whatever its types.
 type Runner interface {
 	// Spec is the indexer's registration: id, selector, filters, options.
-	Spec() *handlers.Handler
+	Spec() *handling.Handler
 	// Observe updates the index from one watch event of an object.
 	Observe(ctx context.Context, ev Observation)
 }
@@ -33,21 +34,22 @@ type Observation struct {
 	Deleted bool
 	// Cause carries the object (Body, Resource, Logger, Memo; a Patch that
 	// is never applied) and evaluates the filters.
-	Cause *handlers.Cause
+	Cause *handling.Cause
 	Now   time.Time
 	// DefaultBackoff excludes an object after an error in the temporary
 	// mode when the indexer has no Backoff of its own.
 	DefaultBackoff time.Duration
 }
 
-// Indexer maintains one Index from the events of its resource.
-type Indexer[K comparable, V any] struct {
-	spec  *handlers.Handler
+// indexer maintains one Index from the events of its resource: the
+// reactor sees it as a Runner, handlers see its Index.
+type indexer[K comparable, V any] struct {
+	spec  *handling.Handler
 	fn    Func[K, V]
 	index *Index[K, V]
 
 	mu    sync.Mutex
-	fails map[ObjectKey]*failure // objects excluded after errors
+	fails map[objectKey]*failure // objects excluded after errors
 }
 
 // failure is the in-memory retry state of one object; never persisted, and
@@ -61,19 +63,16 @@ type failure struct {
 
 // newIndexer returns an indexer running fn under the options in spec (see
 // Register).
-func newIndexer[K comparable, V any](spec *handlers.Handler, fn Func[K, V]) *Indexer[K, V] {
-	return &Indexer[K, V]{spec: spec, fn: fn, index: newIndex[K, V](), fails: map[ObjectKey]*failure{}}
+func newIndexer[K comparable, V any](spec *handling.Handler, fn Func[K, V]) *indexer[K, V] {
+	return &indexer[K, V]{spec: spec, fn: fn, index: newIndex[K, V](), fails: map[objectKey]*failure{}}
 }
 
-// Index returns the index the indexer maintains.
-func (ix *Indexer[K, V]) Index() *Index[K, V] { return ix.index }
-
 // Spec returns the indexer's registration.
-func (ix *Indexer[K, V]) Spec() *handlers.Handler { return ix.spec }
+func (ix *indexer[K, V]) Spec() *handling.Handler { return ix.spec }
 
 // Observe indexes the object, or removes it from the index when it is
 // deleted, stops matching the filters (compat: indices-removal), or fails (compat: indices-errors).
-func (ix *Indexer[K, V]) Observe(ctx context.Context, ev Observation) {
+func (ix *indexer[K, V]) Observe(ctx context.Context, ev Observation) {
 	c := ev.Cause
 	key := keyOf(c.Body)
 	if ev.Deleted {
@@ -111,7 +110,7 @@ func (ix *Indexer[K, V]) Observe(ctx context.Context, ev Observation) {
 	ix.fail(key, err, ev)
 }
 
-func (ix *Indexer[K, V]) call(ctx context.Context, o *handlers.Object) (result map[K]V, err error) {
+func (ix *indexer[K, V]) call(ctx context.Context, o *handlers.Object) (result map[K]V, err error) {
 	defer func() {
 		if v := recover(); v != nil {
 			result, err = nil, &handlers.PanicError{Value: v, Stack: debug.Stack()}
@@ -124,7 +123,7 @@ func (ix *Indexer[K, V]) call(ctx context.Context, o *handlers.Object) (result m
 // others remove them and exclude the object, for the error's delay (or the
 // backoff) or for good. Retries and Timeout, counted from the first failure,
 // turn a temporary exclusion into a permanent one.
-func (ix *Indexer[K, V]) fail(key ObjectKey, err error, ev Observation) {
+func (ix *indexer[K, V]) fail(key objectKey, err error, ev Observation) {
 	log := ev.Cause.Logger
 	id := ix.spec.ID
 	var (
@@ -169,7 +168,7 @@ func (ix *Indexer[K, V]) fail(key ObjectKey, err error, ev Observation) {
 	f.retries++
 	// The lines are Kopf's for its handlers (indexers included): the object
 	// stays out of the index while it fails, as there.
-	title := handlers.Title("Indexer", id)
+	title := handling.Title("Indexer", id)
 	isTemp := temp != nil
 	var line string
 	switch {
@@ -203,9 +202,9 @@ func (ix *Indexer[K, V]) fail(key ObjectKey, err error, ev Observation) {
 }
 
 // keyOf returns the key of an object in the indices' bookkeeping.
-func keyOf(body map[string]any) ObjectKey {
+func keyOf(body map[string]any) objectKey {
 	meta := dicts.Map(body, "metadata")
-	return ObjectKey{
+	return objectKey{
 		Namespace: dicts.String(meta, "namespace"),
 		Name:      dicts.String(meta, "name"),
 		UID:       dicts.String(meta, "uid"),
@@ -216,8 +215,10 @@ func keyOf(body map[string]any) ObjectKey {
 // wrote it, the function, the options), validated and recorded in reg as
 // every handler is (Registry.AddIndex). The indexer is returned even with
 // errors, so that its index exists; the errors, each naming the indexer,
-// are returned too, and kept in reg for Run to report.
-func Register[K comparable, V any](reg *handlers.Registry, resource string, fn Func[K, V], configure func(*handlers.Handler)) (*Indexer[K, V], error) {
+// are returned too, and kept in reg for Run to report. It returns the index
+// handlers read and the indexer as the reactor runs it.
+func Register[K comparable, V any](reg *handling.Registry, resource string, fn Func[K, V], configure func(*handling.Handler)) (*Index[K, V], Runner, error) {
 	spec, err := reg.AddIndex(resource, fn, configure)
-	return newIndexer(spec, fn), err
+	ix := newIndexer(spec, fn)
+	return ix.index, ix, err
 }

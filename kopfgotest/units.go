@@ -11,6 +11,7 @@ import (
 	"github.com/kopfgo/kopfgo"
 	"github.com/kopfgo/kopfgo/diffbase"
 	"github.com/kopfgo/kopfgo/handlers"
+	"github.com/kopfgo/kopfgo/internal/handling"
 	"github.com/kopfgo/kopfgo/internal/resources"
 	"github.com/kopfgo/kopfgo/patch"
 )
@@ -66,7 +67,7 @@ func NewSpawn(body map[string]any, clk clock.Clock) (*kopfgo.Spawn, *SpawnContro
 	if clk == nil {
 		clk = clock.RealClock{}
 	}
-	ctl := &SpawnControl{stopper: handlers.NewStopper(), applied: &patch.Patch{}}
+	ctl := &SpawnControl{stopper: handling.NewStopper(), applied: &patch.Patch{}}
 	s := handlers.NewSpawn(newObject(body), kopfgo.Attempt{Started: time.Now()}, handlers.SpawnEnv{
 		Stopper: ctl.stopper,
 		Clock:   clk,
@@ -83,7 +84,7 @@ func NewSpawn(body map[string]any, clk clock.Clock) (*kopfgo.Spawn, *SpawnContro
 
 // SpawnControl drives a Spawn made by NewSpawn.
 type SpawnControl struct {
-	stopper *handlers.Stopper
+	stopper *handling.Stopper
 	mu      sync.Mutex
 	applied *patch.Patch
 }

@@ -15,7 +15,7 @@ PATHs register need, as YAML for kubectl apply: for each served resource
 list, watch, patch and get, patch of its status subresource when it has one
 (handlers' results go there), create on Events, list and watch on CRDs (new
 resources are served as their CRDs appear), list, watch and patch on the
-peering objects unless --standalone or --leader-elect. The operator is built as for
+peering objects unless --standalone, --leader-elect or --shards. The operator is built as for
 kopfgo run and asked (BIN rbac); the resources are resolved against the
 cluster of the kubeconfig, so their CRDs must exist.
 
@@ -28,10 +28,12 @@ Flags:
       --standalone                   no peering: leave out the peering objects (KopfPeerings)
       --leader-elect                 grant the leader election's Lease (get, create, update)
       --leader-elect-namespace NS    the Lease's namespace (default: --service-account-namespace)
+      --shards                       grant the sharding's Leases (get, list, create, update, delete)
+      --shards-namespace NS          their namespace (default: --service-account-namespace)
       --kubeconfig FILE, --context CTX`
 
 // rbacValueFlags are the operator's rbac flags that take a value.
-var rbacValueFlags = []string{"-n", "--namespace", "--name", "--service-account", "--service-account-namespace", "--kubeconfig", "--context", "--leader-elect-namespace"}
+var rbacValueFlags = []string{"-n", "--namespace", "--name", "--service-account", "--service-account-namespace", "--kubeconfig", "--context", "--leader-elect-namespace", "--shards-namespace"}
 
 func newRBACCommand() *cobra.Command {
 	return &cobra.Command{

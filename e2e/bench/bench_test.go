@@ -83,16 +83,18 @@ func TestProcReaders(t *testing.T) {
 }
 
 func TestOptionsValidate(t *testing.T) {
-	ok := options{n: 1, restartN: 1, rate: 1, duration: time.Second, creators: 1, rounds: 1, scenarios: []string{"burst"}, contenders: []string{"floor"}}
+	ok := options{n: 1, restartN: 1, rate: 1, duration: time.Second, creators: 1, rounds: 1, scaleN: 1, scenarios: []string{"burst"}, contenders: []string{"floor"}}
 	if err := ok.validate(); err != nil {
 		t.Fatal(err)
 	}
 	for name, mutate := range map[string]func(*options){
-		"unknown scenario":  func(o *options) { o.scenarios = []string{"soak"} },
-		"unknown contender": func(o *options) { o.contenders = []string{"kopf"} },
-		"no scenario":       func(o *options) { o.scenarios = nil },
-		"zero n":            func(o *options) { o.n = 0 },
-		"zero rounds":       func(o *options) { o.rounds = 0 },
+		"unknown scenario":    func(o *options) { o.scenarios = []string{"soak"} },
+		"unknown contender":   func(o *options) { o.contenders = []string{"kopf"} },
+		"no scenario":         func(o *options) { o.scenarios = nil },
+		"zero n":              func(o *options) { o.n = 0 },
+		"zero rounds":         func(o *options) { o.rounds = 0 },
+		"scale-restart alone": func(o *options) { o.scenarios = []string{"scale-restart"} },
+		"negative churn":      func(o *options) { o.churn = -time.Second },
 	} {
 		o := ok
 		mutate(&o)

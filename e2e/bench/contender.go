@@ -34,6 +34,12 @@ type process struct {
 // startContender runs a contender's binary on the namespace and waits for
 // its probe's address. Its stdout and stderr go to logPath.
 func startContender(bin, name, kubeconfig, namespace, logPath string, profile string) (*process, error) {
+	return startContenderWith(bin, name, kubeconfig, namespace, logPath, profile, nil)
+}
+
+// startContenderWith is startContender with variables added to the
+// contender's environment.
+func startContenderWith(bin, name, kubeconfig, namespace, logPath string, profile string, env []string) (*process, error) {
 	args := []string{"-kubeconfig", kubeconfig, "-namespace", namespace}
 	if profile != "" {
 		args = append(args, "-cpuprofile", profile+".cpu.pprof", "-memprofile", profile+".heap.pprof")
@@ -43,8 +49,9 @@ func startContender(bin, name, kubeconfig, namespace, logPath string, profile st
 		return nil, err
 	}
 	cmd := exec.Command(bin, args...)
+	cmd.Env = append(os.Environ(), env...)
 	if name == "kopfgo-metrics" {
-		cmd.Env = append(os.Environ(), "KOPFGO_BENCH_METRICS=1")
+		cmd.Env = append(cmd.Env, "KOPFGO_BENCH_METRICS=1")
 	}
 	cmd.Stderr = logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}

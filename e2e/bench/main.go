@@ -40,7 +40,16 @@ var repoRoot = func() string {
 	return filepath.Dir(filepath.Dir(filepath.Dir(file)))
 }()
 
-var allScenarios = []string{"burst", "updates", "latency", "restart"}
+// allScenarios in the order they run and print; scale runs only when asked
+// for (-scenarios scale): with 100 000 objects it takes most of an hour;
+// scaleout (kopfgo's sharded replicas) too, being kopfgo's alone.
+var allScenarios = []string{"burst", "updates", "latency", "restart", "scale", "scale-restart", "scaleout"}
+
+var defaultScenarios = []string{"burst", "updates", "latency", "restart"}
+
+// runnable are the scenarios -scenarios names: scale-restart comes with
+// scale.
+var runnable = []string{"burst", "updates", "latency", "restart", "scale", "scaleout"}
 
 type options struct {
 	n          int
@@ -55,6 +64,9 @@ type options struct {
 	workDir    string
 	keep       bool
 	rounds     int
+	scaleN     int
+	churnRate  float64
+	churn      time.Duration
 }
 
 func main() {
@@ -64,7 +76,10 @@ func main() {
 	flag.IntVar(&o.restartN, "restart-n", 10000, "existing, already handled objects in the restart scenario")
 	flag.Float64Var(&o.rate, "rate", 20, "objects created per second in the latency scenario")
 	flag.DurationVar(&o.duration, "duration", 30*time.Second, "how long the latency scenario creates objects")
-	flag.StringVar(&scenarios, "scenarios", strings.Join(allScenarios, ","), "comma-separated scenarios to run: "+strings.Join(allScenarios, ", "))
+	flag.StringVar(&scenarios, "scenarios", strings.Join(defaultScenarios, ","), "comma-separated scenarios to run: "+strings.Join(runnable, ", "))
+	flag.IntVar(&o.scaleN, "scale-n", 100000, "objects in the scale scenario")
+	flag.Float64Var(&o.churnRate, "churn-rate", 100, "objects changed per second in the scale scenario's churn phase (each once)")
+	flag.DurationVar(&o.churn, "churn", 3*time.Minute, "how long the scale scenario's churn phase changes objects")
 	flag.StringVar(&contenders, "contenders", strings.Join(contenderNames, ","), "comma-separated contenders to run; the floor is needed for ratios")
 	flag.IntVar(&o.creators, "creators", 16, "concurrent requests of the driver when it creates or updates objects")
 	flag.StringVar(&o.out, "json", "bench.json", "write the results here as JSON (empty: do not)")
@@ -100,8 +115,8 @@ func split(s string) []string {
 
 func (o options) validate() error {
 	for _, s := range o.scenarios {
-		if !slices.Contains(allScenarios, s) {
-			return fmt.Errorf("unknown scenario %q: choose from %s", s, strings.Join(allScenarios, ", "))
+		if !slices.Contains(runnable, s) {
+			return fmt.Errorf("unknown scenario %q: choose from %s", s, strings.Join(runnable, ", "))
 		}
 	}
 	for _, c := range o.contenders {
@@ -112,8 +127,8 @@ func (o options) validate() error {
 	if len(o.scenarios) == 0 || len(o.contenders) == 0 {
 		return fmt.Errorf("nothing to run: give at least one scenario and one contender")
 	}
-	if o.n <= 0 || o.restartN <= 0 || o.rate <= 0 || o.duration <= 0 || o.creators <= 0 || o.rounds <= 0 {
-		return fmt.Errorf("-n, -restart-n, -rate, -duration, -creators and -rounds must be positive")
+	if o.n <= 0 || o.restartN <= 0 || o.rate <= 0 || o.duration <= 0 || o.creators <= 0 || o.rounds <= 0 || o.scaleN <= 0 || o.churnRate < 0 || o.churn < 0 {
+		return fmt.Errorf("-n, -restart-n, -rate, -duration, -creators, -rounds and -scale-n must be positive, -churn-rate and -churn not negative")
 	}
 	return nil
 }
@@ -183,6 +198,8 @@ func run(ctx context.Context, o options) error {
 			{"burst", b.burstAndUpdates},
 			{"latency", b.latency},
 			{"restart", b.restart},
+			{"scale", b.scale},
+			{"scaleout", b.scaleOut},
 		} {
 			if sc.name == "burst" && !o.wants("burst") && !o.wants("updates") || sc.name != "burst" && !o.wants(sc.name) {
 				continue

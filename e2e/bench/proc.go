@@ -40,7 +40,13 @@ func cpuTime(pid int) (time.Duration, error) {
 }
 
 // peakRSS is the process's peak resident set size (VmHWM) in bytes.
-func peakRSS(pid int) (int64, error) {
+func peakRSS(pid int) (int64, error) { return statusBytes(pid, "VmHWM") }
+
+// currentRSS is the process's resident set size now (VmRSS) in bytes.
+func currentRSS(pid int) (int64, error) { return statusBytes(pid, "VmRSS") }
+
+// statusBytes reads a "NAME: N kB" line of /proc/PID/status.
+func statusBytes(pid int, name string) (int64, error) {
 	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
 		return 0, err
@@ -48,15 +54,15 @@ func peakRSS(pid int) (int64, error) {
 	defer f.Close()
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), "VmHWM:"); ok {
+		if v, ok := strings.CutPrefix(sc.Text(), name+":"); ok {
 			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
 			if err != nil {
-				return 0, fmt.Errorf("unexpected VmHWM line %q", sc.Text())
+				return 0, fmt.Errorf("unexpected %s line %q", name, sc.Text())
 			}
 			return kb * 1024, nil
 		}
 	}
-	return 0, fmt.Errorf("no VmHWM in /proc/%d/status", pid)
+	return 0, fmt.Errorf("no %s in /proc/%d/status", name, pid)
 }
 
 // machine describes where the benchmark ran, for the report.

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"slices"
 	"text/tabwriter"
 )
 
@@ -34,6 +35,18 @@ type result struct {
 	Writes          int64   `json:"writes"`
 	WritesPerObject float64 `json:"writesPerObject"`
 	Calls           int64   `json:"calls"`
+	// Scale: the RSS of the contender watching nothing yet, then with all
+	// objects present and idle, and the steady RSS above the empty one per
+	// object; the churn phase's objects, CPU per object, handler calls,
+	// duration and RSS samples (the first before it, the last after it).
+	EmptyRSSMB          float64   `json:"emptyRssMB,omitempty"`
+	SteadyRSSMB         float64   `json:"steadyRssMB,omitempty"`
+	KBPerObject         float64   `json:"kbPerObject,omitempty"`
+	ChurnObjects        int       `json:"churnObjects,omitempty"`
+	ChurnCPUPerObjectMs float64   `json:"churnCpuPerObjectMs,omitempty"`
+	ChurnCalls          int64     `json:"churnCalls,omitempty"`
+	ChurnSeconds        float64   `json:"churnSeconds,omitempty"`
+	ChurnRSSMB          []float64 `json:"churnRssMB,omitempty"`
 	// Ratios to the floor's figures in the same scenario and run.
 	Ratios map[string]float64 `json:"ratiosToFloor,omitempty"`
 }
@@ -53,6 +66,7 @@ func (o options) params() map[string]any {
 		"n": o.n, "restartN": o.restartN, "rate": o.rate, "duration": o.duration.String(),
 		"scenarios": o.scenarios, "contenders": o.contenders, "creators": o.creators,
 		"profiling": o.profileDir != "", "idleWindow": idleWindow.String(), "rounds": o.rounds,
+		"scaleN": o.scaleN, "churnRate": o.churnRate, "churn": o.churn.String(),
 	}
 }
 
@@ -89,15 +103,18 @@ func (r *report) ratios() {
 		put("p99", x.P99Ms, f.P99Ms)
 		put("listing", x.ListingSeconds, f.ListingSeconds)
 		put("idleToFloorListing", x.Seconds, f.ListingSeconds)
+		put("steadyRss", x.SteadyRSSMB, f.SteadyRSSMB)
+		put("churnCpuPerObject", x.ChurnCPUPerObjectMs, f.ChurnCPUPerObjectMs)
 	}
 	for _, x := range r.Results {
 		// Every object needs exactly one call of the scenario's handler
 		// (none at restart): more means a contender handled something twice.
 		want := int64(x.Objects)
-		if x.Scenario == "restart" {
+		restart := x.Scenario == "restart" || x.Scenario == "scale-restart"
+		if restart {
 			want = 0
 		}
-		if x.Calls != want || x.Scenario == "restart" && x.Writes != 0 {
+		if x.Calls != want || restart && x.Writes != 0 || x.ChurnCalls != int64(x.ChurnObjects) {
 			r.Notes = append(r.Notes, fmt.Sprintf("WRONG: %s in %s made %d handler calls and %d writes for %d objects",
 				x.Contender, x.Scenario, x.Calls, x.Writes, x.Objects))
 		}
@@ -143,7 +160,20 @@ func (r *report) print(w io.Writer) {
 				fmt.Fprintf(tw, "%s\t%.1f\t%s\t%.1f\t%s\t%.1f\t%.2f\t%s\t%.0f\t%s\t%.2f\t%d\t\n", x.Contender, x.P50Ms, ratio(x, "p50"), x.P99Ms, ratio(x, "p99"), x.MaxMs,
 					x.CPUPerObjectMs, ratio(x, "cpuPerObject"), x.PeakRSSMB, ratio(x, "peakRss"), x.WritesPerObject, x.Calls)
 			}
-		case "restart":
+		case "scale":
+			fmt.Fprintln(tw, "contender\tobjects/s\t×floor\tCPU ms/object\t×floor\tpeak RSS MB\t×floor\tempty MB\tsteady MB\t×floor\tKB/object\tchurn CPU ms/object\t×floor\tchurn RSS MB before → max → after\t")
+			for _, x := range rows {
+				fmt.Fprintf(tw, "%s\t%.0f\t%s\t%.2f\t%s\t%.0f\t%s\t%.0f\t%.0f\t%s\t%.1f\t%.2f\t%s\t%s\t\n", x.Contender, x.PerSecond, ratio(x, "perSecond"),
+					x.CPUPerObjectMs, ratio(x, "cpuPerObject"), x.PeakRSSMB, ratio(x, "peakRss"), x.EmptyRSSMB, x.SteadyRSSMB, ratio(x, "steadyRss"),
+					x.KBPerObject, x.ChurnCPUPerObjectMs, ratio(x, "churnCpuPerObject"), churnRSS(x.ChurnRSSMB))
+			}
+		case "scaleout":
+			fmt.Fprintln(tw, "replicas\tseconds\tobjects/s\tCPU s (sum)\tCPU ms/object\tpeak RSS MB (largest)\twrites/object\tcalls\t")
+			for _, x := range rows {
+				fmt.Fprintf(tw, "%s\t%.2f\t%.0f\t%.2f\t%.2f\t%.0f\t%.2f\t%d\t\n", x.Contender, x.Seconds, x.PerSecond,
+					x.CPUSeconds, x.CPUPerObjectMs, x.PeakRSSMB, x.WritesPerObject, x.Calls)
+			}
+		case "restart", "scale-restart":
 			fmt.Fprintln(tw, "contender\tlisted s\tidle s\t×floor listing\tCPU s\tCPU ms/object\t×floor\tpeak RSS MB\t×floor\twrites\tcalls\t")
 			for _, x := range rows {
 				fmt.Fprintf(tw, "%s\t%.2f\t%.2f\t%s\t%.2f\t%.3f\t%s\t%.0f\t%s\t%d\t%d\t\n", x.Contender, x.ListingSeconds, x.Seconds, ratio(x, "idleToFloorListing"),
@@ -156,6 +186,14 @@ func (r *report) print(w io.Writer) {
 	for _, n := range r.Notes {
 		fmt.Fprintf(w, "Note: %s.\n", n)
 	}
+}
+
+// churnRSS is the churn phase's RSS: before, the highest sample, after.
+func churnRSS(samples []float64) string {
+	if len(samples) == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.0f → %.0f → %.0f", samples[0], slices.Max(samples), samples[len(samples)-1])
 }
 
 func ratio(x result, k string) string {
@@ -174,8 +212,14 @@ func title(sc string, x result, p map[string]any) string {
 		return fmt.Sprintf("updates: the spec of all %d objects changed; until every update is handled", x.Objects)
 	case "latency":
 		return fmt.Sprintf("latency: %g objects/s for %s (%d objects); from creation to handled", p["rate"], p["duration"], x.Objects)
+	case "scale":
+		return fmt.Sprintf("scale: %d objects created at once, then a churn of %v objects/s for %v; memory per object above the empty contender's RSS", x.Objects, p["churnRate"], p["churn"])
+	case "scale-restart":
+		return fmt.Sprintf("scale-restart: start on the %d objects handled in the scale scenario; until idle (%s without CPU)", x.Objects, idleWindow)
 	case "restart":
 		return fmt.Sprintf("restart: start on %d already handled objects; until idle (%s without CPU)", x.Objects, idleWindow)
+	case "scaleout":
+		return fmt.Sprintf("scaleout: kopfgo sharded over 1, 2 and 4 replicas (%d shards), %d objects created at once; until all are handled", scaleOutShards, x.Objects)
 	}
 	return sc
 }

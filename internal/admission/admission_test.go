@@ -22,15 +22,16 @@ import (
 
 	"github.com/kopfgo/kopfgo/handlers"
 	"github.com/kopfgo/kopfgo/internal/config"
+	"github.com/kopfgo/kopfgo/internal/handling"
 	"github.com/kopfgo/kopfgo/internal/resources"
 )
 
 var kex = resources.Resource{Group: "kopf.dev", Version: "v1", Plural: "kopfexamples", Kind: "KopfExample", ShortNames: []string{"kex"}, Preferred: true, Namespaced: true}
 
-func handler(t *testing.T, kind handlers.AdmissionKind, id string, fn handlers.AdmissionFunc, configure func(*handlers.AdmissionHandler)) *handlers.AdmissionHandler {
+func handler(t *testing.T, kind handlers.AdmissionKind, id string, fn handlers.AdmissionFunc, configure func(*handling.AdmissionHandler)) *handling.AdmissionHandler {
 	t.Helper()
-	var reg handlers.Registry
-	reg.AddAdmission(handlers.AdmissionRegistration{Resource: "kex", Kind: kind, Fn: fn, Configure: func(h *handlers.AdmissionHandler) {
+	var reg handling.Registry
+	reg.AddAdmission(handling.AdmissionRegistration{Resource: "kex", Kind: kind, Fn: fn, Configure: func(h *handling.AdmissionHandler) {
 		h.ID = id
 		if configure != nil {
 			configure(h)
@@ -42,7 +43,7 @@ func handler(t *testing.T, kind handlers.AdmissionKind, id string, fn handlers.A
 	return reg.Admissions()[0]
 }
 
-func engine(hs ...*handlers.AdmissionHandler) *Engine {
+func engine(hs ...*handling.AdmissionHandler) *Engine {
 	return &Engine{
 		Handlers: hs, Logger: slog.New(slog.DiscardHandler),
 		Resolve: func(g, v, p string) (resources.Resource, bool) {
@@ -214,11 +215,11 @@ func TestHandlerSelection(t *testing.T) {
 		return func(ctx context.Context, a *handlers.Admission) error { calls = append(calls, id); return nil }
 	}
 	star := "*"
-	hs := []*handlers.AdmissionHandler{
+	hs := []*handling.AdmissionHandler{
 		handler(t, handlers.Mutating, "mut", rec("mut"), nil),
-		handler(t, handlers.Mutating, "mutdel", rec("mutdel"), func(h *handlers.AdmissionHandler) { h.Operations = []string{"DELETE"} }),
-		handler(t, handlers.Validating, "labelled", rec("labelled"), func(h *handlers.AdmissionHandler) { h.Filters.AddLabels(map[string]any{"app": "y"}) }),
-		handler(t, handlers.Validating, "subs", rec("subs"), func(h *handlers.AdmissionHandler) { h.SubResource = &star }),
+		handler(t, handlers.Mutating, "mutdel", rec("mutdel"), func(h *handling.AdmissionHandler) { h.Operations = []string{"DELETE"} }),
+		handler(t, handlers.Validating, "labelled", rec("labelled"), func(h *handling.AdmissionHandler) { h.Filters.AddLabels(map[string]any{"app": "y"}) }),
+		handler(t, handlers.Validating, "subs", rec("subs"), func(h *handling.AdmissionHandler) { h.SubResource = &star }),
 	}
 	ask(t, engine(hs...), "", reviewJSON("DELETE", obj, false))
 	if !reflect.DeepEqual(calls, []string{"mutdel", "subs"}) {
@@ -247,13 +248,13 @@ func TestMalformedReviews(t *testing.T) {
 
 func TestBuildWebhooks(t *testing.T) {
 	status := "status"
-	hs := []*handlers.AdmissionHandler{
-		handler(t, handlers.Validating, "validate_fn/spec.field", nil2, func(h *handlers.AdmissionHandler) {
+	hs := []*handling.AdmissionHandler{
+		handler(t, handlers.Validating, "validate_fn/spec.field", nil2, func(h *handling.AdmissionHandler) {
 			h.Filters.AddLabels(map[string]any{"a": "1", "b": handlers.Present, "c": handlers.Absent, "d": func(any) bool { return true }})
 			h.Operations = []string{"CREATE", "UPDATE"}
 			h.SideEffects, h.IgnoreFailures = true, true
 		}),
-		handler(t, handlers.Validating, "ValidateStatus", nil2, func(h *handlers.AdmissionHandler) { h.SubResource = &status; h.Persistent = true }),
+		handler(t, handlers.Validating, "ValidateStatus", nil2, func(h *handling.AdmissionHandler) { h.SubResource = &status; h.Persistent = true }),
 		handler(t, handlers.Mutating, "mut", nil2, nil),
 	}
 	cc := ClientConfig{URL: "https://127.0.0.1:9443/", CABundle: []byte("CA")}
@@ -350,7 +351,7 @@ func TestServerTLS(t *testing.T) {
 // for the others).
 func TestResolverKnowsServedResourcesOnly(t *testing.T) {
 	pods := resources.Resource{Version: "v1", Plural: "pods", Kind: "Pod", Preferred: true}
-	r := &resolver{handlers: []*handlers.AdmissionHandler{handler(t, handlers.Validating, "v", nil2, nil)}, all: []resources.Resource{kex, pods}}
+	r := &resolver{handlers: []*handling.AdmissionHandler{handler(t, handlers.Validating, "v", nil2, nil)}, all: []resources.Resource{kex, pods}}
 	if res, ok := r.lookup("kopf.dev", "v1", "kopfexamples"); !ok || res.Kind != "KopfExample" {
 		t.Errorf("kopfexamples: %v %v", res, ok)
 	}

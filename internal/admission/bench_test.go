@@ -16,6 +16,7 @@ import (
 
 	"github.com/kopfgo/kopfgo/handlers"
 	"github.com/kopfgo/kopfgo/internal/config"
+	"github.com/kopfgo/kopfgo/internal/handling"
 )
 
 // BenchmarkValidatingCallAt200RPS measures what the API server waits for
@@ -38,10 +39,10 @@ func BenchmarkValidatingCallAt200RPS(b *testing.B) {
 		}
 		return nil
 	}
-	var reg handlers.Registry
+	var reg handling.Registry
 	for _, id := range []string{"check1", "check2"} {
-		reg.AddAdmission(handlers.AdmissionRegistration{Resource: "kex", Kind: handlers.Validating, Fn: check,
-			Configure: func(h *handlers.AdmissionHandler) { h.ID = id }})
+		reg.AddAdmission(handling.AdmissionRegistration{Resource: "kex", Kind: handlers.Validating, Fn: check,
+			Configure: func(h *handling.AdmissionHandler) { h.ID = id }})
 	}
 	e := engine(reg.Admissions()...)
 	srv := &Server{Config: config.WebhookServer{Addr: "127.0.0.1"}, Listener: ln, Logger: slog.New(slog.DiscardHandler), Handler: e}

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/kopfgo/kopfgo/handlers"
+	"github.com/kopfgo/kopfgo/internal/handling"
 	"github.com/kopfgo/kopfgo/internal/resources"
 )
 
@@ -29,7 +30,7 @@ var (
 // every served resource its selector matches, the label filters as the
 // objectSelector, sideEffects and failurePolicy from the options.
 // persistentOnly keeps only the Persistent handlers (what stays at exit).
-func BuildWebhooks(hs []*handlers.AdmissionHandler, kind handlers.AdmissionKind, served []resources.Resource, suffix string, cc ClientConfig, persistentOnly bool) []any {
+func BuildWebhooks(hs []*handling.AdmissionHandler, kind handlers.AdmissionKind, served []resources.Resource, suffix string, cc ClientConfig, persistentOnly bool) []any {
 	hooks := []any{}
 	for _, h := range hs {
 		if h.Kind != kind || (persistentOnly && !h.Persistent) {
@@ -89,7 +90,7 @@ func BuildWebhooks(hs []*handlers.AdmissionHandler, kind handlers.AdmissionKind,
 // API server does not even call for objects the handler would skip; the
 // callbacks cannot be said there and are checked by the handler's filters
 // only (Kopf's _build_labels_selector).
-func labelSelector(checks []handlers.MetaCheck) map[string]any {
+func labelSelector(checks []handling.MetaCheck) map[string]any {
 	var exprs []any
 	for _, c := range checks {
 		marker, value, exact := c.Check.Describe()

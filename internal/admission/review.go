@@ -14,6 +14,7 @@ import (
 	"github.com/wI2L/jsondiff"
 
 	"github.com/kopfgo/kopfgo/handlers"
+	"github.com/kopfgo/kopfgo/internal/handling"
 	"github.com/kopfgo/kopfgo/internal/logging"
 	"github.com/kopfgo/kopfgo/internal/resources"
 )
@@ -54,7 +55,7 @@ func (e *badReview) Error() string { return e.msg }
 
 // Engine answers admission reviews with the registered handlers.
 type Engine struct {
-	Handlers []*handlers.AdmissionHandler
+	Handlers []*handling.AdmissionHandler
 	// Resolve finds the discovered resource of a request's group, version
 	// and plural; false: no handler serves it (HTTP 404).
 	Resolve func(group, version, plural string) (resources.Resource, bool)
@@ -126,7 +127,7 @@ func (e *Engine) Answer(ctx context.Context, data []byte, webhook string, header
 	} else {
 		req.Memo = &handlers.Memo{}
 	}
-	out := handlers.ServeAdmission(ctx, e.Handlers, req)
+	out := handling.ServeAdmission(ctx, e.Handlers, req)
 	if out.Failure != nil {
 		// A panic where failures are to be ignored: fail the call, so that
 		// the API server's failurePolicy Ignore admits the request.
@@ -141,24 +142,24 @@ func (e *Engine) Answer(ctx context.Context, data []byte, webhook string, header
 
 // decode checks the review (Kopf's MissingDataError and
 // UnknownResourceError) and makes the handlers' request of it.
-func (e *Engine) decode(rv *review) (handlers.AdmissionRequest, resources.Resource, error) {
+func (e *Engine) decode(rv *review) (handling.AdmissionRequest, resources.Resource, error) {
 	rq := rv.Request
 	switch {
 	case rq == nil:
-		return handlers.AdmissionRequest{}, resources.Resource{}, &badReview{"malformed AdmissionReview: the request is missing"}
+		return handling.AdmissionRequest{}, resources.Resource{}, &badReview{"malformed AdmissionReview: the request is missing"}
 	case rq.Resource == nil:
-		return handlers.AdmissionRequest{}, resources.Resource{}, &badReview{"malformed AdmissionReview: the resource is missing"}
+		return handling.AdmissionRequest{}, resources.Resource{}, &badReview{"malformed AdmissionReview: the resource is missing"}
 	case rq.UserInfo == nil:
-		return handlers.AdmissionRequest{}, resources.Resource{}, &badReview{"User info is missing from the admission request."}
+		return handling.AdmissionRequest{}, resources.Resource{}, &badReview{"User info is missing from the admission request."}
 	case rq.Object == nil && rq.OldObject == nil:
-		return handlers.AdmissionRequest{}, resources.Resource{}, &badReview{"Either old or new object is missing from the admission request."}
+		return handling.AdmissionRequest{}, resources.Resource{}, &badReview{"Either old or new object is missing from the admission request."}
 	}
 	res, ok := e.Resolve(rq.Resource.Group, rq.Resource.Version, rq.Resource.Resource)
 	if !ok {
-		return handlers.AdmissionRequest{}, resources.Resource{}, fmt.Errorf("The specified resource has no handlers: %s/%s/%s",
+		return handling.AdmissionRequest{}, resources.Resource{}, fmt.Errorf("The specified resource has no handlers: %s/%s/%s",
 			rq.Resource.Group, rq.Resource.Version, rq.Resource.Resource)
 	}
-	return handlers.AdmissionRequest{
+	return handling.AdmissionRequest{
 		Resource: res, Operation: rq.Operation, SubResource: rq.SubResource,
 		DryRun: rq.DryRun != nil && *rq.DryRun, UserInfo: rq.UserInfo,
 		Old: rq.OldObject, New: rq.Object,
@@ -169,7 +170,7 @@ func (e *Engine) decode(rv *review) (handlers.AdmissionRequest, resources.Resour
 // the request's apiVersion and kind, allowed when no handler failed, the
 // warnings, the chosen error's message and code (500 unless an
 // AdmissionError says otherwise), and the JSON patch of the mutations.
-func (e *Engine) respond(rv *review, out handlers.AdmissionOutcome) ([]byte, error) {
+func (e *Engine) respond(rv *review, out handling.AdmissionOutcome) ([]byte, error) {
 	apiVersion, kind := rv.APIVersion, rv.Kind
 	if apiVersion == "" {
 		apiVersion = "admission.k8s.io/v1"
@@ -214,7 +215,7 @@ func (e *Engine) respond(rv *review, out handlers.AdmissionOutcome) ([]byte, err
 // the object as it came (jsondiff), so that only what changed is sent;
 // nothing for an empty patch. No "test" operations: the API server applies
 // it to exactly the object it sent.
-func JSONPatch(out handlers.AdmissionOutcome) (jsondiff.Patch, error) {
+func JSONPatch(out handling.AdmissionOutcome) (jsondiff.Patch, error) {
 	if out.Patch == nil || (out.Patch.IsEmpty() && len(out.Patch.Fns) == 0) || out.Body == nil {
 		return nil, nil
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/kopfgo/kopfgo/handlers"
 	"github.com/kopfgo/kopfgo/internal/config"
+	"github.com/kopfgo/kopfgo/internal/handling"
 	"github.com/kopfgo/kopfgo/internal/kube"
 	"github.com/kopfgo/kopfgo/internal/resources"
 	"github.com/kopfgo/kopfgo/patch"
@@ -17,7 +18,7 @@ import (
 
 // Config is what Run needs.
 type Config struct {
-	Handlers []*handlers.AdmissionHandler
+	Handlers []*handling.AdmissionHandler
 	Settings config.Admission
 	// Client makes the API calls: discovery and the managed configurations.
 	Client *kube.Client
@@ -165,7 +166,7 @@ func manage(ctx context.Context, cfg Config, res *resolver, configs <-chan Clien
 // again (a CRD created after the start), at most every few seconds.
 type resolver struct {
 	client   *kube.Client
-	handlers []*handlers.AdmissionHandler
+	handlers []*handling.AdmissionHandler
 	logger   *slog.Logger
 
 	mu      sync.Mutex

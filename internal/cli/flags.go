@@ -44,6 +44,14 @@ type RunFlags struct {
 	LeaderElectLeaseDuration time.Duration // --leader-elect-lease-duration
 	LeaderElectRenewDeadline time.Duration // --leader-elect-renew-deadline
 	LeaderElectRetryPeriod   time.Duration // --leader-elect-retry-period
+
+	// Sharding (kopfgo's own; see kopfgo.Sharding).
+	Shards              int           // --shards
+	ShardsName          string        // --shards-name
+	ShardsNamespace     string        // --shards-namespace
+	ShardsLeaseDuration time.Duration // --shards-lease-duration
+	ShardsRenewDeadline time.Duration // --shards-renew-deadline
+	ShardsRetryPeriod   time.Duration // --shards-retry-period
 }
 
 // The environment variables of the flags, as Kopf's click names them
@@ -76,6 +84,13 @@ var envNames = map[string]string{
 	"leader-elect-lease-duration": "KOPFGO_LEADER_ELECT_LEASE_DURATION",
 	"leader-elect-renew-deadline": "KOPFGO_LEADER_ELECT_RENEW_DEADLINE",
 	"leader-elect-retry-period":   "KOPFGO_LEADER_ELECT_RETRY_PERIOD",
+
+	"shards":                "KOPFGO_SHARDS",
+	"shards-name":           "KOPFGO_SHARDS_NAME",
+	"shards-namespace":      "KOPFGO_SHARDS_NAMESPACE",
+	"shards-lease-duration": "KOPFGO_SHARDS_LEASE_DURATION",
+	"shards-renew-deadline": "KOPFGO_SHARDS_RENEW_DEADLINE",
+	"shards-retry-period":   "KOPFGO_SHARDS_RETRY_PERIOD",
 }
 
 // LegacyNamespaceEnv names one more namespace, appended to the others.
@@ -136,6 +151,19 @@ func (f *RunFlags) Bind(fs *pflag.FlagSet) {
 		"how long the leader tries to renew before standing by (default 10s)"))
 	fs.DurationVar(&f.LeaderElectRetryPeriod, "leader-elect-retry-period", 0, usage("leader-elect-retry-period",
 		"how often replicas try to take or renew the Lease (default 2s)"))
+	fs.IntVar(&f.Shards, "shards", 0, usage("shards",
+		"run as one of several active replicas: the objects are split into this many shards, each served by the replica "+
+			"holding its Lease (the same number on every replica; no peering)"))
+	fs.StringVar(&f.ShardsName, "shards-name", "", usage("shards-name",
+		`the shards' Leases are named NAME-shard-<i> (default "kopfgo-operator")`))
+	fs.StringVar(&f.ShardsNamespace, "shards-namespace", "", usage("shards-namespace",
+		"the shards' Leases' namespace (default: $POD_NAMESPACE, the service account's or the kubeconfig context's)"))
+	fs.DurationVar(&f.ShardsLeaseDuration, "shards-lease-duration", 0, usage("shards-lease-duration",
+		"how long others wait after a replica's last renewal before taking its shards (default 15s)"))
+	fs.DurationVar(&f.ShardsRenewDeadline, "shards-renew-deadline", 0, usage("shards-renew-deadline",
+		"how long a replica tries to renew a shard's Lease before it stops serving the shard (default 10s)"))
+	fs.DurationVar(&f.ShardsRetryPeriod, "shards-retry-period", 0, usage("shards-retry-period",
+		"how often replicas renew their Leases and balance the shards (default 2s)"))
 }
 
 // Complete applies the environment variables to the flags not given on the

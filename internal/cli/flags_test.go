@@ -87,6 +87,13 @@ func TestRunFlags(t *testing.T) {
 		{"env refkey, kubeconfig, context", nil,
 			map[string]string{"KOPF_RUN_LOG_REFKEY": "ref", "KOPF_RUN_KUBECONFIG": "/k", "KOPF_RUN_CONTEXT": "c"},
 			with(func(f *RunFlags) { f.LogRefKey, f.Kubeconfig, f.Context = "ref", "/k", "c" })},
+		{"--shards", []string{"--shards", "8", "--shards-name", "op", "--shards-namespace", "ops", "--shards-lease-duration", "6s",
+			"--shards-renew-deadline", "4s", "--shards-retry-period", "1s"}, nil, with(func(f *RunFlags) {
+			f.Shards, f.ShardsName, f.ShardsNamespace = 8, "op", "ops"
+			f.ShardsLeaseDuration, f.ShardsRenewDeadline, f.ShardsRetryPeriod = 6e9, 4e9, 1e9
+		})},
+		{"env shards", nil, map[string]string{"KOPFGO_SHARDS": "12", "KOPFGO_SHARDS_NAME": "op", "KOPFGO_SHARDS_RETRY_PERIOD": "3s"},
+			with(func(f *RunFlags) { f.Shards, f.ShardsName, f.ShardsRetryPeriod = 12, "op", 3e9 })},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/http"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 )
@@ -19,6 +20,14 @@ type Readiness struct {
 	served  bool            // the startup's resources are being watched
 	pending map[string]bool // watches whose initial listing is not done
 	paused  []string        // why the operator stands by, if it does
+	shards  *[]int          // the shards held, if sharded
+}
+
+// Shards: the shards this replica holds (sharding), said in the answer.
+func (r *Readiness) Shards(held []int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.shards = &held
 }
 
 // Paused: the operator stands by (peering, leader election) for these
@@ -95,10 +104,21 @@ func (r *Readiness) ServeHTTP(w http.ResponseWriter, _ *http.Request) {
 		return
 	}
 	r.mu.Lock()
-	paused := r.paused
+	paused, shards := r.paused, r.shards
 	r.mu.Unlock()
+	var notes []string
 	if len(paused) > 0 {
-		fmt.Fprintf(w, "ok (standing by: %s)\n", strings.Join(paused, ", "))
+		notes = append(notes, "standing by: "+strings.Join(paused, ", "))
+	}
+	if shards != nil {
+		held := make([]string, len(*shards))
+		for i, s := range *shards {
+			held[i] = strconv.Itoa(s)
+		}
+		notes = append(notes, fmt.Sprintf("shards held: %d [%s]", len(held), strings.Join(held, " ")))
+	}
+	if len(notes) > 0 {
+		fmt.Fprintf(w, "ok (%s)\n", strings.Join(notes, "; "))
 		return
 	}
 	fmt.Fprintln(w, "ok")

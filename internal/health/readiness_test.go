@@ -31,3 +31,22 @@ func TestReadiness(t *testing.T) {
 	r.WatchStarted("c@") // a CRD that appeared later
 	check(503, "for c@")
 }
+
+func TestReadinessSaysTheShardsHeld(t *testing.T) {
+	r := &Readiness{}
+	r.StartupDone()
+	r.Served()
+	r.Shards([]int{0, 3})
+	w := httptest.NewRecorder()
+	r.ServeHTTP(w, httptest.NewRequest(http.MethodGet, "/readyz", nil))
+	if got := w.Body.String(); w.Code != 200 || got != "ok (shards held: 2 [0 3])\n" {
+		t.Errorf("%d %q, want 200 with the shards held", w.Code, got)
+	}
+	r.Shards(nil)
+	r.Paused([]string{"sharding"})
+	w = httptest.NewRecorder()
+	r.ServeHTTP(w, httptest.NewRequest(http.MethodGet, "/readyz", nil))
+	if got := w.Body.String(); got != "ok (standing by: sharding; shards held: 0 [])\n" {
+		t.Errorf("%q, want standing by with no shards", got)
+	}
+}

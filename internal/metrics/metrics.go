@@ -41,6 +41,8 @@ type Metrics struct {
 	daemonsOnce sync.Once
 	leaderOnce  sync.Once
 	leader      prometheus.Gauge
+	shardsOnce  sync.Once
+	shards      prometheus.Gauge
 	paused      prometheus.Gauge
 }
 
@@ -160,6 +162,19 @@ func (m *Metrics) Leading(leading bool) {
 		m.reg.MustRegister(m.leader)
 	})
 	m.leader.Set(boolValue(leading))
+}
+
+// ShardsHeld sets kopfgo_shards_held, registered on the first call: only
+// sharded operators have it.
+func (m *Metrics) ShardsHeld(n int) {
+	m.shardsOnce.Do(func() {
+		m.shards = prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "kopfgo_shards_held",
+			Help: "How many shards' Leases this replica holds (sharding), whose objects it serves.",
+		})
+		m.reg.MustRegister(m.shards)
+	})
+	m.shards.Set(float64(n))
 }
 
 func boolValue(b bool) float64 {

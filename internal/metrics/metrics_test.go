@@ -65,3 +65,20 @@ kopfgo_api_requests_total{code="200",verb="PATCH"} 1
 		t.Errorf("watch restarts %v", v)
 	}
 }
+
+func TestShardsHeldIsRegisteredOnlyWhenSharded(t *testing.T) {
+	m := New()
+	if n, err := testutil.GatherAndCount(m.reg, "kopfgo_shards_held"); err != nil || n != 0 {
+		t.Fatalf("kopfgo_shards_held: %d series (%v), want none before sharding", n, err)
+	}
+	m.ShardsHeld(3)
+	m.ShardsHeld(2)
+	want := `
+# HELP kopfgo_shards_held How many shards' Leases this replica holds (sharding), whose objects it serves.
+# TYPE kopfgo_shards_held gauge
+kopfgo_shards_held 2
+`
+	if err := testutil.GatherAndCompare(m.reg, strings.NewReader(want), "kopfgo_shards_held"); err != nil {
+		t.Error(err)
+	}
+}

@@ -43,6 +43,9 @@ type Spec struct {
 	// LeaseNamespace, when set, is where the operator's leader election
 	// Lease is: a Role there grants it the Lease, and nothing elsewhere.
 	LeaseNamespace string
+	// Sharding: the Leases in LeaseNamespace are the sharding's (shards
+	// and members), which replicas also list and delete.
+	Sharding bool
 	// Namespaces the operator serves; nil or patterns: cluster-wide.
 	Namespaces []string
 	// Namespaced writes Roles in each of Namespaces instead of a
@@ -128,12 +131,15 @@ func Rules(spec Spec) []Rule {
 			add("kopf.dev", "clusterkopfpeerings", false, "peering: the operators' records and keep-alives", "list", "watch", "patch")
 		}
 	}
-	if spec.LeaseNamespace != "" {
+	switch {
+	case spec.LeaseNamespace != "" && spec.Sharding:
+		add("coordination.k8s.io", "leases", true, "sharding: the shards' and replicas' Leases (in namespace "+spec.LeaseNamespace+" only)", "get", "list", "create", "update", "delete")
+	case spec.LeaseNamespace != "":
 		add("coordination.k8s.io", "leases", true, "leader election (in namespace "+spec.LeaseNamespace+" only)", "get", "create", "update")
 	}
 	out := make([]Rule, 0, len(byKey))
 	for _, r := range byKey {
-		verbOrder := map[string]int{"get": 0, "list": 1, "watch": 2, "create": 3, "patch": 4, "update": 5}
+		verbOrder := map[string]int{"get": 0, "list": 1, "watch": 2, "create": 3, "patch": 4, "update": 5, "delete": 6}
 		sort.Slice(r.Verbs, func(i, j int) bool { return verbOrder[r.Verbs[i]] < verbOrder[r.Verbs[j]] })
 		out = append(out, *r)
 	}
@@ -238,6 +244,9 @@ func Manifests(spec Spec) ([]byte, error) {
 	}
 	if len(leases) > 0 {
 		name := spec.Name + "-leader-election"
+		if spec.Sharding {
+			name = spec.Name + "-sharding"
+		}
 		role := rbacv1.Role{TypeMeta: metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "Role"},
 			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: spec.LeaseNamespace}, Rules: policyRules(leases)}
 		if err := emit(role, leases); err != nil {

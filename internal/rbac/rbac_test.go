@@ -115,3 +115,26 @@ func TestPeeringRules(t *testing.T) {
 		t.Error("a standalone operator is granted the peering objects")
 	}
 }
+
+// Sharding's Leases are granted in their namespace only, with list and
+// delete besides leader election's verbs (replicas read each other's
+// Leases and delete those of replicas gone).
+func TestShardingLeaseRole(t *testing.T) {
+	spec := Spec{Uses: []Use{{Resource: kex, Handles: true}}, LeaseNamespace: "ops", Sharding: true}
+	var leases *Rule
+	for _, r := range Rules(spec) {
+		if r.Resource == "leases" {
+			leases = &r
+		}
+	}
+	if leases == nil || !leases.Namespaced || strings.Join(leases.Verbs, ",") != "get,list,create,update,delete" {
+		t.Fatalf("the sharding's Lease rule: %+v, want get, list, create, update, delete in a namespace", leases)
+	}
+	out, err := Manifests(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(out), "name: kopfgo-operator-sharding\n  namespace: ops") {
+		t.Errorf("no Role kopfgo-operator-sharding in ops:\n%s", out)
+	}
+}

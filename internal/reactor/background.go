@@ -9,6 +9,7 @@ import (
 	"github.com/kopfgo/kopfgo/daemons"
 	"github.com/kopfgo/kopfgo/diffbase"
 	"github.com/kopfgo/kopfgo/handlers"
+	"github.com/kopfgo/kopfgo/internal/handling"
 	"github.com/kopfgo/kopfgo/internal/kube"
 	"github.com/kopfgo/kopfgo/patch"
 )
@@ -29,11 +30,9 @@ type background struct {
 // matches, or stop them all when the object is being deleted; then record in
 // the pass's facts whether they require the finalizer and hold the object.
 // Their exits wake the object's worker, which is how the finalizer goes as
-// soon as nothing needs it, without any touch patch.
+// soon as nothing needs it, without any touch patch. Only for resources
+// with daemons or timers: read does not call it otherwise.
 func (w *watcher) spawn(ctx context.Context, wk *worker, ps *pass) {
-	if len(w.spawning) == 0 {
-		return
-	}
 	bg := w.backgroundOf(ctx, wk.key, ps)
 	f := &ps.facts
 	if f.Deleting {
@@ -57,9 +56,9 @@ func (w *watcher) spawn(ctx context.Context, wk *worker, ps *pass) {
 // object. Re-evaluated on every pass, so that an object that stops matching
 // loses its daemons (ErrFiltersMismatch) and gets them back when it matches
 // again (compat: daemons-filters, timers-filters).
-func (w *watcher) matchingSpawning(body map[string]any) []*handlers.Spawning {
-	cause := &handlers.Cause{Body: body, Resource: w.res, Logger: w.Logger}
-	var out []*handlers.Spawning
+func (w *watcher) matchingSpawning(body map[string]any) []*handling.Spawning {
+	cause := &handling.Cause{Body: body, Resource: w.res, Logger: w.Logger}
+	var out []*handling.Spawning
 	for _, h := range w.spawning {
 		if h.MatchesObject(cause) {
 			out = append(out, h)
@@ -74,7 +73,7 @@ func (w *watcher) matchingSpawning(body map[string]any) []*handlers.Spawning {
 // Idle (compat: timers-idle): the changes that would trigger update handlers, whether or
 // not there are any; a timer's own status results do not postpone it.
 func (w *watcher) noteChanges(body map[string]any, st *state, bg *background) {
-	essence := w.essence(body)
+	essence := w.detector.Essence(body)
 	st.mu.Lock()
 	prev := bg.essence
 	bg.essence = essence

@@ -14,16 +14,17 @@ import (
 	"github.com/kopfgo/kopfgo/causes"
 	"github.com/kopfgo/kopfgo/handlers"
 	"github.com/kopfgo/kopfgo/internal/config"
+	"github.com/kopfgo/kopfgo/internal/handling"
 	"github.com/kopfgo/kopfgo/persistence"
 )
 
-func (s *scenario) daemon(id string, fn handlers.SpawnFunc, opts ...func(*handlers.Spawning)) {
+func (s *scenario) daemon(id string, fn handlers.SpawnFunc, opts ...func(*handling.Spawning)) {
 	poking := func(ctx context.Context, sp *handlers.Spawn) (any, error) {
 		defer s.poke() // what it changed is news
 		return fn(ctx, sp)
 	}
-	s.reg.AddSpawning(handlers.SpawnRegistration{Resource: "kopfexamples", Kind: handlers.KindDaemon, Fn: poking,
-		Configure: func(h *handlers.Spawning) {
+	s.reg.AddSpawning(handling.SpawnRegistration{Resource: "kopfexamples", Kind: handling.KindDaemon, Fn: poking,
+		Configure: func(h *handling.Spawning) {
 			h.ID = id
 			for _, o := range opts {
 				o(h)

@@ -8,9 +8,10 @@
 // derived from the state (the object against its stored diff-base), never
 // from the type of the observation.
 //
-// A pass reads, plans and acts: read gathers the facts (pass.go), the pure
-// package internal/plan turns them into one step, and act carries the step
-// out (pass.go, apply.go). After each of its own patches the worker waits
+// A pass reads, plans and acts: read gathers the facts (pass.go; what
+// happened to the object and whether the handlers have it in scope is one
+// call, internal/handling's Detector), the pure package internal/plan turns
+// them into one step, and act carries the step out (pass.go, apply.go). After each of its own patches the worker waits
 // until the watch delivers the patched version (or the consistency timeout
 // passes) before it runs state-dependent handlers again, so handlers never
 // run twice on a stale body. Handlers that are delayed (retries, backoffs)
@@ -22,6 +23,17 @@
 // indexers and watching handlers), worker.go (workers, per-object state, the
 // pool), pass.go (read → plan → act), apply.go (patches), background.go
 // (daemons and timers).
+//
+// One object's path from a watch event to its patch, in ten files:
+// internal/kube/watch.go (the watch stream) → watcher.go (observe) →
+// worker.go (notify, work, pass) → pass.go (process, read) →
+// internal/handling/detect.go (Detector.Marks, Detector.Detect) →
+// internal/plan/plan.go (Pass) → pass.go (act, handle) →
+// internal/handling/filters.go (Select) → internal/handling/execution.go
+// (Cycle.Run) → plan.go (After) → pass.go (act: Detector.Handled) →
+// apply.go (apply, which also clears the progress storage's touch-dummy) →
+// internal/kube/client.go (the patch). Cause detection, diffs and the
+// diff-base storage are reached only through internal/handling.
 //
 // Glossary, and the only words the code uses for these:
 //
@@ -44,7 +56,7 @@
 //     the plan.
 //   - facts, step: what plan.Pass takes and returns; plan.After ends a pass
 //     whose cycle has run.
-//   - cycle: one round of Kopf's handling cycle for a cause (handlers.Cycle),
+//   - cycle: one round of Kopf's handling cycle for a cause (handling.Cycle),
 //     invoking at most one handler.
 //   - pool: the goroutines that carry passes, so that grown stacks are
 //     reused rather than kept by idle workers.

@@ -37,6 +37,8 @@ type orchestrator struct {
 	// none is watched, and they are watched again on resuming.
 	served []resources.Resource
 	paused bool
+	// period is the Pause's paused period last reported halted.
+	period uint64
 	// exited is closed when the key's latest watcher has stopped, its
 	// daemons included: a watcher started again for the key (a resource
 	// that seemed gone while the API server restarted) waits for it, or
@@ -100,7 +102,7 @@ func (o *orchestrator) follow(ctx context.Context) {
 	}
 	o.mu.Unlock()
 	for {
-		paused, changed := o.Pause.State()
+		paused, period, changed := o.Pause.Period()
 		o.mu.Lock()
 		if paused != o.paused {
 			if paused {
@@ -109,14 +111,20 @@ func (o *orchestrator) follow(ctx context.Context) {
 					o.Logger.Debug(fmt.Sprintf("Pausing the watch-stream for %s (blockers: %s).", described(key), blockers))
 				}
 			}
-			o.paused = paused
-			o.reconcile()
-			o.hooks().Paused(o.Pause.Reasons()) // hook: readiness
 			if !paused {
-				for _, key := range slices.Sorted(maps.Keys(o.running)) {
+				// Said before the watchers start, so that it comes before
+				// anything they log.
+				for _, key := range o.keys() {
 					o.Logger.Debug(fmt.Sprintf("Resuming the watch-stream for %s.", described(key)))
 				}
 			}
+			o.paused = paused
+			o.reconcile()
+			o.hooks().Paused(o.Pause.Reasons()) // hook: readiness
+		}
+		if paused && period != o.period {
+			o.period = period
+			o.halted(period)
 		}
 		o.mu.Unlock()
 		select {
@@ -125,6 +133,27 @@ func (o *orchestrator) follow(ctx context.Context) {
 		case <-changed:
 		}
 	}
+}
+
+// halted reports to the Pause, once every watcher stopped so far has
+// exited (its handlers, daemons and timers included), that the reactor has
+// halted for the paused period: sharding releases a shard's Lease only
+// then. The caller holds o.mu.
+func (o *orchestrator) halted(period uint64) {
+	var waits []chan struct{}
+	for _, done := range o.exited {
+		waits = append(waits, done)
+	}
+	o.wg.Go(func() {
+		for _, done := range waits {
+			select {
+			case <-done:
+			case <-o.ctx.Done():
+				return
+			}
+		}
+		o.Pause.Halted(period)
+	})
 }
 
 // reconcile starts and stops watchers so that those running are the served

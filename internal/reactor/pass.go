@@ -10,6 +10,7 @@ import (
 	"github.com/kopfgo/kopfgo/causes"
 	"github.com/kopfgo/kopfgo/diffbase"
 	"github.com/kopfgo/kopfgo/handlers"
+	"github.com/kopfgo/kopfgo/internal/handling"
 	"github.com/kopfgo/kopfgo/internal/plan"
 	"github.com/kopfgo/kopfgo/internal/pyrepr"
 	"github.com/kopfgo/kopfgo/patch"
@@ -24,7 +25,7 @@ type pass struct {
 	// cause is the object as handlers and filters see it, with the patch
 	// the pass builds; its Reason, Old, New and Diff are set only when the
 	// facts call for detection (plan.Facts.Detects).
-	cause *handlers.Cause
+	cause *handling.Cause
 	// cycled: a handling cycle has run in this pass (handle).
 	cycled bool
 }
@@ -63,17 +64,19 @@ func (w *watcher) read(ctx context.Context, wk *worker) (*pass, bool) {
 	st.mu.Unlock()
 
 	body := ps.obj.Object
-	ps.cause = &handlers.Cause{
+	ps.cause = &handling.Cause{
 		Body: body, Initial: initial, Resource: w.res, Patch: &patch.Patch{}, Logger: ps.log, Memo: memo,
 		Handling: w.Settings.Handling,
 	}
 	f := &ps.facts
-	f.Deleting = causes.IsDeleting(body)
-	f.HasFinalizer = causes.HasFinalizer(body, w.Settings.Persistence.Finalizer)
+	f.Deleting, f.HasFinalizer = w.detector.Marks(body)
 	f.Changing = len(w.changing) > 0
-	w.spawn(ctx, wk, ps)
+	if len(w.spawning) > 0 {
+		w.spawn(ctx, wk, ps)
+	}
 	if f.Detects() {
-		w.detect(ps)
+		det := w.detector.Detect(ps.cause)
+		f.Reason, f.InScope, f.HandlersRequire = det.Reason, det.InScope, det.HandlersRequire
 	}
 	return ps, true
 }
@@ -122,45 +125,6 @@ func (w *watcher) consistent(ctx context.Context, ps *pass) bool {
 	return true
 }
 
-// detect works out what happened to the object: its essence against the
-// last handled one (Kopf's detect_changing_cause), whether any changing
-// handler has it in scope, and whether a delete handler needs the finalizer.
-func (w *watcher) detect(ps *pass) {
-	c, f := ps.cause, &ps.facts
-	var err error
-	c.Old, c.New, err = w.essences(c.Body)
-	if err != nil {
-		ps.log.Warn(fmt.Sprintf("Ignoring the unreadable last-handled configuration; the object is handled as never handled before: %v", err))
-	}
-	c.Diff = diffbase.Compute(c.Old, c.New)
-	c.Reason = causes.Detect(causes.Input{
-		Body: c.Body, Finalizer: w.Settings.Persistence.Finalizer, Old: c.Old, New: c.New, Diff: c.Diff, Initial: c.Initial,
-	})
-	f.Reason = c.Reason
-	f.InScope = handlers.Prematch(w.changing, c)
-	f.HandlersRequire = f.InScope && handlers.RequiresFinalizerFor(w.changing, c)
-}
-
-// essences returns the object's last handled essence (nil if never handled,
-// or if it cannot be read: err says why) and its current essence.
-func (w *watcher) essences(body map[string]any) (old, essence map[string]any, err error) {
-	old, err = w.Settings.Persistence.DiffBaseStorage.Fetch(body)
-	if err != nil {
-		old = nil
-	}
-	if old != nil {
-		old = w.Settings.Persistence.ProgressStorage.Clear(old)
-	}
-	return old, w.essence(body), err
-}
-
-// essence is the object's essence as the diff-base stores it, without the
-// progress storage's own keys.
-func (w *watcher) essence(body map[string]any) map[string]any {
-	persistence := w.Settings.Persistence
-	return persistence.ProgressStorage.Clear(persistence.DiffBaseStorage.Build(body, w.extraFields))
-}
-
 // goodbye writes Kopf's last line about an object deleted from the cluster
 // that the changing handlers have in scope, in the order Kopf writes it:
 // after the watching handlers of the deletion. The scope is worked out only
@@ -178,12 +142,10 @@ func (w *watcher) goodbye(ctx context.Context, wk *worker) {
 	if !log.Enabled(ctx, slog.LevelDebug) {
 		return
 	}
-	old, essence, _ := w.essences(u.Object) // an unreadable diff-base: never handled
-	cause := &handlers.Cause{
-		Reason: causes.Gone, Body: u.Object, Old: old, New: essence, Diff: diffbase.Compute(old, essence),
-		Resource: w.res, Patch: &patch.Patch{}, Logger: log, Memo: gone.state.memo, Handling: w.Settings.Handling,
+	cause := &handling.Cause{
+		Body: u.Object, Resource: w.res, Patch: &patch.Patch{}, Logger: log, Memo: gone.state.memo, Handling: w.Settings.Handling,
 	}
-	if handlers.Prematch(w.changing, cause) {
+	if w.detector.Gone(cause) {
 		log.Debug("Deleted, really deleted, and we are notified.")
 	}
 }
@@ -228,7 +190,7 @@ func (w *watcher) act(ctx context.Context, ps *pass, step plan.Step) next {
 		ps.log.Debug(fmt.Sprintf("Sleeping for %s seconds for the delayed handlers.", secs))
 		return w.apply(ctx, ps.obj, ps.state, ps.log, ps.cause.Patch).then(next{wait: step.Wait, touch: true, sleeping: true})
 	case plan.Store:
-		w.Settings.Persistence.DiffBaseStorage.Store(ps.cause.Body, ps.cause.Patch, ps.cause.New)
+		w.detector.Handled(ps.cause)
 		w.finished(ps)
 		return w.apply(ctx, ps.obj, ps.state, ps.log, ps.cause.Patch).then(onNews)
 	case plan.Hold:
@@ -246,8 +208,8 @@ func (w *watcher) act(ctx context.Context, ps *pass, step plan.Step) next {
 // acts on the step its outcome calls for.
 func (w *watcher) handle(ctx context.Context, ps *pass, reason causes.Reason) next {
 	c := ps.cause
-	cycle := handlers.Cycle{
-		Reason: reason, Handlers: handlers.Select(w.changing, c), Known: w.changing,
+	cycle := handling.Cycle{
+		Reason: reason, Handlers: handling.Select(w.changing, c), Known: w.changing,
 		Body: c.Body, Resource: w.res, Old: c.Old, New: c.New, Diff: c.Diff,
 		Patch: c.Patch, Storage: w.Settings.Persistence.ProgressStorage, Clock: w.Clock, Logger: ps.log, Memo: c.Memo,
 		DefaultBackoff: w.Settings.Execution.DefaultBackoff,

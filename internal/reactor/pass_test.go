@@ -16,6 +16,7 @@ import (
 	"github.com/kopfgo/kopfgo/causes"
 	"github.com/kopfgo/kopfgo/handlers"
 	"github.com/kopfgo/kopfgo/internal/config"
+	"github.com/kopfgo/kopfgo/internal/handling"
 	"github.com/kopfgo/kopfgo/internal/kube"
 	"github.com/kopfgo/kopfgo/internal/resources"
 )
@@ -52,10 +53,10 @@ func TestStateBehind(t *testing.T) {
 // twice.
 func TestPassOnAStaleBodyDoesNotRunHandlers(t *testing.T) {
 	calls := 0
-	reg := &handlers.Registry{}
-	reg.AddChanging(handlers.Registration{Resource: "kopfexamples", Reason: causes.Create,
+	reg := &handling.Registry{}
+	reg.AddChanging(handling.Registration{Resource: "kopfexamples", Reason: causes.Create,
 		Fn:        func(context.Context, *handlers.Change) (any, error) { calls++; return nil, nil },
-		Configure: func(h *handlers.Handler) { h.ID = "create_fn" }})
+		Configure: func(h *handling.Handler) { h.ID = "create_fn" }})
 	cfg := Config{
 		Registry: reg,
 		Settings: config.Settings{}.WithDefaults(),

@@ -137,3 +137,81 @@ func TestPauseStopsDaemonsAndResumeRespawnsThemAfterTheyReturn(t *testing.T) {
 		t.Errorf("the resumed watch started before the paused daemon returned; log:\n%s", log)
 	}
 }
+
+// The reactor reports a pause halted (pausing.Switch.WaitHalted) only once
+// the daemons it stopped have returned: sharding releases a shard's Lease
+// only then.
+func TestPauseIsHaltedOnlyOnceTheDaemonsHaveReturned(t *testing.T) {
+	s := newScenario(t)
+	s.pause = &pausing.Switch{}
+	var returned atomic.Bool
+	release := make(chan struct{})
+	started := make(chan struct{})
+	s.daemon("monitor", func(ctx context.Context, sp *handlers.Spawn) (any, error) {
+		close(started)
+		<-ctx.Done()
+		<-release // a slow cleanup
+		returned.Store(true)
+		return nil, nil
+	})
+	s.create("kex1", map[string]any{"field": "value"})
+	s.start()
+	<-started
+	s.pause.Pause("sharding")
+	halted := make(chan error, 1)
+	go func() { halted <- s.pause.WaitHalted(context.Background(), nil, nil) }()
+	select {
+	case err := <-halted:
+		t.Fatalf("halted (%v) while the daemon still runs", err)
+	default:
+	}
+	close(release)
+	if err := <-halted; err != nil {
+		t.Fatalf("WaitHalted: %v", err)
+	}
+	if !returned.Load() {
+		t.Error("halted before the daemon returned")
+	}
+	s.pause.Resume("sharding")
+	s.stop()
+}
+
+// With Config.Owns (sharding), the objects of other replicas' shards are
+// neither handled nor indexed; a swap of the filter while paused and
+// halted serves them after the resume.
+func TestOwnsKeepsOtherShardsObjectsAway(t *testing.T) {
+	s := newScenario(t)
+	s.pause = &pausing.Switch{}
+	var mine atomic.Value
+	mine.Store("uid-kex1")
+	s.owns = func(uid string) bool { return uid == mine.Load() }
+	var calls counter
+	s.on(causes.Create, "create_fn", func(ctx context.Context, c *handlers.Change) (any, error) {
+		calls.inc(c.Name)
+		return nil, nil
+	})
+	s.create("kex1", map[string]any{"field": "value"})
+	s.create("kex2", map[string]any{"field": "value"})
+	s.start()
+	s.until("kex1 handled", func() bool {
+		_, ok := annotation(s.get("kex1"), "kopf.zalando.org/last-handled-configuration")
+		return ok
+	})
+	s.pause.Pause("sharding")
+	if err := s.pause.WaitHalted(context.Background(), nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := annotation(s.get("kex2"), "kopf.zalando.org/last-handled-configuration"); ok || calls.get("kex2") != 0 {
+		t.Fatal("another shard's object was handled")
+	}
+	mine.Store("uid-kex2")
+	s.pause.Resume("sharding")
+	s.until("kex2 handled after the swap", func() bool {
+		_, ok := annotation(s.get("kex2"), "kopf.zalando.org/last-handled-configuration")
+		return ok
+	})
+	s.stop()
+	if n1, n2 := calls.get("kex1"), calls.get("kex2"); n1 != 1 || n2 != 1 {
+		t.Errorf("create handler calls: kex1 %d, kex2 %d; want 1 each", n1, n2)
+	}
+}

@@ -32,6 +32,7 @@ import (
 	"github.com/kopfgo/kopfgo/indexing"
 	"github.com/kopfgo/kopfgo/internal/config"
 	"github.com/kopfgo/kopfgo/internal/dicts"
+	"github.com/kopfgo/kopfgo/internal/handling"
 	"github.com/kopfgo/kopfgo/internal/kube"
 	"github.com/kopfgo/kopfgo/internal/logging"
 	"github.com/kopfgo/kopfgo/internal/pausing"
@@ -52,7 +53,7 @@ type scenario struct {
 	t        *testing.T
 	dyn      *dynamicfake.FakeDynamicClient
 	clock    *testingclock.FakeClock
-	reg      *handlers.Registry
+	reg      *handling.Registry
 	settings config.Settings
 	sleeps   atomic.Int32 // settled touch-sleeps entered
 	log      *testlog.Buffer
@@ -62,6 +63,7 @@ type scenario struct {
 	indexers []indexing.Runner
 	memo     *handlers.Memo
 	pause    *pausing.Switch
+	owns     func(uid string) bool // Config.Owns (sharding)
 	// statusSubresource makes the status of KopfExamples a subresource, so
 	// that the operator writes it with a patch of its own.
 	statusSubresource bool
@@ -112,7 +114,7 @@ func newScenario(t *testing.T) *scenario {
 		{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}: "CustomResourceDefinitionList",
 	})
 	s := &scenario{
-		t: t, dyn: dyn, reg: &handlers.Registry{},
+		t: t, dyn: dyn, reg: &handling.Registry{},
 		clock:    testingclock.NewFakeClock(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)),
 		watching: make(chan struct{}),
 		news:     make(chan struct{}, 1),
@@ -215,12 +217,12 @@ func versioned(dyn *dynamicfake.FakeDynamicClient, poke func()) {
 
 // on registers a handler of KopfExamples. What the handler changes is news
 // once it returns (a handler that blocks pokes itself).
-func (s *scenario) on(reason causes.Reason, id string, fn handlers.ChangeFunc, opts ...func(*handlers.Handler)) {
+func (s *scenario) on(reason causes.Reason, id string, fn handlers.ChangeFunc, opts ...func(*handling.Handler)) {
 	poking := func(ctx context.Context, c *handlers.Change) (any, error) {
 		defer s.poke()
 		return fn(ctx, c)
 	}
-	s.reg.AddChanging(handlers.Registration{Resource: "kopfexamples", Reason: reason, Fn: poking, Configure: func(h *handlers.Handler) {
+	s.reg.AddChanging(handling.Registration{Resource: "kopfexamples", Reason: reason, Fn: poking, Configure: func(h *handling.Handler) {
 		h.ID = id
 		for _, o := range opts {
 			o(h)
@@ -272,6 +274,7 @@ func (s *scenario) start() {
 		Indexers: s.indexers,
 		Memo:     s.memo,
 		Pause:    s.pause,
+		Owns:     s.owns,
 	}
 	go func() { s.done <- Run(ctx, cfg) }()
 	s.t.Cleanup(s.stop)
@@ -530,9 +533,9 @@ func TestObjectsAreProcessedInParallelAndEachInOrder(t *testing.T) {
 func TestUnknownResourceFailsRunNamingTheHandlerWithoutScanning(t *testing.T) {
 	s := newScenario(t)
 	s.settings.Scanning.Disabled = true
-	s.reg.AddChanging(handlers.Registration{Resource: "widgets", Reason: causes.Create,
+	s.reg.AddChanging(handling.Registration{Resource: "widgets", Reason: causes.Create,
 		Fn:        func(ctx context.Context, c *handlers.Change) (any, error) { return nil, nil },
-		Configure: func(h *handlers.Handler) { h.ID = "make_widget" }})
+		Configure: func(h *handling.Handler) { h.ID = "make_widget" }})
 	s.start()
 	err := <-s.done
 	s.cancel = nil
@@ -543,9 +546,9 @@ func TestUnknownResourceFailsRunNamingTheHandlerWithoutScanning(t *testing.T) {
 
 func TestUnknownResourceIsAWarningWhileScanning(t *testing.T) {
 	s := newScenario(t)
-	s.reg.AddChanging(handlers.Registration{Resource: "widgets", Reason: causes.Create,
+	s.reg.AddChanging(handling.Registration{Resource: "widgets", Reason: causes.Create,
 		Fn:        func(ctx context.Context, c *handlers.Change) (any, error) { return nil, nil },
-		Configure: func(h *handlers.Handler) { h.ID = "make_widget" }})
+		Configure: func(h *handling.Handler) { h.ID = "make_widget" }})
 	s.start()
 	s.until("the warning", func() bool {
 		return strings.Contains(s.log.String(), "Unresolved resources cannot be served (try creating their CRDs): widgets for handlers make_widget")

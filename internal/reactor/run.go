@@ -18,6 +18,7 @@ import (
 	"github.com/kopfgo/kopfgo/handlers"
 	"github.com/kopfgo/kopfgo/indexing"
 	"github.com/kopfgo/kopfgo/internal/config"
+	"github.com/kopfgo/kopfgo/internal/handling"
 	"github.com/kopfgo/kopfgo/internal/kube"
 	"github.com/kopfgo/kopfgo/internal/pausing"
 	"github.com/kopfgo/kopfgo/internal/posting"
@@ -26,7 +27,7 @@ import (
 
 // Config is what the caller gives the reactor to run an operator.
 type Config struct {
-	Registry   *handlers.Registry
+	Registry   *handling.Registry
 	Settings   config.Settings // with defaults applied
 	REST       *rest.Config
 	Namespaces []string // empty: cluster-wide
@@ -46,6 +47,11 @@ type Config struct {
 	// the handlers, daemons and timers) until the last reason is dropped:
 	// peering and leader election hold it. Nil: never paused.
 	Pause *pausing.Switch
+	// Owns, when set, tells which objects this replica serves, by uid
+	// (sharding): the others are neither indexed nor handled. It may change
+	// only while Pause is paused and halted (pausing.Switch.WaitHalted),
+	// since watchers read it as they observe. Nil: every object.
+	Owns func(uid string) bool
 	// Hooks are told of the reactor's progress (readiness, metrics); nil:
 	// none.
 	Hooks Hooks
@@ -208,7 +214,7 @@ func startPosting(ctx context.Context, p *posting.Poster) (_ context.Context, st
 // handlers. A selector matching nothing is a warning while scanning is on
 // (its CRD may come later, and is served then) and an error otherwise.
 // The unresolved selectors are returned for the rescans (orchestration.go).
-func resolve(ctx context.Context, client *kube.Client, reg *handlers.Registry, indexers []indexing.Runner, log *slog.Logger, strict bool) (served []resources.Resource, unresolved []resources.Selector, _ error) {
+func resolve(ctx context.Context, client *kube.Client, reg *handling.Registry, indexers []indexing.Runner, log *slog.Logger, strict bool) (served []resources.Resource, unresolved []resources.Selector, _ error) {
 	all, err := client.Discover(ctx)
 	if err != nil {
 		if len(all) == 0 {

@@ -16,6 +16,7 @@ import (
 	"github.com/kopfgo/kopfgo/causes"
 	"github.com/kopfgo/kopfgo/handlers"
 	"github.com/kopfgo/kopfgo/indexing"
+	"github.com/kopfgo/kopfgo/internal/handling"
 	"github.com/kopfgo/kopfgo/internal/kube"
 	"github.com/kopfgo/kopfgo/internal/logging"
 	"github.com/kopfgo/kopfgo/internal/posting"
@@ -41,15 +42,15 @@ type watcher struct {
 	// operator's scope (namespace patterns); nil serves all.
 	scope func(namespace string) bool
 
-	changing []*handlers.Handler      // create, update, delete, resume, field
-	watching []*handlers.EventHandler // On.Event: every observation
+	changing []*handling.Handler      // create, update, delete, resume, field
+	watching []*handling.EventHandler // On.Event: every observation
 	indexers []indexing.Runner
-	spawning []*handlers.Spawning // daemons and timers (background.go)
+	spawning []*handling.Spawning // daemons and timers (background.go)
 	// idleTimers: some timers idle, so essential changes are tracked.
 	idleTimers bool
-	// extraFields are the fields outside the default essence that
-	// handlers watch.
-	extraFields [][]string
+	// detector works out what happened to an object for the changing
+	// handlers (the read of a pass).
+	detector *handling.Detector
 	// indexed, when set, is called once the indexers have seen the initial
 	// listing (or the watcher gives up).
 	indexed func()
@@ -70,15 +71,15 @@ type watcher struct {
 func newWatcher(r *run, res resources.Resource, ns string, scope resources.Namespaces, gate *sync.WaitGroup) *watcher {
 	w := &watcher{
 		run: r, res: res, namespace: ns,
-		changing: handlers.ForResource(r.Registry.Changing(), res),
-		watching: handlers.EventsFor(r.Registry.Events(), res),
+		changing: handling.ForResource(r.Registry.Changing(), res),
+		watching: handling.EventsFor(r.Registry.Events(), res),
 		indexers: indexersFor(r.Indexers, res),
-		spawning: handlers.ForResource(r.Registry.Spawning(), res),
+		spawning: handling.ForResource(r.Registry.Spawning(), res),
 		pool:     newPool(),
 		workers:  map[string]*worker{},
 		states:   map[string]*state{},
 	}
-	w.extraFields = handlers.ExtraFields(w.changing)
+	w.detector = handling.NewDetector(w.changing, &r.Settings.Persistence)
 	for _, h := range w.spawning {
 		w.idleTimers = w.idleTimers || h.Idle > 0
 	}
@@ -219,6 +220,9 @@ func (w *watcher) observe(ctx context.Context, obj any, typ handlers.EventType, 
 	if w.scope != nil && !w.scope(u.GetNamespace()) {
 		return
 	}
+	if w.Owns != nil && !w.Owns(string(u.GetUID())) {
+		return // another replica's shard
+	}
 	if len(w.indexers) > 0 {
 		w.index(ctx, u, deleted)
 	}
@@ -256,7 +260,7 @@ func (w *watcher) index(ctx context.Context, u *unstructured.Unstructured, delet
 
 	ob := indexing.Observation{
 		Deleted: deleted,
-		Cause: &handlers.Cause{
+		Cause: &handling.Cause{
 			Body: u.Object, Resource: w.res, Patch: &patch.Patch{}, // never applied, as in Kopf
 			Logger: w.localLogger(u), Memo: st.memo,
 		},
@@ -287,7 +291,7 @@ func (w *watcher) dispatch(ctx context.Context, wk *worker) {
 		u := ob.obj
 		log := w.localLogger(u)
 		pt := &patch.Patch{}
-		handlers.HandleEvent(hctx, w.watching, ob.typ, &handlers.Cause{
+		handling.HandleEvent(hctx, w.watching, ob.typ, &handling.Cause{
 			Body: u.Object, Resource: w.res, Patch: pt, Logger: log, Memo: ob.state.memo,
 		}, w.invoke, func(id string, err error, d time.Duration) {
 			w.hooks().Handler(id, eventCause, err, 0, d) // hook: handler invocations

@@ -16,14 +16,15 @@ import (
 	"github.com/kopfgo/kopfgo/handlers"
 	"github.com/kopfgo/kopfgo/indexing"
 	"github.com/kopfgo/kopfgo/internal/config"
+	"github.com/kopfgo/kopfgo/internal/handling"
 )
 
-func (s *scenario) onEvent(id string, fn handlers.EventFunc, configure func(*handlers.Handler)) {
+func (s *scenario) onEvent(id string, fn handlers.EventFunc, configure func(*handling.Handler)) {
 	poking := func(ctx context.Context, e *handlers.WatchEvent) (any, error) {
 		defer s.poke() // what it changed is news
 		return fn(ctx, e)
 	}
-	s.reg.AddEvent(handlers.EventRegistration{Resource: "kopfexamples", Fn: poking, Configure: func(h *handlers.Handler) {
+	s.reg.AddEvent(handling.EventRegistration{Resource: "kopfexamples", Fn: poking, Configure: func(h *handling.Handler) {
 		h.ID = id
 		if configure != nil {
 			configure(h)
@@ -137,7 +138,7 @@ func TestEventHandlerResultsAreStoredAndFiltersApply(t *testing.T) {
 			return nil, nil
 		}
 		return map[string]any{"seen": true}, nil
-	}, func(h *handlers.Handler) {
+	}, func(h *handling.Handler) {
 		h.Filters.AddLabels(map[string]any{"watch": "yes"})
 	})
 	var all observed
@@ -163,17 +164,17 @@ func TestEventHandlerResultsAreStoredAndFiltersApply(t *testing.T) {
 func TestIndicesArePopulatedBeforeAnyHandler(t *testing.T) {
 	s := newScenario(t)
 	blocked, release := make(chan struct{}), make(chan struct{})
-	ix, err := indexing.Register(&handlers.Registry{}, "pods", func(ctx context.Context, o *handlers.Object) (map[string]string, error) {
+	ix, runner, err := indexing.Register(&handling.Registry{}, "pods", func(ctx context.Context, o *handlers.Object) (map[string]string, error) {
 		if o.Name == "pod-19" {
 			close(blocked)
 			<-release
 		}
 		return map[string]string{o.Labels["parent"]: o.Name}, nil
-	}, func(h *handlers.Handler) { h.ID = "by_parent" })
+	}, func(h *handling.Handler) { h.ID = "by_parent" })
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.indexers = append(s.indexers, ix)
+	s.indexers = append(s.indexers, runner)
 	var (
 		mu        sync.Mutex
 		sawInEvt  = -1
@@ -192,7 +193,7 @@ func TestIndicesArePopulatedBeforeAnyHandler(t *testing.T) {
 		mu.Lock()
 		defer mu.Unlock()
 		early = early || held()
-		sawInCrea = len(ix.Index().Get("kex1"))
+		sawInCrea = len(ix.Get("kex1"))
 		return nil, nil
 	})
 	s.onEvent("event_fn", func(ctx context.Context, e *handlers.WatchEvent) (any, error) {
@@ -200,7 +201,7 @@ func TestIndicesArePopulatedBeforeAnyHandler(t *testing.T) {
 		defer mu.Unlock()
 		early = early || held()
 		if sawInEvt < 0 {
-			sawInEvt = len(ix.Index().Get("kex1"))
+			sawInEvt = len(ix.Get("kex1"))
 		}
 		return nil, nil
 	}, nil)
@@ -230,7 +231,7 @@ func TestIndicesArePopulatedBeforeAnyHandler(t *testing.T) {
 func TestStealthModeTurnsALateMatchIntoACreation(t *testing.T) {
 	s := newScenario(t)
 	var seen observed
-	labelled := func(h *handlers.Handler) { h.Filters.AddLabels(map[string]any{"app": "x"}) }
+	labelled := func(h *handling.Handler) { h.Filters.AddLabels(map[string]any{"app": "x"}) }
 	s.on(causes.Create, "create_fn", func(ctx context.Context, c *handlers.Change) (any, error) {
 		seen.add(c.Name, string(c.Reason))
 		return nil, nil
@@ -264,7 +265,7 @@ func TestFinalizerGoesOnlyOnObjectsADeleteHandlerMatches(t *testing.T) {
 	s := newScenario(t)
 	s.on(causes.Create, "create_fn", func(ctx context.Context, c *handlers.Change) (any, error) { return nil, nil })
 	s.on(causes.Delete, "delete_fn", func(ctx context.Context, c *handlers.Change) (any, error) { return nil, nil },
-		func(h *handlers.Handler) { h.Filters.AddLabels(map[string]any{"guarded": handlers.Present}) })
+		func(h *handling.Handler) { h.Filters.AddLabels(map[string]any{"guarded": handlers.Present}) })
 	s.start()
 	s.waitWatching()
 	s.create("plain", nil)

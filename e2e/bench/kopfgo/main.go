@@ -1,7 +1,8 @@
 // Command kopfgo is kopfgo's contender in the benchmark: an operator with a
 // create handler returning a small result (so each new object gets the
 // diff-base annotation and status.create_fn) and an update handler, run with
-// the defaults a user gets, logs included.
+// the defaults a user gets, logs included. KOPFGO_BENCH_SHARDS=N makes it
+// one replica of a sharded operator (the scale-out scenario).
 package main
 
 import (
@@ -9,6 +10,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"strconv"
 
 	"github.com/kopfgo/kopfgo"
 	"github.com/kopfgo/kopfgo/e2e/bench/probe"
@@ -21,6 +23,13 @@ func main() {
 		opts := kopfgo.Options{RESTConfig: c.Config, Namespaces: []string{c.Namespace}, Standalone: true}
 		if os.Getenv("KOPFGO_BENCH_METRICS") == "1" { // the kopfgo-metrics contender
 			opts.MetricsAddr = "127.0.0.1:0"
+		}
+		if v := os.Getenv("KOPFGO_BENCH_SHARDS"); v != "" { // the scale-out scenario's replicas
+			if opts.Sharding.Shards, err = strconv.Atoi(v); err != nil {
+				fmt.Fprintln(os.Stderr, "kopfgo: KOPFGO_BENCH_SHARDS:", err)
+				os.Exit(2)
+			}
+			opts.Sharding.Name, opts.Sharding.Namespace = "bench", c.Namespace
 		}
 		if os.Getenv("KOPFGO_BENCH_DEBUG") == "1" { // to investigate, not to measure
 			opts.Logger = logging.New(logging.Config{Level: slog.LevelDebug})

@@ -1,4 +1,4 @@
-package handlers
+package handling
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"runtime/debug"
 	"slices"
 	"strings"
 	"time"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/kopfgo/kopfgo/causes"
 	"github.com/kopfgo/kopfgo/diffbase"
+	"github.com/kopfgo/kopfgo/handlers"
 	"github.com/kopfgo/kopfgo/internal/config"
 	"github.com/kopfgo/kopfgo/internal/dicts"
 	"github.com/kopfgo/kopfgo/internal/resources"
@@ -50,7 +52,7 @@ type Cycle struct {
 	Storage  persistence.Storage
 	Clock    clock.PassiveClock
 	Logger   *slog.Logger
-	Memo     *Memo
+	Memo     *handlers.Memo
 	// Handling is passed on to the selection of sub-handlers.
 	Handling config.Handling
 	// DefaultBackoff is the retry delay after arbitrary errors of handlers
@@ -301,7 +303,7 @@ func (c *Cycle) attempt(ctx context.Context, h *Handler, prev *persistence.Recor
 		c.Observe(h.ID, c.Reason, err, rec.Retries, end.Sub(now))
 	}
 	rec.Retries++
-	if sub.pending && (err == nil || errors.Is(err, ErrSubhandlersPending)) {
+	if sub.pending && (err == nil || errors.Is(err, handlers.ErrSubhandlersPending)) {
 		// Not a failure: the parent is invoked again when a child is due,
 		// and its result is delivered only once all children are done.
 		log.Debug(title + " has unfinished sub-handlers. Will retry soon.")
@@ -342,9 +344,9 @@ func (c *Cycle) invoke(ctx context.Context, h *Handler, rec persistence.Record, 
 		defer cancel()
 	}
 	logger := c.Logger
-	arg := &Change{
-		Object:  NewObject(c.Body, c.Resource, c.Patch, logger),
-		Attempt: Attempt{Retry: rec.Retries, Started: *rec.Started, Runtime: runtime},
+	arg := &handlers.Change{
+		Object:  handlers.NewObject(c.Body, c.Resource, c.Patch, logger),
+		Attempt: handlers.Attempt{Retry: rec.Retries, Started: *rec.Started, Runtime: runtime},
 		Reason:  c.Reason,
 	}
 	arg.Memo = c.Memo
@@ -383,7 +385,7 @@ func (c *Cycle) invoke(ctx context.Context, h *Handler, rec persistence.Record, 
 	return result, sub, err
 }
 
-func safeCall(ctx context.Context, fn ChangeFunc, arg *Change) (result any, err error) {
+func safeCall(ctx context.Context, fn handlers.ChangeFunc, arg *handlers.Change) (result any, err error) {
 	return protect(ctx, fn, arg)
 }
 
@@ -412,4 +414,14 @@ func deliver(p *patch.Patch, id string, result any) error {
 	}
 	status[id] = v
 	return nil
+}
+
+// protect calls a handler function, turning a panic into a PanicError.
+func protect[A any](ctx context.Context, fn func(context.Context, A) (any, error), arg A) (result any, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			result, err = nil, &handlers.PanicError{Value: v, Stack: debug.Stack()}
+		}
+	}()
+	return fn(ctx, arg)
 }

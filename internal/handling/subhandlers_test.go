@@ -1,4 +1,4 @@
-package handlers
+package handling
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/kopfgo/kopfgo/diffbase"
+	"github.com/kopfgo/kopfgo/handlers"
 	"github.com/kopfgo/kopfgo/internal/dicts"
 	"github.com/kopfgo/kopfgo/patch"
 	"github.com/kopfgo/kopfgo/persistence"
@@ -38,10 +39,10 @@ func (w *world) annotations() map[string]any {
 	return dicts.Map(w.body, "metadata", "annotations")
 }
 
-func failUntil(retry int, delay time.Duration) ChangeFunc {
-	return func(ctx context.Context, c *Change) (any, error) {
+func failUntil(retry int, delay time.Duration) handlers.ChangeFunc {
+	return func(ctx context.Context, c *handlers.Change) (any, error) {
 		if c.Retry < retry {
-			return nil, &TemporaryError{Err: errors.New("not yet"), Delay: delay}
+			return nil, &handlers.TemporaryError{Err: errors.New("not yet"), Delay: delay}
 		}
 		return nil, nil
 	}
@@ -50,20 +51,20 @@ func failUntil(retry int, delay time.Duration) ChangeFunc {
 func TestFailingSubhandlerDoesNotRerunItsSucceededSiblings(t *testing.T) {
 	w := newWorld(t)
 	calls := map[string]int{}
-	count := func(id string, fn ChangeFunc) ChangeFunc {
-		return func(ctx context.Context, c *Change) (any, error) {
+	count := func(id string, fn handlers.ChangeFunc) handlers.ChangeFunc {
+		return func(ctx context.Context, c *handlers.Change) (any, error) {
 			calls[id]++
 			return fn(ctx, c)
 		}
 	}
 	var midCycle map[string]any
-	parent := w.handler("create_fn", func(c *Change) (any, error) { return nil, nil })
-	parent.Fn = func(ctx context.Context, c *Change) (any, error) {
+	parent := w.handler("create_fn", func(c *handlers.Change) (any, error) { return nil, nil })
+	parent.Fn = func(ctx context.Context, c *handlers.Change) (any, error) {
 		calls["parent"]++
-		err := Execute(ctx, map[string]ChangeFunc{
+		err := Execute(ctx, map[string]handlers.ChangeFunc{
 			"a": count("a", failUntil(2, time.Second)),
-			"b": count("b", func(ctx context.Context, c *Change) (any, error) { return map[string]any{"ok": 1}, nil }),
-			"c": count("c", func(ctx context.Context, c *Change) (any, error) { return nil, nil }),
+			"b": count("b", func(ctx context.Context, c *handlers.Change) (any, error) { return map[string]any{"ok": 1}, nil }),
+			"c": count("c", func(ctx context.Context, c *handlers.Change) (any, error) { return nil, nil }),
 		})
 		if err != nil {
 			midCycle = dicts.DeepCopyMap(w.annotations())
@@ -120,14 +121,14 @@ func TestIdempotenceExampleOfTheManual(t *testing.T) {
 	w := newWorld(t)
 	calls := map[string]int{}
 	parent := w.handler("create", nil)
-	parent.Fn = func(ctx context.Context, c *Change) (any, error) {
+	parent.Fn = func(ctx context.Context, c *handlers.Change) (any, error) {
 		calls["enter"]++
-		err := Execute(ctx, map[string]ChangeFunc{
-			"a": func(ctx context.Context, c *Change) (any, error) {
+		err := Execute(ctx, map[string]handlers.ChangeFunc{
+			"a": func(ctx context.Context, c *handlers.Change) (any, error) {
 				calls["a"]++
 				return failUntil(2, time.Second)(ctx, c)
 			},
-			"b": func(ctx context.Context, c *Change) (any, error) {
+			"b": func(ctx context.Context, c *handlers.Change) (any, error) {
 				calls["b"]++
 				return failUntil(6, time.Second)(ctx, c)
 			},
@@ -151,16 +152,16 @@ func TestRegisteredSubhandlersRunAfterTheParent(t *testing.T) {
 	calls := map[string]int{}
 	var midCycle map[string]any
 	parent := w.handler("create", nil)
-	parent.Fn = func(ctx context.Context, c *Change) (any, error) {
+	parent.Fn = func(ctx context.Context, c *handlers.Change) (any, error) {
 		if calls["task_def"] == 1 {
 			midCycle = dicts.DeepCopyMap(w.annotations())
 		}
 		for _, task := range c.Spec["tasks"].([]any) {
 			id := "task_" + task.(string)
-			err := Register(ctx, func(ctx context.Context, c *Change) (any, error) {
+			err := Register(ctx, func(ctx context.Context, c *handlers.Change) (any, error) {
 				calls[id]++
 				if id == "task_def" && c.Retry == 0 {
-					return nil, &TemporaryError{Err: errors.New("once"), Delay: 2 * time.Second}
+					return nil, &handlers.TemporaryError{Err: errors.New("once"), Delay: 2 * time.Second}
 				}
 				return nil, nil
 			}, func(h *Handler) { h.ID = id })
@@ -187,14 +188,14 @@ func TestRegisteredSubhandlersRunAfterTheParent(t *testing.T) {
 func TestNestedSubhandlersArePurgedAtEveryLevel(t *testing.T) {
 	w := newWorld(t)
 	calls := map[string]int{}
-	leaf := func(id string) ChangeFunc {
-		return func(ctx context.Context, c *Change) (any, error) { calls[id]++; return nil, nil }
+	leaf := func(id string) handlers.ChangeFunc {
+		return func(ctx context.Context, c *handlers.Change) (any, error) { calls[id]++; return nil, nil }
 	}
 	parent := w.handler("create", nil)
-	parent.Fn = func(ctx context.Context, c *Change) (any, error) {
-		return nil, Execute(ctx, map[string]ChangeFunc{
-			"x": func(ctx context.Context, c *Change) (any, error) {
-				return nil, Execute(ctx, map[string]ChangeFunc{"y": leaf("y"), "z": leaf("z")})
+	parent.Fn = func(ctx context.Context, c *handlers.Change) (any, error) {
+		return nil, Execute(ctx, map[string]handlers.ChangeFunc{
+			"x": func(ctx context.Context, c *handlers.Change) (any, error) {
+				return nil, Execute(ctx, map[string]handlers.ChangeFunc{"y": leaf("y"), "z": leaf("z")})
 			},
 		})
 	}
@@ -224,10 +225,10 @@ func TestNestedSubhandlersArePurgedAtEveryLevel(t *testing.T) {
 
 func TestSubhandlersSeeTheParentsFieldChange(t *testing.T) {
 	w := newWorld(t)
-	var seen *Change
+	var seen *handlers.Change
 	parent := w.handler("fn", nil, func(h *Handler) { h.Field = []string{"spec", "field"} })
-	parent.Fn = func(ctx context.Context, c *Change) (any, error) {
-		return nil, Execute(ctx, map[string]ChangeFunc{"child": func(ctx context.Context, c *Change) (any, error) {
+	parent.Fn = func(ctx context.Context, c *handlers.Change) (any, error) {
+		return nil, Execute(ctx, map[string]handlers.ChangeFunc{"child": func(ctx context.Context, c *handlers.Change) (any, error) {
 			seen = c
 			return nil, nil
 		}})
@@ -248,8 +249,8 @@ func TestSubhandlersRunInTheParentsWorkerSlot(t *testing.T) {
 	w := newWorld(t)
 	slots := make(chan struct{}, 1) // MaxWorkers=1: a second acquisition would block forever
 	parent := w.handler("create", nil)
-	parent.Fn = func(ctx context.Context, c *Change) (any, error) {
-		return nil, Execute(ctx, map[string]ChangeFunc{"a": func(ctx context.Context, c *Change) (any, error) { return nil, nil }})
+	parent.Fn = func(ctx context.Context, c *handlers.Change) (any, error) {
+		return nil, Execute(ctx, map[string]handlers.ChangeFunc{"a": func(ctx context.Context, c *handlers.Change) (any, error) { return nil, nil }})
 	}
 	c := &Cycle{
 		Reason: "create", Handlers: []*Handler{parent}, Body: w.body, Patch: &patch.Patch{},
@@ -273,21 +274,21 @@ func TestSubhandlersRunInTheParentsWorkerSlot(t *testing.T) {
 }
 
 func TestSubhandlerDeclarationErrors(t *testing.T) {
-	if err := Execute(context.Background(), map[string]ChangeFunc{"a": namedFn}); !errors.Is(err, ErrNoParentHandler) {
+	if err := Execute(context.Background(), map[string]handlers.ChangeFunc{"a": namedFn}); !errors.Is(err, handlers.ErrNoParentHandler) {
 		t.Errorf("Execute outside a handler: err = %v, want ErrNoParentHandler", err)
 	}
-	if err := Register(context.Background(), namedFn, nil); !errors.Is(err, ErrNoParentHandler) {
+	if err := Register(context.Background(), namedFn, nil); !errors.Is(err, handlers.ErrNoParentHandler) {
 		t.Errorf("Register outside a handler: err = %v, want ErrNoParentHandler", err)
 	}
 	w := newWorld(t)
 	var errs []string
 	parent := w.handler("create_fn", nil)
-	parent.Fn = func(ctx context.Context, c *Change) (any, error) {
+	parent.Fn = func(ctx context.Context, c *handlers.Change) (any, error) {
 		for _, reg := range []struct {
-			fn        ChangeFunc
+			fn        handlers.ChangeFunc
 			configure func(*Handler)
 		}{
-			{func(ctx context.Context, c *Change) (any, error) { return nil, nil }, nil},
+			{func(ctx context.Context, c *handlers.Change) (any, error) { return nil, nil }, nil},
 			{namedFn, func(h *Handler) { h.Filters.SetField("spec.field"); h.Filters.SetOld("x") }},
 			{namedFn, nil},
 			{namedFn, nil},
@@ -314,13 +315,13 @@ func TestSubhandlerFilters(t *testing.T) {
 	w := newWorld(t)
 	calls := map[string]int{}
 	parent := w.handler("create", nil)
-	parent.Fn = func(ctx context.Context, c *Change) (any, error) {
+	parent.Fn = func(ctx context.Context, c *handlers.Change) (any, error) {
 		for _, id := range []string{"match", "mismatch"} {
 			label := map[string]any{"tier": "web"}
 			if id == "mismatch" {
 				label = map[string]any{"tier": "db"}
 			}
-			if err := Register(ctx, func(ctx context.Context, c *Change) (any, error) { calls[id]++; return nil, nil },
+			if err := Register(ctx, func(ctx context.Context, c *handlers.Change) (any, error) { calls[id]++; return nil, nil },
 				func(h *Handler) { h.ID = id; h.Filters.AddLabels(label) }); err != nil {
 				return nil, err
 			}
@@ -338,10 +339,10 @@ func TestParentThatDropsThePendingErrorIsNotFinishedEarly(t *testing.T) {
 	w := newWorld(t)
 	calls := map[string]int{}
 	parent := w.handler("create", nil)
-	parent.Fn = func(ctx context.Context, c *Change) (any, error) {
+	parent.Fn = func(ctx context.Context, c *handlers.Change) (any, error) {
 		calls["parent"]++
-		_ = Execute(ctx, map[string]ChangeFunc{
-			"a": func(ctx context.Context, c *Change) (any, error) {
+		_ = Execute(ctx, map[string]handlers.ChangeFunc{
+			"a": func(ctx context.Context, c *handlers.Change) (any, error) {
 				calls["a"]++
 				return failUntil(1, time.Second)(ctx, c)
 			},

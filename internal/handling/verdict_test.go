@@ -1,9 +1,11 @@
-package handlers
+package handling
 
 import (
 	"errors"
 	"testing"
 	"time"
+
+	"github.com/kopfgo/kopfgo/handlers"
 )
 
 // The progress record keeps what Kopf keeps, str() of the outcome's
@@ -18,11 +20,11 @@ func TestJudgeRecordsKopfsMessages(t *testing.T) {
 		err  error
 		want string
 	}{
-		{"permanent", Handler{}, &PermanentError{Err: boom}, "boom"},
-		{"errors mode permanent", Handler{Errors: ErrorsPermanent}, boom, "boom"},
-		{"temporary", Handler{}, &TemporaryError{Err: boom, Delay: time.Second}, "boom"},
+		{"permanent", Handler{}, &handlers.PermanentError{Err: boom}, "boom"},
+		{"errors mode permanent", Handler{Errors: handlers.ErrorsPermanent}, boom, "boom"},
+		{"temporary", Handler{}, &handlers.TemporaryError{Err: boom, Delay: time.Second}, "boom"},
 		{"arbitrary, retried", Handler{}, boom, "boom"},
-		{"temporary over the retries", Handler{Retries: 1}, &TemporaryError{Err: boom, Delay: time.Second},
+		{"temporary over the retries", Handler{Retries: 1}, &handlers.TemporaryError{Err: boom, Delay: time.Second},
 			"Handler 'h' failed temporarily but will exceed 1 retries: boom"},
 		{"arbitrary over the retries", Handler{Retries: 1}, boom,
 			"Handler 'h' failed with an exception and will stop now (it would exceed 1 retries on the next attempt): boom"},
@@ -53,19 +55,19 @@ func TestFailuresCarryTheirErrors(t *testing.T) {
 		runtime time.Duration
 		want    func(error) bool
 	}{
-		{"permanent", nil, &PermanentError{Err: boom}, 1, 0, func(err error) bool { return errors.Is(err, boom) }},
-		{"errors mode permanent", func(h *Handler) { h.Errors = ErrorsPermanent }, boom, 1, 0, func(err error) bool { return err == boom }},
-		{"temporary past the timeout", timeout, &TemporaryError{Err: boom, Delay: 10 * time.Second}, 1, 0, func(err error) bool {
-			var te *HandlerTimeoutError
+		{"permanent", nil, &handlers.PermanentError{Err: boom}, 1, 0, func(err error) bool { return errors.Is(err, boom) }},
+		{"errors mode permanent", func(h *Handler) { h.Errors = handlers.ErrorsPermanent }, boom, 1, 0, func(err error) bool { return err == boom }},
+		{"temporary past the timeout", timeout, &handlers.TemporaryError{Err: boom, Delay: 10 * time.Second}, 1, 0, func(err error) bool {
+			var te *handlers.HandlerTimeoutError
 			return errors.As(err, &te) && te.ID == "h" && te.Timeout == 5*time.Second && errors.Is(err, boom)
 		}},
 		{"backoff past the timeout", func(h *Handler) { timeout(h); h.Backoff = 10 * time.Second }, boom, 1, 0, func(err error) bool {
-			var te *HandlerTimeoutError
-			return errors.As(err, &te) && errors.Is(err, boom) && errors.Is(err, &PermanentError{})
+			var te *handlers.HandlerTimeoutError
+			return errors.As(err, &te) && errors.Is(err, boom) && errors.Is(err, &handlers.PermanentError{})
 		}},
 		{"the last retry", retries, boom, 2, 0, func(err error) bool {
-			var re *RetriesExceededError
-			return errors.As(err, &re) && re.ID == "h" && re.Retries == 2 && errors.Is(err, boom) && errors.Is(err, &PermanentError{})
+			var re *handlers.RetriesExceededError
+			return errors.As(err, &re) && re.ID == "h" && re.Retries == 2 && errors.Is(err, boom) && errors.Is(err, &handlers.PermanentError{})
 		}},
 	}
 	for _, tt := range tests {
@@ -82,12 +84,12 @@ func TestFailuresCarryTheirErrors(t *testing.T) {
 	}
 	// Before an attempt, nothing of the handler's is inside.
 	v, expired := Expired(&Handler{ID: "h", Timeout: time.Second}, "Handler 'h'", 1, 2*time.Second)
-	var te *HandlerTimeoutError
+	var te *handlers.HandlerTimeoutError
 	if !expired || !errors.As(v.Err, &te) || te.Runtime != 2*time.Second || te.Err != nil {
 		t.Errorf("expired by the timeout: %v, Err %#v", expired, v.Err)
 	}
 	v, expired = Expired(&Handler{ID: "h", Retries: 3}, "Handler 'h'", 3, 0)
-	var re *RetriesExceededError
+	var re *handlers.RetriesExceededError
 	if !expired || !errors.As(v.Err, &re) || re.Retries != 3 {
 		t.Errorf("expired by the retries: %v, Err %#v", expired, v.Err)
 	}

@@ -1,4 +1,4 @@
-package handlers
+package handling
 
 import (
 	"context"
@@ -11,16 +11,17 @@ import (
 
 	"github.com/kopfgo/kopfgo/causes"
 	"github.com/kopfgo/kopfgo/diffbase"
+	"github.com/kopfgo/kopfgo/handlers"
 	"github.com/kopfgo/kopfgo/patch"
 	"github.com/kopfgo/kopfgo/persistence"
 )
 
 // The reactor selects handlers and runs a cycle for every event with a
-// cause: these are the per-event costs of the handlers package.
+// cause: these are the per-event costs of the handling engine.
 
 func benchRegistry(b *testing.B) []*Handler {
 	reg := &Registry{}
-	fn := func(context.Context, *Change) (any, error) { return nil, nil }
+	fn := func(context.Context, *handlers.Change) (any, error) { return nil, nil }
 	for _, r := range []Registration{
 		{Resource: "kopfexamples", Reason: causes.Create, Fn: fn, Configure: func(h *Handler) { h.ID = "create_fn" }},
 		{Resource: "kopfexamples", Reason: causes.Update, Fn: fn, Configure: func(h *Handler) { h.ID = "update_fn" }},
@@ -63,7 +64,9 @@ func BenchmarkSelect(b *testing.B) {
 // BenchmarkCyclePass is the common case: one create handler that succeeds
 // at once with a small result, its record stored and purged in one pass.
 func BenchmarkCyclePass(b *testing.B) {
-	fn := func(context.Context, *Change) (any, error) { return map[string]any{"message": "hello world"}, nil }
+	fn := func(context.Context, *handlers.Change) (any, error) {
+		return map[string]any{"message": "hello world"}, nil
+	}
 	h := &Handler{ID: "create_fn", Reason: causes.Create, Fn: fn}
 	body := map[string]any{
 		"apiVersion": "kopf.dev/v1", "kind": "KopfExample",
@@ -80,7 +83,7 @@ func BenchmarkCyclePass(b *testing.B) {
 		c := Cycle{
 			Reason: causes.Create, Handlers: []*Handler{h}, Known: []*Handler{h},
 			Body: body, New: essence, Diff: diff, Patch: &patch.Patch{}, Storage: storage,
-			Clock: clock, Logger: logger, Memo: &Memo{}, DefaultBackoff: time.Minute,
+			Clock: clock, Logger: logger, Memo: &handlers.Memo{}, DefaultBackoff: time.Minute,
 		}
 		if out := c.Run(context.Background()); !out.Done {
 			b.Fatal(out)

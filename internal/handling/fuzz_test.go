@@ -1,8 +1,9 @@
-package handlers
+package handling
 
 import (
 	"testing"
 
+	"github.com/kopfgo/kopfgo/handlers"
 	"github.com/kopfgo/kopfgo/internal/dicts"
 	"github.com/kopfgo/kopfgo/internal/unjson"
 )
@@ -26,7 +27,7 @@ func FuzzFilters(f *testing.F) {
 			return
 		}
 		h := &Handler{Field: []string{"spec", "field"}}
-		h.Filters.AddLabels(map[string]any{"l": "v", "p": Present, "a": Absent})
+		h.Filters.AddLabels(map[string]any{"l": "v", "p": handlers.Present, "a": handlers.Absent})
 		h.Filters.AddAnnotations(map[string]any{"a": "1"})
 		h.Filters.SetValue("v")
 		if err := h.Filters.Validate(true, false); err != nil {

@@ -1,4 +1,4 @@
-package handlers
+package handling
 
 import (
 	"errors"
@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/kopfgo/kopfgo/causes"
+	"github.com/kopfgo/kopfgo/handlers"
 	"github.com/kopfgo/kopfgo/internal/resources"
 )
 
@@ -33,7 +34,7 @@ type Registration struct {
 	Reason   causes.Reason
 	Field    string
 	IsField  bool
-	Fn       ChangeFunc
+	Fn       handlers.ChangeFunc
 	// Named is the user's function when Fn adapts it (typed handlers): the
 	// handler is named, and deduplicated, after it. Nil: Fn.
 	Named any
@@ -169,58 +170,4 @@ func ExtraFields(hs []*Handler) [][]string {
 		}
 	}
 	return out
-}
-
-// Select returns the handlers to run for a cause, in registration order,
-// deduplicated by function and id (compat: handlers-dedup), among those whose filters match
-// (compat: filters-all-kinds). Field handlers run on every cause that changes their field, a
-// creation with the field set included, as in Kopf's code (the manual says
-// updates; Handling.FieldHandlersOnUpdatesOnly). Resume handlers join
-// an update or deletion of an object first seen in the initial listing
-// (compat: handlers-resume, handlers-resume-deleted).
-func Select(hs []*Handler, c *Cause) []*Handler {
-	var out []*Handler
-	type key struct {
-		fn uintptr
-		id string
-	}
-	seen := map[key]bool{}
-	for _, h := range hs {
-		if !selected(h, c) || !h.matches(c) {
-			continue
-		}
-		k := key{h.fnPtr, h.ID}
-		if seen[k] {
-			continue
-		}
-		seen[k] = true
-		out = append(out, h)
-	}
-	return out
-}
-
-// selected applies the reason rules; the field's change is one of the
-// filters (matches).
-func selected(h *Handler, c *Cause) bool {
-	reason, initial := c.Reason, c.Initial
-	if h.AnyCause && !c.Handling.FieldHandlersOnUpdatesOnly {
-		switch reason {
-		case causes.Create, causes.Update, causes.Resume, causes.Delete:
-			return true
-		}
-	}
-	switch h.Reason {
-	case causes.Resume:
-		switch reason {
-		case causes.Resume:
-			return true
-		case causes.Update:
-			return initial
-		case causes.Delete:
-			return initial && h.Deleted
-		}
-		return false
-	default:
-		return h.Reason == reason
-	}
 }

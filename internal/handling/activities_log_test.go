@@ -1,4 +1,4 @@
-package handlers
+package handling
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kopfgo/kopfgo/handlers"
 	testingclock "k8s.io/utils/clock/testing"
 )
 
@@ -29,16 +30,17 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
-func startupFn(ctx context.Context, a *Activity) error { return nil }
-func brokenFn(ctx context.Context, a *Activity) error  { return nil }
+func startupFn(ctx context.Context, a *handlers.Activity) error { return nil }
+
+func brokenFn(ctx context.Context, a *handlers.Activity) error { return nil }
 
 // TestActivityLinesAsKopf: activity handlers are "Activity 'id'" in the
 // log, as in Kopf, and their cycle says nothing of being "processed".
 func TestActivityLinesAsKopf(t *testing.T) {
 	var r Registry
-	r.AddActivity(Startup, startupFn, func(ctx context.Context, a *Activity) (any, error) { return nil, nil }, func(h *Handler) { h.ID = "startup_fn" })
-	r.AddActivity(Startup, brokenFn, func(ctx context.Context, a *Activity) (any, error) {
-		return nil, &PermanentError{Err: errors.New("boom")}
+	r.AddActivity(handlers.Startup, startupFn, func(ctx context.Context, a *handlers.Activity) (any, error) { return nil, nil }, func(h *Handler) { h.ID = "startup_fn" })
+	r.AddActivity(handlers.Startup, brokenFn, func(ctx context.Context, a *handlers.Activity) (any, error) {
+		return nil, &handlers.PermanentError{Err: errors.New("boom")}
 	}, func(h *Handler) { h.ID = "broken_fn" })
 	if err := r.Err(); err != nil {
 		t.Fatal(err)
@@ -48,7 +50,7 @@ func TestActivityLinesAsKopf(t *testing.T) {
 		Clock:  testingclock.NewFakeClock(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)),
 		Logger: slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug})),
 	}
-	if _, err := RunActivity(context.Background(), Startup, r.Activities(Startup), env); err == nil {
+	if _, err := RunActivity(context.Background(), handlers.Startup, r.Activities(handlers.Startup), env); err == nil {
 		t.Fatal("the permanent failure is not reported")
 	}
 	log := buf.String()

@@ -1,4 +1,4 @@
-package handlers
+package handling
 
 import (
 	"context"
@@ -8,17 +8,18 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kopfgo/kopfgo/handlers"
 	testingclock "k8s.io/utils/clock/testing"
 )
 
-func monitorFn(ctx context.Context, s *Spawn) (any, error) { return nil, nil }
+func monitorFn(ctx context.Context, s *handlers.Spawn) (any, error) { return nil, nil }
 
 func TestSpawningRegistrationErrorsNameTheHandler(t *testing.T) {
-	closure := func(ctx context.Context, s *Spawn) (any, error) { return nil, nil }
+	closure := func(ctx context.Context, s *handlers.Spawn) (any, error) { return nil, nil }
 	tests := []struct {
 		name      string
 		kind      SpawnKind
-		fn        SpawnFunc
+		fn        handlers.SpawnFunc
 		configure func(*Spawning)
 		want      string
 	}{
@@ -36,7 +37,7 @@ func TestSpawningRegistrationErrorsNameTheHandler(t *testing.T) {
 			var r Registry
 			r.AddSpawning(SpawnRegistration{Resource: "kopfexamples", Kind: tt.kind, Fn: tt.fn, Configure: tt.configure})
 			err := r.Err()
-			if !errors.Is(err, ErrRegistration) || !strings.Contains(err.Error(), tt.want) {
+			if !errors.Is(err, handlers.ErrRegistration) || !strings.Contains(err.Error(), tt.want) {
 				t.Fatalf("err = %v, want ErrRegistration mentioning %q", err, tt.want)
 			}
 			if want := tt.kind.String() + `("kopfexamples") handler`; !strings.Contains(err.Error(), want) {
@@ -78,7 +79,7 @@ func TestSpawningIDsAndDuplicates(t *testing.T) {
 func TestSpawnSleepReturnsEarlyOnStop(t *testing.T) {
 	clk := testingclock.NewFakeClock(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
 	stopper := NewStopper()
-	s := NewSpawn(Object{}, Attempt{}, SpawnEnv{Stopper: stopper, Clock: clk})
+	s := handlers.NewSpawn(handlers.Object{}, handlers.Attempt{}, handlers.SpawnEnv{Stopper: stopper, Clock: clk})
 	slept := make(chan bool)
 	go func() { slept <- s.Sleep(context.Background(), time.Minute) }()
 	for !clk.HasWaiters() {
@@ -92,9 +93,9 @@ func TestSpawnSleepReturnsEarlyOnStop(t *testing.T) {
 	for !clk.HasWaiters() {
 		runtime.Gosched()
 	}
-	stopper.Stop(ErrResourceDeleted)
-	stopper.Stop(ErrOperatorExiting)
-	if <-slept || !s.Stopped() || s.StopReason() != ErrResourceDeleted {
+	stopper.Stop(handlers.ErrResourceDeleted)
+	stopper.Stop(handlers.ErrOperatorExiting)
+	if <-slept || !s.Stopped() || s.StopReason() != handlers.ErrResourceDeleted {
 		t.Errorf("after the stop: Stopped=%v StopReason=%v", s.Stopped(), s.StopReason())
 	}
 	if s.Sleep(context.Background(), time.Hour) {

@@ -1,4 +1,4 @@
-package handlers
+package handling
 
 import (
 	"reflect"
@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/kopfgo/kopfgo/causes"
+	"github.com/kopfgo/kopfgo/handlers"
 	"github.com/kopfgo/kopfgo/internal/resources"
 )
 
@@ -25,7 +26,7 @@ type Handler struct {
 	// Field, when set, restricts the handler to changes of this path: the
 	// handler sees Old, New and Diff relative to it.
 	Field    []string
-	Fn       ChangeFunc
+	Fn       handlers.ChangeFunc
 	Selector resources.Selector
 	// Resource is the selector as the user wrote it, for messages.
 	Resource string
@@ -33,7 +34,7 @@ type Handler struct {
 	Retries  int           // 0: unlimited
 	Backoff  time.Duration // 0: settings' default backoff
 	Timeout  time.Duration // 0: none
-	Errors   ErrorsMode
+	Errors   handlers.ErrorsMode
 	Optional bool // delete handlers: do not require the finalizer
 	Deleted  bool // resume handlers: also run for objects being deleted
 	Param    any
@@ -44,13 +45,6 @@ type Handler struct {
 	FuncName string
 	// fnPtr identifies Fn for deduplication (Kopf dedups by function and id).
 	fnPtr uintptr
-}
-
-// RequiresFinalizer reports whether objects this handler matches must carry
-// the finalizer: a non-optional delete handler cannot run if the object is
-// gone before the operator sees its deletion (compat: handlers-delete, handlers-delete-optional).
-func (h *Handler) RequiresFinalizer() bool {
-	return h.Reason == causes.Delete && !h.Optional
 }
 
 var closureRE = regexp.MustCompile(`\.func\d+(\.\d+)*$|^glob\.`)

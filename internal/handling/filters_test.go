@@ -1,4 +1,4 @@
-package handlers
+package handling
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 
 	"github.com/kopfgo/kopfgo/causes"
 	"github.com/kopfgo/kopfgo/diffbase"
+	"github.com/kopfgo/kopfgo/handlers"
 	"github.com/kopfgo/kopfgo/patch"
 	"github.com/kopfgo/kopfgo/persistence"
 )
@@ -46,10 +47,10 @@ func TestCheckValues(t *testing.T) {
 		{"int literal matches float64", 3, 3.0, true, true},
 		{"[]string matches []any", []string{"a", "b"}, []any{"a", "b"}, true, true},
 		{"map matches", map[string]int{"a": 1}, map[string]any{"a": int64(1)}, true, true},
-		{"present: empty string counts (compat: filters-markers)", Present, "", true, true},
-		{"present: absent", Present, nil, false, false},
-		{"absent: absent", Absent, nil, false, true},
-		{"absent: present", Absent, "", true, false},
+		{"present: empty string counts (compat: filters-markers)", handlers.Present, "", true, true},
+		{"present: absent", handlers.Present, nil, false, false},
+		{"absent: absent", handlers.Absent, nil, false, true},
+		{"absent: present", handlers.Absent, "", true, false},
 		{"callback (compat: filters-callbacks)", hasPrefix, "prod-eu", true, true},
 		{"callback false", hasPrefix, "dev", true, false},
 		{"callback sees nil when absent", func(v any) bool { return v == nil }, "ignored", false, true},
@@ -68,7 +69,7 @@ func TestCheckValues(t *testing.T) {
 }
 
 func TestCheckRejectsWhatCannotBeAFilter(t *testing.T) {
-	for _, v := range []any{nil, Marker(7), func(string) bool { return true }, make(chan int)} {
+	for _, v := range []any{nil, handlers.Marker(7), func(string) bool { return true }, make(chan int)} {
 		if _, err := newCheck(v); err == nil {
 			t.Errorf("newCheck(%T) accepted it", v)
 		}
@@ -86,10 +87,10 @@ func TestLabelAndAnnotationFilters(t *testing.T) {
 		{"exact (compat: filters-labels)", map[string]any{"l": "v"}, nil, body(map[string]any{"l": "v"}, nil, nil), true},
 		{"exact, other value", map[string]any{"l": "v"}, nil, body(map[string]any{"l": "other"}, nil, nil), false},
 		{"exact, missing", map[string]any{"l": "v"}, nil, body(nil, nil, nil), false},
-		{"present, empty value", map[string]any{"l": Present}, nil, body(map[string]any{"l": ""}, nil, nil), true},
-		{"absent", map[string]any{"l": Absent}, nil, body(map[string]any{"other": "x"}, nil, nil), true},
-		{"absent, but present", map[string]any{"l": Absent}, nil, body(map[string]any{"l": ""}, nil, nil), false},
-		{"ANDed", map[string]any{"a": "1", "b": Present}, nil, body(map[string]any{"a": "1"}, nil, nil), false},
+		{"present, empty value", map[string]any{"l": handlers.Present}, nil, body(map[string]any{"l": ""}, nil, nil), true},
+		{"absent", map[string]any{"l": handlers.Absent}, nil, body(map[string]any{"other": "x"}, nil, nil), true},
+		{"absent, but present", map[string]any{"l": handlers.Absent}, nil, body(map[string]any{"l": ""}, nil, nil), false},
+		{"ANDed", map[string]any{"a": "1", "b": handlers.Present}, nil, body(map[string]any{"a": "1"}, nil, nil), false},
 		{"annotation", nil, map[string]any{"a": "1"}, body(map[string]any{"a": "1"}, map[string]any{"a": "1"}, nil), true},
 		{"annotation is not a label", nil, map[string]any{"a": "1"}, body(map[string]any{"a": "1"}, nil, nil), false},
 	}
@@ -172,17 +173,17 @@ func TestFieldFiltersOfChangingHandlers(t *testing.T) {
 		{"create, value differs", fieldHandler(causes.Create, "spec.field", value("world")), changeCause(causes.Create, nil, spec("field", "hello")), false},
 		{"create, field alone means present", fieldHandler(causes.Create, "spec.field", nil), changeCause(causes.Create, nil, spec("field", "x")), true},
 		{"create, field alone, absent", fieldHandler(causes.Create, "spec.field", nil), changeCause(causes.Create, nil, spec("other", "x")), false},
-		{"create, absent matches a missing field", fieldHandler(causes.Create, "spec.no-field", value(Absent)), changeCause(causes.Create, nil, spec("field", "x")), true},
+		{"create, absent matches a missing field", fieldHandler(causes.Create, "spec.no-field", value(handlers.Absent)), changeCause(causes.Create, nil, spec("field", "x")), true},
 		// As in Kopf's code, the missing old essence of a creation counts as the field absent...
-		{"create, absent matches a present field (the missing old state)", fieldHandler(causes.Create, "spec.field", value(Absent)), changeCause(causes.Create, nil, spec("field", "x")), true},
+		{"create, absent matches a present field (the missing old state)", fieldHandler(causes.Create, "spec.field", value(handlers.Absent)), changeCause(causes.Create, nil, spec("field", "x")), true},
 		{"create, a callback sees the missing old state as nil", fieldHandler(causes.Create, "spec.field", value(func(v any) bool { return v == nil })), changeCause(causes.Create, nil, spec("field", "x")), true},
 		{"create, an exact value does not match the missing old state", fieldHandler(causes.Create, "spec.field", value("y")), changeCause(causes.Create, nil, spec("field", "x")), false},
-		{"delete of a never-handled object, absent", fieldHandler(causes.Delete, "spec.field", value(Absent)), changeCause(causes.Delete, nil, spec("field", "x")), true},
+		{"delete of a never-handled object, absent", fieldHandler(causes.Delete, "spec.field", value(handlers.Absent)), changeCause(causes.Delete, nil, spec("field", "x")), true},
 		// ... unless Handling.FieldFiltersOnExistingStates: only the states that exist (the manual's reading).
-		{"existing states: create, absent does not match a present field", fieldHandler(causes.Create, "spec.field", value(Absent)), onExisting(changeCause(causes.Create, nil, spec("field", "x"))), false},
+		{"existing states: create, absent does not match a present field", fieldHandler(causes.Create, "spec.field", value(handlers.Absent)), onExisting(changeCause(causes.Create, nil, spec("field", "x"))), false},
 		{"existing states: create, a callback is not called for the missing state", fieldHandler(causes.Create, "spec.field", value(func(v any) bool { return v == nil })), onExisting(changeCause(causes.Create, nil, spec("field", "x"))), false},
-		{"existing states: create, absent matches a missing field", fieldHandler(causes.Create, "spec.no-field", value(Absent)), onExisting(changeCause(causes.Create, nil, spec("field", "x"))), true},
-		{"existing states: update is unaffected", fieldHandler(causes.Update, "spec.field", value(Absent)), onExisting(changeCause(causes.Update, spec(), spec("field", "x"))), true},
+		{"existing states: create, absent matches a missing field", fieldHandler(causes.Create, "spec.no-field", value(handlers.Absent)), onExisting(changeCause(causes.Create, nil, spec("field", "x"))), true},
+		{"existing states: update is unaffected", fieldHandler(causes.Update, "spec.field", value(handlers.Absent)), onExisting(changeCause(causes.Update, spec(), spec("field", "x"))), true},
 		{"delete, old or new", fieldHandler(causes.Delete, "spec.field", value("x")), changeCause(causes.Delete, spec("field", "x"), spec("field", "y")), true},
 		// (compat: filters-field-change): update and field handlers need the field to change; Value matches either side.
 		{"update x→y", fieldHandler(causes.Update, "spec.field", value("x")), changeCause(causes.Update, spec("field", "x"), spec("field", "y")), true},
@@ -192,8 +193,8 @@ func TestFieldFiltersOfChangingHandlers(t *testing.T) {
 		{"update adds the field", fieldHandler(causes.Update, "spec.field", nil), changeCause(causes.Update, spec(), spec("field", "x")), true},
 		{"update removes the field", fieldHandler(causes.Update, "spec.field", nil), changeCause(causes.Update, spec("field", "x"), spec()), true},
 		// (compat: filters-old-new): old and new, each side separately.
-		{"added: old absent, new present", fieldHandler(causes.Update, "spec.field", oldNew(Absent, Present)), changeCause(causes.Update, spec(), spec("field", "x")), true},
-		{"changed is not added", fieldHandler(causes.Update, "spec.field", oldNew(Absent, Present)), changeCause(causes.Update, spec("field", "w"), spec("field", "x")), false},
+		{"added: old absent, new present", fieldHandler(causes.Update, "spec.field", oldNew(handlers.Absent, handlers.Present)), changeCause(causes.Update, spec(), spec("field", "x")), true},
+		{"changed is not added", fieldHandler(causes.Update, "spec.field", oldNew(handlers.Absent, handlers.Present)), changeCause(causes.Update, spec("field", "w"), spec("field", "x")), false},
 		{"old world, changed", fieldHandler(causes.Update, "spec.field", oldNew("world", nil)), changeCause(causes.Update, spec("field", "world"), spec("field", "x")), true},
 		{"old world, removed", fieldHandler(causes.Update, "spec.field", oldNew("world", nil)), changeCause(causes.Update, spec("field", "world"), spec()), true},
 		{"old world, was other", fieldHandler(causes.Update, "spec.field", oldNew("world", nil)), changeCause(causes.Update, spec("field", "a"), spec("field", "b")), false},
@@ -238,8 +239,8 @@ func TestCallbacksRunLastAndSeeTheCause(t *testing.T) {
 	calls := 0
 	h := &Handler{Reason: causes.Update}
 	h.Filters.AddLabels(map[string]any{"a": "1"})
-	h.Filters.AddWhen(func(o *Object) bool { calls++; return o.Name == "kex" })
-	h.Filters.AddWhenChange(func(c *Change) bool {
+	h.Filters.AddWhen(func(o *handlers.Object) bool { calls++; return o.Name == "kex" })
+	h.Filters.AddWhenChange(func(c *handlers.Change) bool {
 		calls++
 		return c.Reason == causes.Update && len(c.Diff) == 1
 	})
@@ -312,7 +313,7 @@ func TestRegistrationAppliesFilterRules(t *testing.T) {
 				}
 				return
 			}
-			if !errors.Is(err, ErrRegistration) || !strings.Contains(err.Error(), tt.want) || !strings.Contains(err.Error(), "namedFn") {
+			if !errors.Is(err, handlers.ErrRegistration) || !strings.Contains(err.Error(), tt.want) || !strings.Contains(err.Error(), "namedFn") {
 				t.Errorf("err = %v, want ErrRegistration naming namedFn and mentioning %q", err, tt.want)
 			}
 		})
@@ -321,7 +322,7 @@ func TestRegistrationAppliesFilterRules(t *testing.T) {
 
 func TestFinalizerIsRequiredOnlyWhereADeleteHandlerMatches(t *testing.T) {
 	del := &Handler{Reason: causes.Delete}
-	del.Filters.AddLabels(map[string]any{"guarded": Present})
+	del.Filters.AddLabels(map[string]any{"guarded": handlers.Present})
 	opt := &Handler{Reason: causes.Delete, Optional: true}
 	hs := []*Handler{del, opt}
 	guarded := &Cause{Body: body(map[string]any{"guarded": "yes"}, nil, nil)}
@@ -352,7 +353,7 @@ func TestFieldIDsAllowOneFunctionForSeveralFields(t *testing.T) {
 	}
 	var seen []string
 	for _, h := range selected {
-		h.Fn = func(ctx context.Context, c *Change) (any, error) {
+		h.Fn = func(ctx context.Context, c *handlers.Change) (any, error) {
 			seen = append(seen, fmt.Sprintf("%v:%v->%v", c.Param, c.Old, c.New))
 			return nil, nil
 		}

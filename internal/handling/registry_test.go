@@ -1,4 +1,4 @@
-package handlers
+package handling
 
 import (
 	"context"
@@ -8,25 +8,27 @@ import (
 
 	"github.com/kopfgo/kopfgo/causes"
 	"github.com/kopfgo/kopfgo/diffbase"
+	"github.com/kopfgo/kopfgo/handlers"
 	"github.com/kopfgo/kopfgo/internal/config"
 )
 
-func namedFn(ctx context.Context, c *Change) (any, error) { return nil, nil }
-func otherFn(ctx context.Context, c *Change) (any, error) { return nil, nil }
+func namedFn(ctx context.Context, c *handlers.Change) (any, error) { return nil, nil }
+
+func otherFn(ctx context.Context, c *handlers.Change) (any, error) { return nil, nil }
 
 type T struct{}
 
-func (T) Method(ctx context.Context, c *Change) (any, error) { return nil, nil }
+func (T) Method(ctx context.Context, c *handlers.Change) (any, error) { return nil, nil }
 
 func TestFuncNameDerivesStableIDs(t *testing.T) {
-	closure := func(ctx context.Context, c *Change) (any, error) { return nil, nil }
+	closure := func(ctx context.Context, c *handlers.Change) (any, error) { return nil, nil }
 	tests := []struct {
 		fn   any
 		want string
 	}{
-		{ChangeFunc(namedFn), "namedFn"},
-		{ChangeFunc(T{}.Method), "T.Method"},
-		{ChangeFunc(closure), ""},
+		{handlers.ChangeFunc(namedFn), "namedFn"},
+		{handlers.ChangeFunc(T{}.Method), "T.Method"},
+		{handlers.ChangeFunc(closure), ""},
 	}
 	for _, tt := range tests {
 		if _, got := funcName(tt.fn); got != tt.want {
@@ -42,7 +44,7 @@ func TestRegistrationErrorsNameTheHandler(t *testing.T) {
 		want string
 	}{
 		{"closure without id", Registration{Resource: "kopfexamples", Reason: causes.Create,
-			Fn: func(ctx context.Context, c *Change) (any, error) { return nil, nil }}, "give it kopfgo.ID"},
+			Fn: func(ctx context.Context, c *handlers.Change) (any, error) { return nil, nil }}, "give it kopfgo.ID"},
 		{"empty field", Registration{Resource: "kopfexamples", Reason: causes.Update, IsField: true, Fn: namedFn}, "empty field path"},
 		{"bad field", Registration{Resource: "kopfexamples", Reason: causes.Update, IsField: true, Field: "spec..x", Fn: namedFn}, "empty segment"},
 		{"empty resource", Registration{Resource: "", Reason: causes.Create, Fn: namedFn}, "empty resource"},
@@ -56,7 +58,7 @@ func TestRegistrationErrorsNameTheHandler(t *testing.T) {
 			var r Registry
 			r.AddChanging(tt.reg)
 			err := r.Err()
-			if !errors.Is(err, ErrRegistration) || !strings.Contains(err.Error(), tt.want) {
+			if !errors.Is(err, handlers.ErrRegistration) || !strings.Contains(err.Error(), tt.want) {
 				t.Fatalf("err = %v, want ErrRegistration mentioning %q", err, tt.want)
 			}
 			if tt.reg.Fn != nil && !strings.Contains(err.Error(), "On.") {

@@ -1,4 +1,4 @@
-package handlers
+package handling
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/kopfgo/kopfgo/handlers"
 	"github.com/kopfgo/kopfgo/patch"
 )
 
@@ -57,10 +58,10 @@ func Expired(h *Handler, title string, retries int, runtime time.Duration) (Verd
 	switch {
 	case h.Timeout > 0 && runtime >= h.Timeout:
 		line := fmt.Sprintf("%s has timed out after %s.", title, runtime.Round(time.Millisecond))
-		return failure(title, line, line, nil, &HandlerTimeoutError{ID: h.ID, Timeout: h.Timeout, Runtime: runtime}), true
+		return failure(title, line, line, nil, &handlers.HandlerTimeoutError{ID: h.ID, Timeout: h.Timeout, Runtime: runtime}), true
 	case h.Retries > 0 && retries >= h.Retries:
 		line := fmt.Sprintf("%s has exceeded %d retries.", title, h.Retries)
-		return failure(title, line, line, nil, &RetriesExceededError{ID: h.ID, Retries: h.Retries}), true
+		return failure(title, line, line, nil, &handlers.RetriesExceededError{ID: h.ID, Retries: h.Retries}), true
 	}
 	return Verdict{}, false
 }
@@ -77,8 +78,8 @@ func Judge(h *Handler, title string, err error, retries int, runtime, defaultBac
 		return Verdict{Done: true, title: title, line: title + " succeeded.", level: slog.LevelInfo}
 	}
 	var (
-		temp  *TemporaryError
-		pnc   *PanicError
+		temp  *handlers.TemporaryError
+		pnc   *handlers.PanicError
 		msg   = err.Error()
 		stack []byte
 	)
@@ -95,10 +96,10 @@ func Judge(h *Handler, title string, err error, retries int, runtime, defaultBac
 	// would end it, and the error it ends with (err inside).
 	lookahead := func(delay time.Duration) (string, error) {
 		if h.Timeout > 0 && runtime+delay >= h.Timeout {
-			return fmt.Sprintf("time out %s %s", timeoutWord, seconds(h.Timeout)), &HandlerTimeoutError{ID: h.ID, Timeout: h.Timeout, Runtime: runtime, Err: err}
+			return fmt.Sprintf("time out %s %s", timeoutWord, seconds(h.Timeout)), &handlers.HandlerTimeoutError{ID: h.ID, Timeout: h.Timeout, Runtime: runtime, Err: err}
 		}
 		if h.Retries > 0 && retries >= h.Retries {
-			return fmt.Sprintf("exceed %d retries", h.Retries), &RetriesExceededError{ID: h.ID, Retries: h.Retries, Err: err}
+			return fmt.Sprintf("exceed %d retries", h.Retries), &handlers.RetriesExceededError{ID: h.ID, Retries: h.Retries, Err: err}
 		}
 		return "", nil
 	}
@@ -112,13 +113,13 @@ func Judge(h *Handler, title string, err error, retries int, runtime, defaultBac
 			return failure(title, line, line, nil, end)
 		}
 		return retry(fmt.Sprintf("%s failed temporarily: %s", title, msg), temp.Delay)
-	case errors.Is(err, &PermanentError{}):
+	case errors.Is(err, &handlers.PermanentError{}):
 		return failure(title, fmt.Sprintf("%s failed permanently: %s", title, msg), msg, nil, err)
 	}
 	switch h.Errors {
-	case ErrorsIgnored:
+	case handlers.ErrorsIgnored:
 		return Verdict{Done: true, title: title, line: fmt.Sprintf("%s failed with an exception and will ignore it: %s", title, msg), level: slog.LevelError, stack: stack}
-	case ErrorsPermanent:
+	case handlers.ErrorsPermanent:
 		return failure(title, fmt.Sprintf("%s failed with an exception and will stop now: %s", title, msg), msg, stack, err)
 	}
 	delay := h.Backoff

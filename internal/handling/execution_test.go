@@ -1,4 +1,4 @@
-package handlers
+package handling
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	testingclock "k8s.io/utils/clock/testing"
 
 	"github.com/kopfgo/kopfgo/causes"
+	"github.com/kopfgo/kopfgo/handlers"
 	"github.com/kopfgo/kopfgo/internal/dicts"
 	"github.com/kopfgo/kopfgo/patch"
 	"github.com/kopfgo/kopfgo/persistence"
@@ -43,9 +44,9 @@ func newWorld(t *testing.T) *world {
 	}
 }
 
-func (w *world) handler(id string, fn func(c *Change) (any, error), opts ...func(*Handler)) *Handler {
+func (w *world) handler(id string, fn func(c *handlers.Change) (any, error), opts ...func(*Handler)) *Handler {
 	h := &Handler{ID: id, Reason: causes.Create}
-	h.Fn = func(ctx context.Context, c *Change) (any, error) {
+	h.Fn = func(ctx context.Context, c *handlers.Change) (any, error) {
 		w.calls[id]++
 		return fn(c)
 	}
@@ -78,7 +79,7 @@ func (w *world) record(id string) *persistence.Record {
 
 func TestSingleHandlerSucceedsInOnePass(t *testing.T) {
 	w := newWorld(t)
-	h := w.handler("create_fn", func(c *Change) (any, error) {
+	h := w.handler("create_fn", func(c *handlers.Change) (any, error) {
 		return map[string]any{"message": "hello"}, nil
 	})
 	out, p := w.pass(h)
@@ -102,9 +103,9 @@ func TestSingleHandlerSucceedsInOnePass(t *testing.T) {
 
 func TestTemporaryErrorIsRetriedAfterItsDelay(t *testing.T) {
 	w := newWorld(t)
-	h := w.handler("create_fn", func(c *Change) (any, error) {
+	h := w.handler("create_fn", func(c *handlers.Change) (any, error) {
 		if c.Retry < 2 {
-			return nil, &TemporaryError{Err: errors.New("not yet"), Delay: time.Second}
+			return nil, &handlers.TemporaryError{Err: errors.New("not yet"), Delay: time.Second}
 		}
 		return c.Retry, nil
 	})
@@ -141,15 +142,15 @@ func TestTemporaryErrorIsRetriedAfterItsDelay(t *testing.T) {
 func TestFewestRetriesFirstAndFailuresIsolated(t *testing.T) {
 	w := newWorld(t)
 	var order []string
-	h1 := w.handler("h1", func(c *Change) (any, error) {
+	h1 := w.handler("h1", func(c *handlers.Change) (any, error) {
 		order = append(order, "h1")
 		if c.Retry == 0 {
 			return nil, errors.New("boom")
 		}
 		return nil, nil
 	}, func(h *Handler) { h.Backoff = time.Second })
-	h2 := w.handler("h2", func(c *Change) (any, error) { order = append(order, "h2"); return nil, nil })
-	h3 := w.handler("h3", func(c *Change) (any, error) { order = append(order, "h3"); return nil, nil })
+	h2 := w.handler("h2", func(c *handlers.Change) (any, error) { order = append(order, "h2"); return nil, nil })
+	h3 := w.handler("h3", func(c *handlers.Change) (any, error) { order = append(order, "h3"); return nil, nil })
 	for i := 0; i < 3; i++ {
 		w.pass(h1, h2, h3)
 	}
@@ -168,13 +169,13 @@ func TestPermanentFailures(t *testing.T) {
 		calls   int
 		wantLog string
 	}{
-		{"permanent error", &PermanentError{Err: errors.New("final")}, nil, 1, "Handler 'h' failed permanently: final"},
-		{"errors mode permanent", errors.New("x"), func(h *Handler) { h.Errors = ErrorsPermanent }, 1, "failed with an exception and will stop now: x"},
+		{"permanent error", &handlers.PermanentError{Err: errors.New("final")}, nil, 1, "Handler 'h' failed permanently: final"},
+		{"errors mode permanent", errors.New("x"), func(h *Handler) { h.Errors = handlers.ErrorsPermanent }, 1, "failed with an exception and will stop now: x"},
 		{"retries exhausted", errors.New("x"), func(h *Handler) { h.Retries = 3; h.Backoff = time.Second }, 3, "would exceed 3 retries"},
-		{"timeout look-ahead", &TemporaryError{Err: errors.New("x"), Delay: 2 * time.Second}, func(h *Handler) { h.Timeout = 5 * time.Second }, 3, "failed temporarily but will time out after 5 seconds: x"},
+		{"timeout look-ahead", &handlers.TemporaryError{Err: errors.New("x"), Delay: 2 * time.Second}, func(h *Handler) { h.Timeout = 5 * time.Second }, 3, "failed temporarily but will time out after 5 seconds: x"},
 		{"timeout look-ahead of an arbitrary error", errors.New("x"), func(h *Handler) { h.Timeout = 5 * time.Second; h.Backoff = 2 * time.Second }, 3,
 			"failed with an exception and will stop now (it would time out in 5 seconds on the next attempt): x"},
-		{"panic", nil, func(h *Handler) { h.Errors = ErrorsPermanent }, 1, "panic: kaboom"},
+		{"panic", nil, func(h *Handler) { h.Errors = handlers.ErrorsPermanent }, 1, "panic: kaboom"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -183,7 +184,7 @@ func TestPermanentFailures(t *testing.T) {
 			if tt.opts != nil {
 				opts = append(opts, tt.opts)
 			}
-			h := w.handler("h", func(c *Change) (any, error) {
+			h := w.handler("h", func(c *handlers.Change) (any, error) {
 				if tt.err == nil {
 					panic("kaboom")
 				}
@@ -209,8 +210,8 @@ func TestPermanentFailures(t *testing.T) {
 
 func TestIgnoredErrorsFinishTheHandler(t *testing.T) {
 	w := newWorld(t)
-	h := w.handler("h", func(c *Change) (any, error) { return nil, errors.New("meh") },
-		func(h *Handler) { h.Errors = ErrorsIgnored })
+	h := w.handler("h", func(c *handlers.Change) (any, error) { return nil, errors.New("meh") },
+		func(h *Handler) { h.Errors = handlers.ErrorsIgnored })
 	out, _ := w.pass(h)
 	if !out.Done || out.Failed != 0 || w.calls["h"] != 1 {
 		t.Fatalf("outcome = %+v", out)
@@ -224,7 +225,7 @@ func TestStaleRecordsOfASupersededCauseAreIgnored(t *testing.T) {
 	p := &patch.Patch{}
 	store.Store("h", &persistence.Record{Purpose: "update", Retries: 5, Delayed: &delayed}, w.body, p)
 	w.body = p.Apply(w.body)
-	h := w.handler("h", func(c *Change) (any, error) {
+	h := w.handler("h", func(c *handlers.Change) (any, error) {
 		if c.Retry != 0 {
 			t.Errorf("retry = %d, want a fresh start", c.Retry)
 		}
@@ -241,7 +242,7 @@ func TestStaleRecordsOfASupersededCauseAreIgnored(t *testing.T) {
 func TestCorruptRecordIsWarnedAndHandled(t *testing.T) {
 	w := newWorld(t)
 	dicts.Set(w.body, []string{"metadata", "annotations"}, map[string]any{"kopf.zalando.org/h": "{not json"})
-	h := w.handler("h", func(c *Change) (any, error) { return nil, nil })
+	h := w.handler("h", func(c *handlers.Change) (any, error) { return nil, nil })
 	out, _ := w.pass(h)
 	if !out.Done || w.calls["h"] != 1 {
 		t.Fatalf("outcome = %+v", out)
@@ -259,7 +260,7 @@ func TestCycleWithoutHandlersIsDoneSilently(t *testing.T) {
 	w.body["metadata"].(map[string]any)["annotations"] = map[string]any{
 		"kopf.zalando.org/create_fn": `{"started":"2026-01-02T03:04:05.000000+00:00","purpose":"create","retries":1}`,
 	}
-	stale := w.handler("create_fn", func(c *Change) (any, error) { return nil, nil })
+	stale := w.handler("create_fn", func(c *handlers.Change) (any, error) { return nil, nil })
 	p := &patch.Patch{}
 	c := &Cycle{
 		Reason: causes.Resume, Known: []*Handler{stale}, Body: w.body, Patch: p,
@@ -283,8 +284,8 @@ func TestCycleWithoutHandlersIsDoneSilently(t *testing.T) {
 // records, and its handlers start afresh for the deletion.
 func TestSupersededCauseIsReportedAsKopf(t *testing.T) {
 	w := newWorld(t)
-	first := w.handler("a", func(c *Change) (any, error) { return nil, nil })
-	second := w.handler("b", func(c *Change) (any, error) { return nil, nil })
+	first := w.handler("a", func(c *handlers.Change) (any, error) { return nil, nil })
+	second := w.handler("b", func(c *handlers.Change) (any, error) { return nil, nil })
 	if out, _ := w.pass(first, second); out.Done {
 		t.Fatal("the creation is done in one pass; the test needs it unfinished")
 	}

@@ -1,10 +1,11 @@
-package handlers
+package handling
 
 import (
 	"strings"
 	"testing"
 
 	"github.com/kopfgo/kopfgo/causes"
+	"github.com/kopfgo/kopfgo/handlers"
 )
 
 // The filters run for every handler on every pass over every object, so
@@ -44,7 +45,7 @@ func BenchmarkMatchNoFilters(b *testing.B) {
 
 func BenchmarkMatchLabels(b *testing.B) {
 	h := &Handler{Reason: causes.Update}
-	h.Filters.AddLabels(map[string]any{"app": "web", "tier": Present, "legacy": Absent})
+	h.Filters.AddLabels(map[string]any{"app": "web", "tier": handlers.Present, "legacy": handlers.Absent})
 	h.Filters.AddAnnotations(map[string]any{"owner": "me"})
 	benchMatch(b, h, true)
 }
@@ -64,7 +65,7 @@ func BenchmarkMatchFieldValue(b *testing.B) {
 func BenchmarkMatchFieldOldNew(b *testing.B) {
 	h := &Handler{Reason: causes.Update, Field: []string{"spec", "field"}}
 	h.Filters.SetOld("x")
-	h.Filters.SetNew(Present)
+	h.Filters.SetNew(handlers.Present)
 	benchMatch(b, h, true)
 }
 
@@ -72,7 +73,7 @@ func BenchmarkMatchWhen(b *testing.B) {
 	// The callback's argument is built once per pass and shared by all
 	// handlers; this builds it on every match, the worst case.
 	h := &Handler{Reason: causes.Update}
-	h.Filters.AddWhen(func(o *Object) bool { return o.Labels["app"] == "web" })
+	h.Filters.AddWhen(func(o *handlers.Object) bool { return o.Labels["app"] == "web" })
 	if err := h.Filters.Validate(false, true); err != nil {
 		b.Fatal(err)
 	}

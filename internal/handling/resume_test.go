@@ -1,4 +1,4 @@
-package handlers
+package handling
 
 import (
 	"testing"

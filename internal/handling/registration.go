@@ -1,10 +1,11 @@
-package handlers
+package handling
 
 import (
 	"errors"
 	"fmt"
 	"strings"
 
+	"github.com/kopfgo/kopfgo/handlers"
 	"github.com/kopfgo/kopfgo/internal/dicts"
 	"github.com/kopfgo/kopfgo/internal/resources"
 )
@@ -139,7 +140,7 @@ func (r *Registry) record(group string, sel resources.Selector, what string, h *
 	}
 	var joined []error
 	for _, err := range errs {
-		joined = append(joined, fmt.Errorf("%w: %s: %w", ErrRegistration, what, err))
+		joined = append(joined, fmt.Errorf("%w: %s: %w", handlers.ErrRegistration, what, err))
 	}
 	r.errs = append(r.errs, joined...)
 	return errors.Join(joined...)
@@ -152,7 +153,7 @@ func (r *Registry) record(group string, sel resources.Selector, what string, h *
 // the index exists; the errors, each naming the indexer, are returned and
 // kept for Run to report.
 func (r *Registry) AddIndex(resource string, fn any, configure func(*Handler)) (*Handler, error) {
-	h := &Handler{Errors: ErrorsIgnored}
+	h := &Handler{Errors: handlers.ErrorsIgnored}
 	if configure != nil {
 		configure(h)
 	}

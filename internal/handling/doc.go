@@ -1,0 +1,27 @@
+// Package handling is the engine behind the handlers package: handler specs
+// and their options (Handler), the registry that validates registrations in
+// one path, filters and matching, the selection of handlers for a cause,
+// and the execution of one handling cycle with Kopf's semantics (one
+// handler at a time, fewest retries first, retries and backoffs persisted on
+// the object, TemporaryError and PermanentError, timeouts, errors modes,
+// panics turned into errors, sub-handlers). It also runs watching handlers
+// (HandleEvent), activities (RunActivity) and admission handlers
+// (ServeAdmission), and judges the outcome of daemons and timers (Judge).
+//
+// It is internal so that the public package handlers exports only what a
+// handler sees; the reactor, daemons, indexing, the admission server and
+// the root package's options are its only users.
+//
+// Execution does no API calls: it reads progress from the object's body and
+// writes progress, results and the handlers' own patches into one patch that
+// the reactor applies. That is what lets a kopfgo operator be killed at any
+// moment and carry on where it stopped.
+//
+// Admission handlers (admission.go) are answered once per request, never
+// retried: ServeAdmission runs those of one AdmissionReview and gathers
+// their verdict, warnings and mutations; internal/admission serves them.
+//
+// Every handler kind embeds one spec, Handler (its id, options and
+// filters), and every registration goes through one validation
+// (registration.go), so that a mistake reads the same in every kind.
+package handling

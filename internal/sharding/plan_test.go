@@ -1,0 +1,171 @@
+package sharding
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestShardIsFNV1aOfTheUIDModuloTheShards(t *testing.T) {
+	cases := []struct {
+		uid    string
+		shards int
+		want   int
+	}{
+		// FNV-1a 32 of "" is 0x811c9dc5 = 2166136261.
+		{"", 7, 2166136261 % 7},
+		// FNV-1a 32 of "a" is 0xe40c292c = 3826002220.
+		{"a", 10, 3826002220 % 10},
+		{"a", 1, 0},
+		{"a", 0, 0},
+		{"6f1d7c1e-2b8a-4c47-9f64-1f0a5e0c3d21", 3, Shard("6f1d7c1e-2b8a-4c47-9f64-1f0a5e0c3d21", 3)},
+	}
+	for _, c := range cases {
+		if got := Shard(c.uid, c.shards); got != c.want || got < 0 || (c.shards > 0 && got >= c.shards) {
+			t.Errorf("Shard(%q, %d) = %d, want %d", c.uid, c.shards, got, c.want)
+		}
+	}
+}
+
+func TestShardSpreadsUIDsEvenly(t *testing.T) {
+	const shards, n = 8, 8000
+	counts := make([]int, shards)
+	for i := range n {
+		counts[Shard(fmt.Sprintf("%08x-0000-4000-8000-%012x", i*7919, i), shards)]++
+	}
+	for s, c := range counts {
+		if c < n/shards*8/10 || c > n/shards*12/10 {
+			t.Errorf("shard %d has %d of %d uids: want about %d; all: %v", s, c, n, n/shards, counts)
+		}
+	}
+}
+
+func TestQuotasAddUpToTheShards(t *testing.T) {
+	for _, shards := range []int{1, 2, 3, 7, 8, 16} {
+		for m := 1; m <= 5; m++ {
+			var members []string
+			for i := range m {
+				members = append(members, fmt.Sprintf("r%d", i))
+			}
+			sum, lo, hi := 0, shards, 0
+			for _, me := range members {
+				q := Quota(shards, members, me)
+				sum += q
+				lo, hi = min(lo, q), max(hi, q)
+			}
+			if sum != shards || hi-lo > 1 {
+				t.Errorf("%d shards, %d members: quotas sum to %d (want %d), spread %d..%d", shards, m, sum, shards, lo, hi)
+			}
+		}
+	}
+}
+
+func TestBalance(t *testing.T) {
+	cases := []struct {
+		name    string
+		view    View
+		acquire []int
+		release []int
+	}{
+		{"alone: takes every shard", View{Shards: 4, Me: "a", Holders: []string{"", "", "", ""}}, []int{0, 1, 2, 3}, nil},
+		{"alone, not yet a visible member", View{Shards: 3, Me: "a", Members: nil, Holders: nil}, []int{0, 1, 2}, nil},
+		{"at quota: nothing", View{Shards: 4, Me: "a", Members: []string{"a", "b"}, Holders: []string{"a", "a", "b", "b"}}, nil, nil},
+		{"a starter takes every M-th free shard from its rank", View{Shards: 6, Me: "b", Members: []string{"a", "b", "c"}, Holders: []string{"", "", "", "", "", ""}}, []int{1, 4}, nil},
+		{"then any free shard", View{Shards: 6, Me: "c", Members: []string{"a", "b", "c"}, Holders: []string{"", "a", "a", "b", "b", ""}}, []int{0, 5}, nil},
+		{"survivors split a dead replica's shards", View{Shards: 12, Me: "b", Members: []string{"a", "b"}, Holders: []string{"a", "a", "a", "a", "b", "b", "b", "b", "", "", "", ""}}, []int{9, 11}, nil},
+		{"a joiner never takes held shards", View{Shards: 4, Me: "c", Members: []string{"a", "b", "c"}, Holders: []string{"a", "a", "b", "b"}}, nil, nil},
+		{"over quota after a join: release the highest", View{Shards: 6, Me: "a", Members: []string{"a", "b", "c"}, Holders: []string{"a", "a", "a", "a", "a", "a"}}, nil, []int{5, 4, 3, 2}},
+		{"a dead replica's expired shards are taken", View{Shards: 6, Me: "a", Members: []string{"a", "b"}, Holders: []string{"a", "a", "", "", "b", "b"}}, []int{2}, nil},
+		{"3 replicas, 8 shards: the first two get 3", View{Shards: 8, Me: "a", Members: []string{"c", "b", "a"}, Holders: []string{"a", "a", "", "b", "b", "b", "c", "c"}}, []int{2}, nil},
+		{"3 replicas, 8 shards: the last gets 2", View{Shards: 8, Me: "c", Members: []string{"c", "b", "a"}, Holders: []string{"a", "a", "c", "b", "b", "b", "c", "c"}}, nil, []int{7}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			p := Balance(c.view)
+			if !slices.Equal(p.Acquire, c.acquire) || !slices.Equal(p.Release, c.release) {
+				t.Errorf("Balance = acquire %v, release %v; want acquire %v, release %v", p.Acquire, p.Release, c.acquire, c.release)
+			}
+		})
+	}
+}
+
+// Replicas that balance in turn, each seeing the others' Leases, converge
+// on their quotas from any start, every shard held by exactly one.
+func TestBalanceConverges(t *testing.T) {
+	for _, start := range [][]string{
+		{"", "", "", "", "", "", "", ""},
+		{"a", "a", "a", "a", "a", "a", "a", "a"},
+		{"a", "a", "a", "a", "b", "b", "b", "b"},
+	} {
+		members := []string{"a", "b", "c"}
+		holders := slices.Clone(start)
+		for round := range 5 {
+			for _, me := range members {
+				p := Balance(View{Shards: len(holders), Me: me, Members: members, Holders: holders})
+				for _, s := range p.Release {
+					holders[s] = ""
+				}
+				for _, s := range p.Acquire {
+					if holders[s] != "" {
+						t.Fatalf("round %d: %s acquires shard %d held by %s", round, me, s, holders[s])
+					}
+					holders[s] = me
+				}
+			}
+		}
+		count := map[string]int{}
+		for _, h := range holders {
+			count[h]++
+		}
+		if count[""] != 0 || count["a"] != 3 || count["b"] != 3 || count["c"] != 2 {
+			t.Errorf("from %v: holders %v, want 3, 3 and 2 with none free", start, holders)
+		}
+	}
+}
+
+func TestValidateNamesWhatIsWrong(t *testing.T) {
+	cases := []struct {
+		name string
+		cfg  Config
+		want []string // substrings of the error; none: valid
+	}{
+		{"defaults", Config{Name: "op", Namespace: "ns", Shards: 4}, nil},
+		{"no shards", Config{Name: "op", Namespace: "ns"}, []string{"--shards"}},
+		{"no name", Config{Namespace: "ns", Shards: 4}, []string{"--shards-name"}},
+		{"no namespace", Config{Name: "op", Shards: 4}, []string{"--shards-namespace"}},
+		{"renew deadline not shorter than the lease", Config{Name: "op", Namespace: "ns", Shards: 4, LeaseDuration: 10 * time.Second}, []string{"lease duration (10s) must be longer than the renew deadline (10s)"}},
+		{"retry period too long", Config{Name: "op", Namespace: "ns", Shards: 4, RetryPeriod: 10 * time.Second}, []string{"renew deadline (10s) must be longer than the retry period (10s)"}},
+		{"short ones for tests", Config{Name: "op", Namespace: "ns", Shards: 4, LeaseDuration: 6 * time.Second, RenewDeadline: 4 * time.Second, RetryPeriod: time.Second}, nil},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			err := c.cfg.Validate()
+			if len(c.want) == 0 {
+				if err != nil {
+					t.Fatalf("Validate: %v, want none", err)
+				}
+				return
+			}
+			if err == nil {
+				t.Fatalf("Validate: nil, want an error with %q", c.want)
+			}
+			for _, w := range c.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("Validate: %v, want it to say %q", err, w)
+				}
+			}
+		})
+	}
+}
+
+func TestLeaseNames(t *testing.T) {
+	if got := ShardLease("op", 11); got != "op-shard-11" {
+		t.Errorf("ShardLease = %q", got)
+	}
+	a, b := MemberLease("op", "pod-1_ab12"), MemberLease("op", "pod-2_cd34")
+	if !strings.HasPrefix(a, "op-member-") || len(a) != len("op-member-")+8 || a == b {
+		t.Errorf("MemberLease: %q and %q, want op-member-<8 hex digits>, different", a, b)
+	}
+}

@@ -1,0 +1,526 @@
+package sharding
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"log/slog"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	coordv1 "k8s.io/api/coordination/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	coordinationv1 "k8s.io/client-go/kubernetes/typed/coordination/v1"
+	"k8s.io/utils/clock"
+	"k8s.io/utils/ptr"
+
+	"github.com/kopfgo/kopfgo/internal/pausing"
+)
+
+// Reason is what a replica holds in the pause switch while it hands shards
+// over, and while it holds none.
+const Reason = "sharding"
+
+// Label is the label of every Lease of an operator's sharding (shards and
+// members), valued with the operator's name: one list reads them all.
+const Label = "kopfgo.dev/sharding"
+
+// The defaults are leader election's (controller-runtime's).
+const (
+	DefaultLeaseDuration = 15 * time.Second
+	DefaultRenewDeadline = 10 * time.Second
+	DefaultRetryPeriod   = 2 * time.Second
+)
+
+// Config is one replica's part in an operator's sharding.
+type Config struct {
+	Leases    coordinationv1.LeasesGetter
+	Namespace string
+	// Name is the operator's name: the shards' Leases are
+	// "<Name>-shard-<i>", the members' "<Name>-member-<hash>".
+	Name string
+	// Shards is the number of shards (at least 1).
+	Shards int
+	// Identity is this replica's name in the Leases' holderIdentity.
+	Identity string
+	// Zero durations are the defaults: 15s, 10s, 2s.
+	LeaseDuration, RenewDeadline, RetryPeriod time.Duration
+	Clock                                     clock.WithTicker
+	Logger                                    *slog.Logger
+	// Pause is the operator's: the replica holds Reason in it while it
+	// hands shards over, and while it holds none.
+	Pause *pausing.Switch
+	// Held, if set, is told the shards held after every change.
+	Held func(shards []int)
+}
+
+// WithDefaults fills the zero durations and the clock.
+func (c Config) WithDefaults() Config {
+	if c.LeaseDuration == 0 {
+		c.LeaseDuration = DefaultLeaseDuration
+	}
+	if c.RenewDeadline == 0 {
+		c.RenewDeadline = DefaultRenewDeadline
+	}
+	if c.RetryPeriod == 0 {
+		c.RetryPeriod = DefaultRetryPeriod
+	}
+	if c.Clock == nil {
+		c.Clock = clock.RealClock{}
+	}
+	return c
+}
+
+// Validate tells what is wrong with the configuration, naming the options.
+func (c Config) Validate() error {
+	c = c.WithDefaults()
+	var errs []error
+	if c.Shards < 1 {
+		errs = append(errs, fmt.Errorf("the number of shards (%d) must be at least 1: set Sharding.Shards (--shards)", c.Shards))
+	}
+	if c.Name == "" {
+		errs = append(errs, errors.New("the operator's name is empty: set Sharding.Name (--shards-name)"))
+	}
+	if c.Namespace == "" {
+		errs = append(errs, errors.New("the Leases' namespace is unknown: set Sharding.Namespace (--shards-namespace)"))
+	}
+	if c.LeaseDuration <= c.RenewDeadline {
+		errs = append(errs, fmt.Errorf("the lease duration (%s) must be longer than the renew deadline (%s)", c.LeaseDuration, c.RenewDeadline))
+	}
+	if c.RenewDeadline <= c.RetryPeriod {
+		errs = append(errs, fmt.Errorf("the renew deadline (%s) must be longer than the retry period (%s)", c.RenewDeadline, c.RetryPeriod))
+	}
+	return errors.Join(errs...)
+}
+
+// ShardLease is the name of shard i's Lease.
+func ShardLease(name string, i int) string { return name + "-shard-" + strconv.Itoa(i) }
+
+// MemberLease is the name of a replica's membership Lease: the identity
+// may hold characters a name may not, so it is hashed (FNV-1a, 32 bits).
+func MemberLease(name, identity string) string {
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(identity))
+	return fmt.Sprintf("%s-member-%08x", name, h.Sum32())
+}
+
+// Sharder is one replica's part in the sharding: it holds the Leases of its
+// shards and tells the reactor which objects are its own (Owns).
+type Sharder struct {
+	cfg Config
+	// owned are the shards whose objects the reactor serves; it changes
+	// only while the reactor is paused and halted.
+	owned atomic.Pointer[[]bool]
+
+	mu sync.Mutex // the fields below, used by Run's goroutine and read by Held
+	// held are the shards' Leases this replica holds, as last written.
+	held map[int]*held
+	// member is this replica's membership Lease, as last written.
+	member *coordv1.Lease
+	// seen is when each Lease was last seen to change, on this replica's
+	// clock: as client-go's leader election, a Lease expires a lease
+	// duration after it was last seen to change, whatever the clocks of
+	// other replicas say.
+	seen map[string]sighting
+}
+
+type held struct {
+	lease   *coordv1.Lease
+	renewed time.Time // the last successful write, on our clock
+}
+
+type sighting struct {
+	holder, renewed string
+	at              time.Time
+}
+
+// New makes a replica's sharder; it holds no shard until Run acquires some.
+func New(cfg Config) *Sharder {
+	s := &Sharder{cfg: cfg.WithDefaults(), held: map[int]*held{}, seen: map[string]sighting{}}
+	none := make([]bool, max(cfg.Shards, 1))
+	s.owned.Store(&none)
+	return s
+}
+
+// Owns tells whether the object of this uid belongs to a shard this
+// replica serves (reactor.Config.Owns).
+func (s *Sharder) Owns(uid string) bool {
+	owned := *s.owned.Load()
+	return owned[Shard(uid, len(owned))]
+}
+
+// Run balances the shards every retry period until ctx ends, then releases
+// the Leases held and leaves: cancel ctx only once the reactor has stopped.
+// The replica stands by (Reason held) until it holds a shard.
+func (s *Sharder) Run(ctx context.Context) error {
+	if err := s.cfg.Validate(); err != nil {
+		return fmt.Errorf("sharding: %w", err)
+	}
+	s.cfg.Pause.Pause(Reason)
+	s.cfg.Logger.Info(fmt.Sprintf("Sharding the objects into %d shards (leases %s/%s..%d) as %s.", s.cfg.Shards, s.cfg.Namespace, ShardLease(s.cfg.Name, 0), s.cfg.Shards-1, s.cfg.Identity))
+	ticker := s.cfg.Clock.NewTicker(s.cfg.RetryPeriod)
+	defer ticker.Stop()
+	for {
+		s.step(ctx, ticker.C())
+		select {
+		case <-ctx.Done():
+			s.leave(context.WithoutCancel(ctx))
+			return nil
+		case <-ticker.C():
+		}
+	}
+}
+
+// step is one round: read the Leases, renew ours, balance, hand over.
+func (s *Sharder) step(ctx context.Context, ticks <-chan time.Time) {
+	// The round's requests end within half the renew deadline, so that a
+	// hanging API server cannot keep a replica serving shards whose Leases
+	// it no longer renews.
+	rctx, cancel := s.bounded(ctx)
+	defer cancel()
+	lost, plan, acquired := s.round(rctx)
+	if len(lost) > 0 || len(plan.Release) > 0 || len(acquired) > 0 {
+		s.handover(ctx, ticks, lost, plan.Release, acquired)
+	}
+}
+
+// bounded is ctx for one round's requests: at most half the renew deadline.
+func (s *Sharder) bounded(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, s.cfg.RenewDeadline/2)
+}
+
+// round reads the Leases, renews ours, balances and acquires. If the
+// Leases cannot be read, only the lost shards count.
+func (s *Sharder) round(ctx context.Context) (lost []int, plan Plan, acquired []int) {
+	leases, err := s.list(ctx)
+	if err != nil {
+		if ctx.Err() == nil {
+			s.cfg.Logger.Warn(fmt.Sprintf("Cannot read the sharding's leases, retrying: %v", err))
+		}
+	}
+	s.join(ctx, leases)
+	lost = s.renew(ctx)
+	if err != nil {
+		return lost, plan, nil
+	}
+	now := s.cfg.Clock.Now()
+	view := View{Shards: s.cfg.Shards, Me: s.cfg.Identity, Holders: make([]string, s.cfg.Shards)}
+	s.mu.Lock()
+	for _, l := range leases {
+		holder := ptr.Deref(l.Spec.HolderIdentity, "")
+		live := holder != "" && !s.expired(l, now)
+		if i, ok := s.shardOf(l.Name); ok {
+			if _, mine := s.held[i]; mine && !slices.Contains(lost, i) {
+				view.Holders[i] = s.cfg.Identity
+			} else if live && holder != s.cfg.Identity {
+				view.Holders[i] = holder
+			}
+			continue
+		}
+		if live {
+			view.Members = append(view.Members, holder)
+		} else if holder != s.cfg.Identity && now.Sub(s.seen[l.Name].at) > 2*s.cfg.LeaseDuration {
+			// A replica gone without leaving: its membership is garbage.
+			_ = s.cfg.Leases.Leases(s.cfg.Namespace).Delete(ctx, l.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{ResourceVersion: &l.ResourceVersion}})
+		}
+	}
+	byName := map[string]*coordv1.Lease{}
+	for i := range leases {
+		byName[leases[i].Name] = &leases[i]
+	}
+	s.mu.Unlock()
+	plan = Balance(view)
+	for _, i := range plan.Acquire {
+		if s.acquire(ctx, i, byName[ShardLease(s.cfg.Name, i)]) {
+			acquired = append(acquired, i)
+		}
+	}
+	return lost, plan, acquired
+}
+
+// handover changes the shards served, in the order that fences them
+// (doc.go): the shards acquired are already held; the reactor pauses and
+// halts (handlers finish, daemons and timers return) while the Leases are
+// renewed; then the reactor's filter changes; only then are the released
+// shards' Leases released; last the reactor resumes if any shard is held.
+func (s *Sharder) handover(ctx context.Context, ticks <-chan time.Time, lost, release, acquired []int) {
+	s.cfg.Pause.Pause(Reason)
+	if err := s.cfg.Pause.WaitHalted(ctx, ticks, func() {
+		rctx, cancel := s.bounded(ctx)
+		defer cancel()
+		lost = append(lost, s.renew(rctx)...)
+	}); err != nil {
+		return // the operator stops: leave releases everything after the reactor has stopped
+	}
+	s.mu.Lock()
+	for _, i := range lost {
+		delete(s.held, i)
+	}
+	owned := make([]bool, s.cfg.Shards)
+	for i := range s.held {
+		owned[i] = !slices.Contains(release, i)
+	}
+	s.owned.Store(&owned)
+	s.mu.Unlock()
+	for _, i := range lost {
+		s.cfg.Logger.Warn(fmt.Sprintf("Lost shard %d of %d: its lease %s was not renewed in time; its objects are left to other replicas.", i, s.cfg.Shards, ShardLease(s.cfg.Name, i)))
+	}
+	for _, i := range acquired {
+		s.cfg.Logger.Info(fmt.Sprintf("Acquired shard %d of %d (lease %s); serving its objects.", i, s.cfg.Shards, ShardLease(s.cfg.Name, i)))
+	}
+	rctx, cancel := s.bounded(ctx)
+	defer cancel()
+	for _, i := range release {
+		if !s.release(rctx, i) {
+			continue
+		}
+		s.cfg.Logger.Info(fmt.Sprintf("Released shard %d of %d (lease %s) to rebalance; its objects are stopped here.", i, s.cfg.Shards, ShardLease(s.cfg.Name, i)))
+	}
+	held := s.Held()
+	if s.cfg.Held != nil {
+		s.cfg.Held(held)
+	}
+	if len(held) > 0 {
+		s.cfg.Pause.Resume(Reason)
+	}
+}
+
+// Held are the shards whose Leases this replica holds, sorted.
+func (s *Sharder) Held() []int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Sorted(maps.Keys(s.held))
+}
+
+// shardOf parses a shard's Lease name.
+func (s *Sharder) shardOf(name string) (int, bool) {
+	rest, ok := strings.CutPrefix(name, s.cfg.Name+"-shard-")
+	if !ok {
+		return 0, false
+	}
+	i, err := strconv.Atoi(rest)
+	return i, err == nil && i >= 0 && i < s.cfg.Shards
+}
+
+// list reads the sharding's Leases and notes when each changed. The
+// caller does not hold s.mu.
+func (s *Sharder) list(ctx context.Context) ([]coordv1.Lease, error) {
+	list, err := s.cfg.Leases.Leases(s.cfg.Namespace).List(ctx, metav1.ListOptions{LabelSelector: Label + "=" + s.cfg.Name})
+	if err != nil {
+		return nil, err
+	}
+	now := s.cfg.Clock.Now()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	listed := map[string]bool{}
+	for _, l := range list.Items {
+		s.sight(&l, now)
+		listed[l.Name] = true
+	}
+	maps.DeleteFunc(s.seen, func(name string, _ sighting) bool { return !listed[name] }) // deleted Leases
+	return list.Items, nil
+}
+
+// sight notes a Lease as read or written. The caller holds s.mu.
+func (s *Sharder) sight(l *coordv1.Lease, now time.Time) {
+	sg := sighting{holder: ptr.Deref(l.Spec.HolderIdentity, "")}
+	if l.Spec.RenewTime != nil {
+		sg.renewed = l.Spec.RenewTime.UTC().Format(time.RFC3339Nano)
+	}
+	if old, ok := s.seen[l.Name]; ok && old.holder == sg.holder && old.renewed == sg.renewed {
+		return
+	}
+	sg.at = now
+	s.seen[l.Name] = sg
+}
+
+// expired: the Lease has not changed for its duration. The caller holds
+// s.mu.
+func (s *Sharder) expired(l coordv1.Lease, now time.Time) bool {
+	d := time.Duration(ptr.Deref(l.Spec.LeaseDurationSeconds, 0)) * time.Second
+	return !now.Before(s.seen[l.Name].at.Add(d))
+}
+
+// spec is a Lease's spec held by this replica from now.
+func (s *Sharder) spec(now time.Time, spec coordv1.LeaseSpec) coordv1.LeaseSpec {
+	t := metav1.NewMicroTime(now)
+	if ptr.Deref(spec.HolderIdentity, "") != s.cfg.Identity {
+		spec.AcquireTime = &t
+		if spec.HolderIdentity != nil && *spec.HolderIdentity != "" {
+			spec.LeaseTransitions = ptr.To(ptr.Deref(spec.LeaseTransitions, 0) + 1)
+		}
+	}
+	spec.HolderIdentity = ptr.To(s.cfg.Identity)
+	spec.LeaseDurationSeconds = ptr.To(int32(s.cfg.LeaseDuration / time.Second))
+	spec.RenewTime = &t
+	return spec
+}
+
+func (s *Sharder) meta(name string) metav1.ObjectMeta {
+	return metav1.ObjectMeta{Name: name, Namespace: s.cfg.Namespace, Labels: map[string]string{Label: s.cfg.Name}}
+}
+
+// join creates or renews this replica's membership Lease.
+func (s *Sharder) join(ctx context.Context, leases []coordv1.Lease) {
+	api := s.cfg.Leases.Leases(s.cfg.Namespace)
+	name := MemberLease(s.cfg.Name, s.cfg.Identity)
+	now := s.cfg.Clock.Now()
+	s.mu.Lock()
+	member := s.member
+	s.mu.Unlock()
+	if member == nil {
+		for i := range leases {
+			if leases[i].Name == name {
+				member = &leases[i]
+			}
+		}
+	}
+	var err error
+	if member == nil {
+		member, err = api.Create(ctx, &coordv1.Lease{ObjectMeta: s.meta(name), Spec: s.spec(now, coordv1.LeaseSpec{})}, metav1.CreateOptions{})
+	} else {
+		l := member.DeepCopy()
+		l.Spec = s.spec(now, l.Spec)
+		member, err = api.Update(ctx, l, metav1.UpdateOptions{})
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err != nil {
+		s.member = nil // read it afresh next time
+		if ctx.Err() == nil {
+			s.cfg.Logger.Debug(fmt.Sprintf("Cannot renew the membership lease %s: %v", name, err))
+		}
+		return
+	}
+	s.member = member
+	s.sight(member, now)
+}
+
+// renew renews the Leases of the shards held, and returns those not
+// renewed within the renew deadline: lost, their work must stop at once.
+func (s *Sharder) renew(ctx context.Context) (lost []int) {
+	api := s.cfg.Leases.Leases(s.cfg.Namespace)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, i := range slices.Sorted(maps.Keys(s.held)) {
+		h := s.held[i]
+		now := s.cfg.Clock.Now()
+		l := h.lease.DeepCopy()
+		l.Spec = s.spec(now, l.Spec)
+		got, err := api.Update(ctx, l, metav1.UpdateOptions{})
+		if apierrors.IsConflict(err) {
+			// Changed meanwhile: ours still, or taken.
+			if cur, gerr := api.Get(ctx, l.Name, metav1.GetOptions{}); gerr == nil && ptr.Deref(cur.Spec.HolderIdentity, "") == s.cfg.Identity {
+				cur.Spec = s.spec(now, cur.Spec)
+				got, err = api.Update(ctx, cur, metav1.UpdateOptions{})
+			} else if gerr == nil {
+				lost = append(lost, i)
+				continue
+			}
+		}
+		if err == nil {
+			h.lease, h.renewed = got, now
+			s.sight(got, now)
+			continue
+		}
+		if now.Sub(h.renewed) >= s.cfg.RenewDeadline {
+			lost = append(lost, i)
+		} else if ctx.Err() == nil {
+			s.cfg.Logger.Debug(fmt.Sprintf("Cannot renew the lease %s, retrying: %v", l.Name, err))
+		}
+	}
+	return lost
+}
+
+// acquire takes shard i's Lease if it is free (l: as listed, nil if it
+// does not exist); false if another replica was faster.
+func (s *Sharder) acquire(ctx context.Context, i int, l *coordv1.Lease) bool {
+	api := s.cfg.Leases.Leases(s.cfg.Namespace)
+	now := s.cfg.Clock.Now()
+	var got *coordv1.Lease
+	var err error
+	if l == nil {
+		got, err = api.Create(ctx, &coordv1.Lease{ObjectMeta: s.meta(ShardLease(s.cfg.Name, i)), Spec: s.spec(now, coordv1.LeaseSpec{})}, metav1.CreateOptions{})
+	} else {
+		// The resourceVersion read is the fence: if another replica has
+		// written the Lease since, the update conflicts.
+		l = l.DeepCopy()
+		l.Spec = s.spec(now, l.Spec)
+		got, err = api.Update(ctx, l, metav1.UpdateOptions{})
+	}
+	if err != nil {
+		if !apierrors.IsConflict(err) && !apierrors.IsAlreadyExists(err) && ctx.Err() == nil {
+			s.cfg.Logger.Warn(fmt.Sprintf("Cannot acquire the lease %s: %v", ShardLease(s.cfg.Name, i), err))
+		}
+		return false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.held[i] = &held{lease: got, renewed: now}
+	s.sight(got, now)
+	return true
+}
+
+// release gives shard i's Lease up as client-go's leader election does: no
+// holder, a duration of one second. Its work must have stopped. False if
+// it was not held.
+func (s *Sharder) release(ctx context.Context, i int) bool {
+	s.mu.Lock()
+	h := s.held[i]
+	delete(s.held, i)
+	s.mu.Unlock()
+	if h == nil {
+		return false
+	}
+	l := h.lease.DeepCopy()
+	now := metav1.NewMicroTime(s.cfg.Clock.Now())
+	l.Spec.HolderIdentity = ptr.To("")
+	l.Spec.LeaseDurationSeconds = ptr.To(int32(1))
+	l.Spec.RenewTime, l.Spec.AcquireTime = &now, &now
+	if _, err := s.cfg.Leases.Leases(s.cfg.Namespace).Update(ctx, l, metav1.UpdateOptions{}); err != nil && ctx.Err() == nil {
+		// It expires by itself in a lease duration.
+		s.cfg.Logger.Warn(fmt.Sprintf("Cannot release the lease %s; it expires by itself: %v", l.Name, err))
+	}
+	return true
+}
+
+// leave releases every shard held and deletes the membership Lease; the
+// reactor has stopped. It gives up after a renew deadline.
+func (s *Sharder) leave(ctx context.Context) {
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.RenewDeadline)
+	defer cancel()
+	s.cfg.Pause.Pause(Reason)
+	held := s.Held()
+	for _, i := range held {
+		s.release(ctx, i)
+	}
+	none := make([]bool, s.cfg.Shards)
+	s.owned.Store(&none)
+	if len(held) > 0 {
+		s.cfg.Logger.Info(fmt.Sprintf("Released the shards %s on exit.", ints(held)))
+	}
+	if s.cfg.Held != nil {
+		s.cfg.Held(nil)
+	}
+	s.mu.Lock()
+	member := s.member
+	s.mu.Unlock()
+	if member != nil {
+		_ = s.cfg.Leases.Leases(s.cfg.Namespace).Delete(ctx, member.Name, metav1.DeleteOptions{})
+	}
+}
+
+func ints(xs []int) string {
+	out := make([]string, len(xs))
+	for i, x := range xs {
+		out[i] = strconv.Itoa(x)
+	}
+	return strings.Join(out, ", ")
+}

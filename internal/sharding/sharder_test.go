@@ -1,0 +1,297 @@
+package sharding
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+	coordv1 "k8s.io/api/coordination/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
+	clocktesting "k8s.io/utils/clock/testing"
+	"k8s.io/utils/ptr"
+
+	"github.com/kopfgo/kopfgo/internal/pausing"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// journal is the order of what the replicas and their reactors do.
+type journal struct {
+	mu    sync.Mutex
+	lines []string
+	added chan struct{} // closed and replaced on every line
+}
+
+func (j *journal) add(format string, args ...any) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	j.lines = append(j.lines, fmt.Sprintf(format, args...))
+	if j.added != nil {
+		close(j.added)
+		j.added = nil
+	}
+}
+
+// await waits until line is journalled (the reactors' stand-ins journal
+// from their own goroutines).
+func (j *journal) await(t *testing.T, line string) {
+	t.Helper()
+	failure := time.NewTimer(30 * time.Second) // a failure detector
+	defer failure.Stop()
+	for {
+		j.mu.Lock()
+		if slices.Contains(j.lines, line) {
+			j.mu.Unlock()
+			return
+		}
+		if j.added == nil {
+			j.added = make(chan struct{})
+		}
+		added := j.added
+		j.mu.Unlock()
+		select {
+		case <-added:
+		case <-failure.C:
+			t.Fatalf("%q is never journalled; journal:\n%s", line, j)
+		}
+	}
+}
+
+func (j *journal) index(line string) int {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return slices.Index(j.lines, line)
+}
+
+func (j *journal) String() string {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return strings.Join(j.lines, "\n")
+}
+
+// replica is one sharder with a stand-in for its reactor, which journals
+// every halt and, at that moment, which shards the reactor would serve.
+type replica struct {
+	name  string
+	s     *Sharder
+	pause *pausing.Switch
+	held  chan []int // what Config.Held is told
+}
+
+type world struct {
+	t       *testing.T
+	clock   *clocktesting.FakeClock
+	clients *fake.Clientset
+	j       *journal
+	uids    []string // uids[i] is in shard i
+	ctx     context.Context
+	wg      sync.WaitGroup
+	// failing makes lease updates by these identities fail.
+	mu      sync.Mutex
+	failing map[string]bool
+}
+
+const shards = 4
+
+func newWorld(t *testing.T) *world {
+	ctx, cancel := context.WithCancel(context.Background())
+	w := &world{t: t, clock: clocktesting.NewFakeClock(time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC)), clients: fake.NewClientset(), j: &journal{}, ctx: ctx, failing: map[string]bool{}}
+	t.Cleanup(func() {
+		cancel()
+		w.wg.Wait()
+	})
+	w.uids = make([]string, shards)
+	for n := 0; slices.Contains(w.uids, ""); n++ {
+		uid := fmt.Sprintf("uid-%d", n)
+		if i := Shard(uid, shards); w.uids[i] == "" {
+			w.uids[i] = uid
+		}
+	}
+	w.clients.PrependReactor("update", "leases", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		l := a.(k8stesting.UpdateAction).GetObject().(*coordv1.Lease)
+		holder := ptr.Deref(l.Spec.HolderIdentity, "")
+		w.mu.Lock()
+		fail := w.failing[holder]
+		w.mu.Unlock()
+		if fail {
+			return true, nil, errors.New("the API server is unreachable")
+		}
+		if strings.Contains(l.Name, "-shard-") {
+			w.j.add("%s: holder %q", l.Name, holder)
+		}
+		return false, nil, nil
+	})
+	w.clients.PrependReactor("create", "leases", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		l := a.(k8stesting.CreateAction).GetObject().(*coordv1.Lease)
+		if strings.Contains(l.Name, "-shard-") {
+			w.j.add("%s: holder %q", l.Name, ptr.Deref(l.Spec.HolderIdentity, ""))
+		}
+		return false, nil, nil
+	})
+	return w
+}
+
+func (w *world) replica(name string) *replica {
+	r := &replica{name: name, pause: &pausing.Switch{}, held: make(chan []int, 100)}
+	r.s = New(Config{
+		Leases: w.clients.CoordinationV1(), Namespace: "ns", Name: "op", Shards: shards, Identity: name,
+		Clock: w.clock, Logger: slog.New(slog.DiscardHandler), Pause: r.pause,
+		Held: func(shards []int) { r.held <- shards },
+	})
+	r.pause.Pause(Reason) // as Run does
+	// The reactor's stand-in: halts at once, journalling what it served.
+	w.wg.Go(func() {
+		for {
+			paused, period, changed := r.pause.Period()
+			if paused {
+				w.j.add("%s: halted #%d", name, period)
+				r.pause.Halted(period)
+			} else {
+				w.j.add("%s: resumed serving %v", name, r.serving(w.uids))
+			}
+			select {
+			case <-changed:
+			case <-w.ctx.Done():
+				return
+			}
+		}
+	})
+	return r
+}
+
+// serving are the shards whose objects the reactor would serve.
+func (r *replica) serving(uids []string) []int {
+	var out []int
+	for i, uid := range uids {
+		if r.s.Owns(uid) {
+			out = append(out, i)
+		}
+	}
+	return out
+}
+
+func (w *world) step(r *replica) { r.s.step(w.ctx, nil) }
+
+// before asserts that line a is journalled, and before line b.
+func (w *world) before(a, b string) {
+	w.t.Helper()
+	w.j.await(w.t, a)
+	w.j.await(w.t, b)
+	ia, ib := w.j.index(a), w.j.index(b)
+	if ia < 0 || ib < 0 || ia > ib {
+		w.t.Errorf("want %q (at %d) before %q (at %d); journal:\n%s", a, ia, b, ib, w.j)
+	}
+}
+
+func TestHandoverReleasesAfterHaltingAndAcquiresBeforeServing(t *testing.T) {
+	w := newWorld(t)
+	a := w.replica("a")
+	w.step(a)
+	if got := a.s.Held(); !slices.Equal(got, []int{0, 1, 2, 3}) {
+		t.Fatalf("a alone holds %v, want every shard", got)
+	}
+	w.before(`op-shard-3: holder "a"`, "a: resumed serving [0 1 2 3]")
+
+	b := w.replica("b")
+	w.step(b) // b joins; every shard is held by a, alive
+	if got := b.s.Held(); len(got) != 0 {
+		t.Fatalf("b took %v from a live replica", got)
+	}
+	w.clock.Step(DefaultRetryPeriod)
+	w.step(a) // a sees b and releases its share: its highest shards
+	if got := a.s.Held(); !slices.Equal(got, []int{0, 1}) {
+		t.Fatalf("a holds %v after b joined, want [0 1]", got)
+	}
+	// Released only once halted and no longer served.
+	w.before("a: halted #2", `op-shard-3: holder ""`)
+	w.before("a: halted #2", `op-shard-2: holder ""`)
+	w.before(`op-shard-2: holder ""`, "a: resumed serving [0 1]")
+
+	w.step(b) // b takes the released shards, then serves them
+	if got := b.s.Held(); !slices.Equal(got, []int{2, 3}) {
+		t.Fatalf("b holds %v, want [2 3]", got)
+	}
+	w.before(`op-shard-3: holder ""`, `op-shard-3: holder "b"`)
+	w.before(`op-shard-3: holder "b"`, "b: resumed serving [2 3]")
+	if got := b.serving(w.uids); !slices.Equal(got, []int{2, 3}) {
+		t.Errorf("b serves %v, want [2 3]", got)
+	}
+
+	// a dies: its leases stop changing; b takes them a lease duration
+	// after it last saw them change, not before.
+	w.clock.Step(DefaultRenewDeadline)
+	w.step(b)
+	if got := b.s.Held(); !slices.Equal(got, []int{2, 3}) {
+		t.Fatalf("b holds %v before a's leases expired, want [2 3]", got)
+	}
+	w.clock.Step(DefaultLeaseDuration - DefaultRenewDeadline + DefaultRetryPeriod)
+	w.step(b)
+	if got := b.s.Held(); !slices.Equal(got, []int{0, 1, 2, 3}) {
+		t.Fatalf("b holds %v after a's leases expired, want every shard; journal:\n%s", got, w.j)
+	}
+	w.before(`op-shard-0: holder "b"`, "b: resumed serving [0 1 2 3]")
+}
+
+func TestAShardNotRenewedInTimeIsLostAndStopped(t *testing.T) {
+	w := newWorld(t)
+	a := w.replica("a")
+	w.step(a)
+	w.mu.Lock()
+	w.failing["a"] = true
+	w.mu.Unlock()
+	w.clock.Step(DefaultRetryPeriod)
+	w.step(a)
+	if got := a.s.Held(); len(got) != shards {
+		t.Fatalf("a holds %v within the renew deadline, want every shard", got)
+	}
+	w.clock.Step(DefaultRenewDeadline)
+	w.step(a)
+	if got := a.s.Held(); len(got) != 0 {
+		t.Fatalf("a holds %v past the renew deadline, want none", got)
+	}
+	if got := a.serving(w.uids); len(got) != 0 {
+		t.Errorf("a still serves %v", got)
+	}
+	if !a.pause.Paused() {
+		t.Error("a replica without shards must stand by")
+	}
+}
+
+func TestRunReleasesEverythingOnExit(t *testing.T) {
+	w := newWorld(t)
+	r := w.replica("a")
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- r.s.Run(ctx) }()
+	// Run acquires every shard on its first round.
+	if got := <-r.held; !slices.Equal(got, []int{0, 1, 2, 3}) {
+		t.Fatalf("Run holds %v, want every shard", got)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	list, err := w.clients.CoordinationV1().Leases("ns").List(context.Background(), metavOpts())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range list.Items {
+		if strings.Contains(l.Name, "-member-") {
+			t.Errorf("the membership lease %s is left", l.Name)
+		} else if h := ptr.Deref(l.Spec.HolderIdentity, ""); h != "" {
+			t.Errorf("lease %s still held by %q", l.Name, h)
+		}
+	}
+}
+
+func metavOpts() metav1.ListOptions { return metav1.ListOptions{} }

@@ -1,0 +1,131 @@
+package kopfgo
+
+import (
+	"context"
+	"log/slog"
+	"os"
+	"sync"
+	"time"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/clock"
+
+	"github.com/kopfgo/kopfgo/internal/cli"
+	"github.com/kopfgo/kopfgo/internal/leaderelection"
+	"github.com/kopfgo/kopfgo/internal/pausing"
+	"github.com/kopfgo/kopfgo/internal/sharding"
+)
+
+// Sharding spreads the objects of every served resource over several
+// active replicas of an operator, beyond what Kopf does (compat:
+// replicas-sharding). An object belongs to shard FNV-1a(uid) mod Shards;
+// each replica holds the coordination.k8s.io/v1 Leases of some shards,
+// "<Name>-shard-<i>", about Shards/replicas of them, and handles only their
+// objects: their handlers, daemons, timers and indices. When a replica
+// dies, the others take its shards once its Leases expire; when one joins,
+// the others release shards to it. A shard's Lease is released only after
+// its handlers have finished and its daemons and timers have returned, and
+// a shard is served only after its Lease is acquired, so that no two
+// replicas serve one object at once (see internal/sharding for the order).
+// Indices are per replica: a replica's indices hold only its shards'
+// objects. Sharding replaces Kopf's peering: the replicas do not peer.
+type Sharding struct {
+	// Shards is the number of shards (--shards); 0 turns sharding off. It
+	// must be the same on every replica, and is best a multiple of the
+	// number of replicas, a few times more than the most replicas run.
+	Shards int
+	// Name prefixes the Leases' names (--shards-name); default
+	// "kopfgo-operator".
+	Name string
+	// Namespace is the Leases' namespace (--shards-namespace); default:
+	// $POD_NAMESPACE, else the in-cluster service account's or the
+	// kubeconfig context's namespace, else "default".
+	Namespace string
+	// Identity is this replica's name in the Leases; default: $POD_NAME or
+	// the host's name, with a random suffix.
+	Identity string
+	// LeaseDuration, RenewDeadline and RetryPeriod are as in leader
+	// election; zero values are 15s, 10s and 2s. A replica that cannot
+	// renew a shard's Lease within RenewDeadline stops serving it; the
+	// others take a Lease LeaseDuration after they last saw it renewed, and
+	// balance every RetryPeriod.
+	LeaseDuration, RenewDeadline, RetryPeriod time.Duration
+}
+
+// shard joins the operator's sharding when it is enabled: the operator
+// stands by until it holds a shard, and owns tells the reactor which
+// objects are this replica's (nil: every object). stop releases the shards
+// and waits; call it after the reactor has stopped.
+func (op *Operator) shard(ctx context.Context, cfg *rest.Config, pause *pausing.Switch, logger *slog.Logger, obs *observability, clk clock.WithTicker) (owns func(uid string) bool, stop func(), _ error) {
+	sh := op.opts.Sharding
+	if sh.Shards == 0 {
+		return nil, func() {}, nil
+	}
+	clients, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	c := sharding.Config{
+		Leases: clients.CoordinationV1(), Name: sh.Name, Namespace: op.leaseNamespace(sh.Namespace), Shards: sh.Shards,
+		Identity: sh.Identity, LeaseDuration: sh.LeaseDuration, RenewDeadline: sh.RenewDeadline, RetryPeriod: sh.RetryPeriod,
+		Clock: clk, Logger: logger, Pause: pause, Held: obs.ShardsHeld,
+	}
+	if c.Name == "" {
+		c.Name = "kopfgo-operator"
+	}
+	if c.Identity == "" {
+		c.Identity = leaderelection.Identity()
+	}
+	if err := c.Validate(); err != nil {
+		return nil, nil, err
+	}
+	// Standing by from the start: the reactor must not serve before the
+	// replica holds shards.
+	pause.Pause(sharding.Reason)
+	obs.ShardsHeld(nil)
+	s := sharding.New(c)
+	// The sharder outlives ctx: it releases the Leases when stop is called.
+	sctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		if err := s.Run(sctx); err != nil {
+			logger.Error(err.Error())
+		}
+	})
+	return s.Owns, func() {
+		cancel()
+		wg.Wait()
+	}, nil
+}
+
+// leaseNamespace is the namespace of the operator's Leases: the one given,
+// else $POD_NAMESPACE, else the credentials' context's, else "default".
+func (op *Operator) leaseNamespace(given string) string {
+	for _, ns := range []string{given, os.Getenv("POD_NAMESPACE"), op.defaultNamespace()} {
+		if ns != "" {
+			return ns
+		}
+	}
+	return "default"
+}
+
+// applySharding applies the run command's --shards flags.
+func applySharding(sh *Sharding, f *cli.RunFlags) {
+	if f.Shards != 0 {
+		sh.Shards = f.Shards
+	}
+	setFlag(&sh.Name, f.ShardsName)
+	setFlag(&sh.Namespace, f.ShardsNamespace)
+	setFlag(&sh.LeaseDuration, f.ShardsLeaseDuration)
+	setFlag(&sh.RenewDeadline, f.ShardsRenewDeadline)
+	setFlag(&sh.RetryPeriod, f.ShardsRetryPeriod)
+}
+
+// setFlag sets *dst to a flag's value if the flag was given (not zero).
+func setFlag[T comparable](dst *T, v T) {
+	var zero T
+	if v != zero {
+		*dst = v
+	}
+}
