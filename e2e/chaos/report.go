@@ -170,6 +170,93 @@ func (r *run) report(quiescence, took time.Duration, mem memory) (*Report, error
 	r.mu.Lock()
 	snapshots := maps.Clone(r.snapshots)
 	r.mu.Unlock()
+	lastRet, err := rep.readJournal(f, snapshots)
+	if err != nil {
+		return nil, err
+	}
+	kills := rep.Faults[FaultKill] + rep.Faults[FaultTerm]
+	if kills > 0 {
+		rep.DuplicatesPerKill = float64(rep.DuplicatesAfterDeath) / float64(kills)
+	}
+
+	for i := range r.cfg.N * r.cfg.Rounds {
+		obj := namespace + "/" + objectName(i)
+		for kind, change := range wanted {
+			if _, ok := lastRet[kind+" "+obj+" "+change]; !ok {
+				rep.Missing = append(rep.Missing, kind+" "+obj+" "+change)
+			}
+		}
+	}
+	slices.Sort(rep.Missing)
+	rep.ObjectsDone = int(r.gone.Load())
+	rep.Objects = r.cfg.N * r.cfg.Rounds
+
+	list, err := r.dyn.Resource(kexGVR).Namespace(namespace).List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("listing what is left: %w", err)
+	}
+	for _, u := range list.Items {
+		rep.Stuck = append(rep.Stuck, fmt.Sprintf("%s (finalizers %v, deleting %v)", u.GetName(), u.GetFinalizers(), u.GetDeletionTimestamp() != nil))
+	}
+	rep.ErrorsLogged, rep.Panics, err = scanLog(r.op.logPath)
+	if err != nil {
+		return nil, err
+	}
+
+	fail := func(format string, args ...any) { rep.Failures = append(rep.Failures, fmt.Sprintf(format, args...)) }
+	if rep.ObjectsDone != rep.Objects {
+		fail("%d of %d objects reached their final state", rep.ObjectsDone, rep.Objects)
+	}
+	if len(rep.Stuck) > 0 {
+		fail("%d objects left in the cluster, e.g. %s", len(rep.Stuck), rep.Stuck[0])
+	}
+	if len(rep.Missing) > 0 {
+		fail("%d handler calls never succeeded, e.g. %s", len(rep.Missing), rep.Missing[0])
+	}
+	if rep.DuplicatesUnexplained > 0 {
+		fail("%d handlers ran again after a success with no fault in between", rep.DuplicatesUnexplained)
+	}
+	if rep.DuplicatesAfterDeathPersist > 0 {
+		// Each duplicate after a death must be a success that was not yet
+		// on its object when the operator died: together, no more than
+		// were in flight at the deaths.
+		fail("%d handlers ran again after a death although their success was on the object at the death (%d in flight at %d deaths)",
+			rep.DuplicatesAfterDeathPersist, rep.InFlightAtDeaths, rep.DeathsChecked)
+	}
+	if len(rep.DaemonOverlaps) > 0 {
+		fail("daemons ran twice at once for %d objects, e.g. %s", len(rep.DaemonOverlaps), rep.DaemonOverlaps[0])
+	}
+	if rep.Panics > 0 {
+		fail("%d panics logged", rep.Panics)
+	}
+	if rep.QuiescenceSeconds < 0 {
+		fail("no quiescence within %s after the last fault", r.cfg.Quiescence)
+	}
+	for _, kind := range r.schedule {
+		if rep.Faults[kind] == 0 {
+			fail("fault %s was never injected", kind)
+		}
+	}
+	switch {
+	case mem.rssBefore == 0 || mem.rssAfter == 0 || mem.heapFresh == 0 || slices.ContainsFunc(mem.rounds, func(h heapReading) bool { return h.bytes == 0 }):
+		fail("the operator's memory could not be read (RSS before %d, after %d; heap at the start %d, after the rounds %v bytes)", mem.rssBefore, mem.rssAfter, mem.heapFresh, mem.rounds)
+	case len(mem.rounds) < 3:
+		// Nothing to compare on one warmed-up process (see memory).
+	case before.pid != after.pid:
+		fail("the operator restarted during the rounds without faults (pid %d, then %d): its memory cannot be compared", before.pid, after.pid)
+	case after.bytes > before.bytes*110/100+slack:
+		fail("the operator holds %.1f MB of live heap after the last round, more than 10%% (and %d KiB) over %.1f MB after the second", rep.HeapAfterMB, slack>>10, rep.HeapBeforeMB)
+	}
+	return rep, nil
+}
+
+// readJournal counts what the journal records into rep: handler calls,
+// objects handled, daemon overlaps, deaths, and the duplicates, each
+// classified by what lies between it and the previous success (a death, a
+// fault, nothing), those after a death checked against the successes in
+// flight at that death (snapshots, by the dead process's pid). It returns
+// the latest success of each handler, object and change.
+func (rep *Report) readJournal(journal io.Reader, snapshots map[int]snapshot) (map[string]retInfo, error) {
 	var (
 		epoch, deaths int
 		active        = map[string]bool{}
@@ -183,7 +270,7 @@ func (r *run) report(quiescence, took time.Duration, mem memory) (*Report, error
 		alive         = map[int]bool{}
 		stopPid       = 0
 	)
-	sc := bufio.NewScanner(f)
+	sc := bufio.NewScanner(journal)
 	for sc.Scan() {
 		fields := strings.Fields(sc.Text())
 		if len(fields) != 5 {
@@ -289,7 +376,7 @@ func (r *run) report(quiescence, took time.Duration, mem memory) (*Report, error
 		}
 	}
 	if err := sc.Err(); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("reading the journal: %w", err)
 	}
 	rep.OperatorRestarts = deaths
 	if stopPid != 0 && !alive[stopPid] {
@@ -298,80 +385,7 @@ func (r *run) report(quiescence, took time.Duration, mem memory) (*Report, error
 	for kind, objs := range handled {
 		rep.Handled[kind] = len(objs)
 	}
-	kills := rep.Faults[FaultKill] + rep.Faults[FaultTerm]
-	if kills > 0 {
-		rep.DuplicatesPerKill = float64(rep.DuplicatesAfterDeath) / float64(kills)
-	}
-
-	for i := range r.cfg.N * r.cfg.Rounds {
-		obj := namespace + "/" + objectName(i)
-		for kind, change := range wanted {
-			if _, ok := lastRet[kind+" "+obj+" "+change]; !ok {
-				rep.Missing = append(rep.Missing, kind+" "+obj+" "+change)
-			}
-		}
-	}
-	slices.Sort(rep.Missing)
-	rep.ObjectsDone = int(r.gone.Load())
-	rep.Objects = r.cfg.N * r.cfg.Rounds
-
-	list, err := r.dyn.Resource(kexGVR).Namespace(namespace).List(context.Background(), metav1.ListOptions{})
-	if err != nil {
-		return nil, fmt.Errorf("listing what is left: %w", err)
-	}
-	for _, u := range list.Items {
-		rep.Stuck = append(rep.Stuck, fmt.Sprintf("%s (finalizers %v, deleting %v)", u.GetName(), u.GetFinalizers(), u.GetDeletionTimestamp() != nil))
-	}
-	rep.ErrorsLogged, rep.Panics, err = scanLog(r.op.logPath)
-	if err != nil {
-		return nil, err
-	}
-
-	fail := func(format string, args ...any) { rep.Failures = append(rep.Failures, fmt.Sprintf(format, args...)) }
-	if rep.ObjectsDone != rep.Objects {
-		fail("%d of %d objects reached their final state", rep.ObjectsDone, rep.Objects)
-	}
-	if len(rep.Stuck) > 0 {
-		fail("%d objects left in the cluster, e.g. %s", len(rep.Stuck), rep.Stuck[0])
-	}
-	if len(rep.Missing) > 0 {
-		fail("%d handler calls never succeeded, e.g. %s", len(rep.Missing), rep.Missing[0])
-	}
-	if rep.DuplicatesUnexplained > 0 {
-		fail("%d handlers ran again after a success with no fault in between", rep.DuplicatesUnexplained)
-	}
-	if rep.DuplicatesAfterDeathPersist > 0 {
-		// Each duplicate after a death must be a success that was not yet
-		// on its object when the operator died: together, no more than
-		// were in flight at the deaths.
-		fail("%d handlers ran again after a death although their success was on the object at the death (%d in flight at %d deaths)",
-			rep.DuplicatesAfterDeathPersist, rep.InFlightAtDeaths, rep.DeathsChecked)
-	}
-	if len(rep.DaemonOverlaps) > 0 {
-		fail("daemons ran twice at once for %d objects, e.g. %s", len(rep.DaemonOverlaps), rep.DaemonOverlaps[0])
-	}
-	if rep.Panics > 0 {
-		fail("%d panics logged", rep.Panics)
-	}
-	if rep.QuiescenceSeconds < 0 {
-		fail("no quiescence within %s after the last fault", r.cfg.Quiescence)
-	}
-	for _, kind := range r.schedule {
-		if rep.Faults[kind] == 0 {
-			fail("fault %s was never injected", kind)
-		}
-	}
-	switch {
-	case mem.rssBefore == 0 || mem.rssAfter == 0 || mem.heapFresh == 0 || slices.ContainsFunc(mem.rounds, func(h heapReading) bool { return h.bytes == 0 }):
-		fail("the operator's memory could not be read (RSS before %d, after %d; heap at the start %d, after the rounds %v bytes)", mem.rssBefore, mem.rssAfter, mem.heapFresh, mem.rounds)
-	case len(mem.rounds) < 3:
-		// Nothing to compare on one warmed-up process (see memory).
-	case before.pid != after.pid:
-		fail("the operator restarted during the rounds without faults (pid %d, then %d): its memory cannot be compared", before.pid, after.pid)
-	case after.bytes > before.bytes*110/100+slack:
-		fail("the operator holds %.1f MB of live heap after the last round, more than 10%% (and %d KiB) over %.1f MB after the second", rep.HeapAfterMB, slack>>10, rep.HeapBeforeMB)
-	}
-	return rep, nil
+	return lastRet, nil
 }
 
 // scanLog counts the error lines and the panics in the operator's output.
