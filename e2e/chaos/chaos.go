@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -81,6 +82,24 @@ type Config struct {
 	Dir string
 	// Logf reports progress; nil is silent.
 	Logf func(format string, args ...any)
+
+	// Faults are the kinds of fault injected, in the schedule's order; nil
+	// injects all of them, an empty non-nil list none (for measuring the
+	// operator undisturbed).
+	Faults []string
+	// Rounds runs the N objects this many times, one round after the
+	// other, each through creation, update and deletion (default 3);
+	// faults strike during the first round only. The operator's live heap is
+	// read after each round (Report.HeapRoundsMB): a heap that grows from
+	// round to round keeps something per object. The memory invariant
+	// needs three rounds or more: the second warms up the process that
+	// runs the rest (see report.go, memory).
+	Rounds int
+	// HeapProfiles makes the operator write a heap profile with every
+	// reading of its live heap, into the run's directory (profiles/), with
+	// runtime.MemProfileRate at ProfileRate bytes (default 512).
+	HeapProfiles bool
+	ProfileRate  int
 }
 
 func (c *Config) defaults() {
@@ -102,23 +121,60 @@ func (c *Config) defaults() {
 	if c.Logf == nil {
 		c.Logf = func(string, ...any) {}
 	}
+	if c.Rounds <= 0 {
+		c.Rounds = 3
+	}
+}
+
+// scheduleOf is the fault schedule restricted to the kinds asked for (nil:
+// all), in the schedule's order.
+func scheduleOf(kinds []string) ([]string, error) {
+	if kinds == nil {
+		return schedule, nil
+	}
+	var s []string
+	for _, k := range kinds {
+		if !slices.Contains(schedule, k) {
+			return nil, fmt.Errorf("no fault kind %q (known: %s)", k, strings.Join(FaultKinds(), ", "))
+		}
+	}
+	for _, k := range schedule {
+		if slices.Contains(kinds, k) {
+			s = append(s, k)
+		}
+	}
+	return s, nil
+}
+
+// FaultKinds are the kinds of fault a run can inject.
+func FaultKinds() []string {
+	var kinds []string
+	for _, k := range schedule {
+		if !slices.Contains(kinds, k) {
+			kinds = append(kinds, k)
+		}
+	}
+	return kinds
 }
 
 // run is one chaos run in progress.
 type run struct {
-	cfg     Config
-	dir     string
-	cluster *cluster.Cluster
-	proxy   *faultproxy.Proxy
-	dyn     dynamic.Interface
-	journal *journal
-	op      *supervisor
+	cfg      Config
+	schedule []string // the faults injected, in order
+	dir      string
+	cluster  *cluster.Cluster
+	proxy    *faultproxy.Proxy
+	dyn      dynamic.Interface
+	journal  *journal
+	op       *supervisor
 
 	mu     sync.Mutex
 	stage  map[string]int // object name → stage reached
 	faults map[string]int
-	done   chan struct{} // closed when every object is gone
-	gone   atomic.Int64
+	done   []chan struct{} // per round, closed when its objects are gone
+	// snapshots are the objects at each operator's death, by its pid.
+	snapshots map[int]snapshot
+	gone      atomic.Int64
 
 	lastFaultEnd time.Time
 }
@@ -135,7 +191,14 @@ const (
 // that could not be done at all, the report's Failures for broken invariants.
 func Run(ctx context.Context, cfg Config) (*Report, error) {
 	cfg.defaults()
-	r := &run{cfg: cfg, stage: map[string]int{}, faults: map[string]int{}, done: make(chan struct{})}
+	sched, err := scheduleOf(cfg.Faults)
+	if err != nil {
+		return nil, err
+	}
+	r := &run{cfg: cfg, schedule: sched, stage: map[string]int{}, faults: map[string]int{}, snapshots: map[int]snapshot{}}
+	for range cfg.Rounds {
+		r.done = append(r.done, make(chan struct{}))
+	}
 	dir := cfg.Dir
 	if dir == "" {
 		var err error
@@ -185,9 +248,18 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if err := os.WriteFile(kubeconfig, []byte(operatorKubeconfig(r.proxy.URL(), r.proxy.CA(), c.Token)), 0o600); err != nil {
 		return nil, err
 	}
-	r.op, err = startSupervisor(bin, filepath.Join(dir, "operator.log"), []string{
-		"KUBECONFIG=" + kubeconfig, "KOPFGO_CHAOS_JOURNAL=" + r.journal.path,
-	}, r.journal)
+	env := []string{"KUBECONFIG=" + kubeconfig, "KOPFGO_CHAOS_JOURNAL=" + r.journal.path}
+	if cfg.HeapProfiles {
+		profiles := filepath.Join(dir, "profiles")
+		if err := os.MkdirAll(profiles, 0o755); err != nil {
+			return nil, err
+		}
+		env = append(env, "KOPFGO_CHAOS_HEAP_PROFILES="+profiles)
+		if cfg.ProfileRate > 0 {
+			env = append(env, "KOPFGO_CHAOS_MEM_PROFILE_RATE="+strconv.Itoa(cfg.ProfileRate))
+		}
+	}
+	r.op, err = startSupervisor(bin, filepath.Join(dir, "operator.log"), env, r.journal, r.takeSnapshot)
 	if err != nil {
 		return nil, err
 	}
@@ -200,38 +272,47 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	}
 	time.Sleep(2 * time.Second) // the operator's startup, before the baseline memory
 	rssBefore := r.op.rss()
-	heapBefore := r.heapLive()
+	heapFresh := r.heapLive()
 
 	started := time.Now()
+	r.mu.Lock()
+	r.lastFaultEnd = started // without faults, quiescence counts from the start
+	r.mu.Unlock()
 	faultsDone := make(chan struct{})
 	go func() {
 		defer close(faultsDone)
 		r.inject(ctx)
 	}()
-	r.create(ctx)
+	r.create(ctx, 0)
 
 	<-faultsDone
 	cfg.Logf("chaos: last fault over; waiting for quiescence")
-	quiet := time.NewTimer(cfg.Quiescence)
-	defer quiet.Stop()
-	var quiescence time.Duration
-	select {
-	case <-r.done:
-		quiescence = time.Since(r.lastFaultEnd)
-	case <-quiet.C:
-		quiescence = -1
-	case <-ctx.Done():
-		return nil, ctx.Err()
+	quiescence, err := r.wait(ctx, 0)
+	if err != nil {
+		return nil, err
 	}
-	// Once quiet, the operator's memory is compared with its baseline: a
-	// process that restarted under load and then drained must not keep
-	// what it held for the objects.
+	// The operator's live heap after each round, once idle. The rounds
+	// after the chaos round run without faults on the process that
+	// finished it; the reading after the second round is the baseline of
+	// the memory invariant, the process having grown then to what that
+	// workload needs, once (see report.go, memory); the rounds after it
+	// must leave it where it was.
+	rounds := []heapReading{r.settledHeap()}
+	for round := 1; round < cfg.Rounds && quiescence >= 0; round++ {
+		cfg.Logf("chaos: round %d done, live heap %.1f MB; round %d", round, float64(rounds[round-1].bytes)/(1<<20), round+1)
+		r.create(ctx, round)
+		if d, err := r.wait(ctx, round); err != nil {
+			return nil, err
+		} else if d < 0 {
+			quiescence = d
+		}
+		rounds = append(rounds, r.settledHeap())
+	}
 	rssAfter := r.settledRSS(rssBefore)
-	heapAfter := r.heapLive()
 	took := time.Since(started)
 	r.op.stop()
 
-	rep, err := r.report(quiescence, took, memory{rssBefore, rssAfter, heapBefore, heapAfter})
+	rep, err := r.report(quiescence, took, memory{rssBefore: rssBefore, rssAfter: rssAfter, heapFresh: heapFresh.bytes, rounds: rounds})
 	if err != nil {
 		return nil, err
 	}
@@ -241,6 +322,24 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		rep.Dir = dir
 	}
 	return rep, nil
+}
+
+// wait waits for the objects of a round to be gone and returns the time
+// since the end of the last fault; -1 if they are not gone within
+// Config.Quiescence.
+func (r *run) wait(ctx context.Context, round int) (time.Duration, error) {
+	quiet := time.NewTimer(r.cfg.Quiescence)
+	defer quiet.Stop()
+	select {
+	case <-r.done[round]:
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		return time.Since(r.lastFaultEnd), nil
+	case <-quiet.C:
+		return -1, nil
+	case <-ctx.Done():
+		return 0, ctx.Err()
+	}
 }
 
 func operatorKubeconfig(server string, ca []byte, token string) string {
@@ -287,8 +386,8 @@ func (r *run) setGone(name string) {
 		return
 	}
 	r.stage[name] = stageGone
-	if r.gone.Add(1) == int64(r.cfg.N) {
-		close(r.done)
+	if n := r.gone.Add(1); n%int64(r.cfg.N) == 0 && n/int64(r.cfg.N) <= int64(len(r.done)) {
+		close(r.done[n/int64(r.cfg.N)-1])
 	}
 }
 
@@ -340,8 +439,8 @@ func (r *run) retry(ctx context.Context, what string, f func() error) {
 	}
 }
 
-// create makes the N objects, Workers at a time.
-func (r *run) create(ctx context.Context) {
+// create makes the N objects of a round, Workers at a time.
+func (r *run) create(ctx context.Context, round int) {
 	names := make(chan string)
 	var wg sync.WaitGroup
 	for range r.cfg.Workers {
@@ -372,16 +471,22 @@ func (r *run) create(ctx context.Context) {
 		case <-tick.C:
 		case <-ctx.Done():
 		}
-		names <- fmt.Sprintf("kex-%05d", i)
+		names <- objectName(round*r.cfg.N + i)
 	}
 	close(names)
 	wg.Wait()
 	r.cfg.Logf("chaos: %d objects created", r.cfg.N)
 }
 
+// objectName is the name of the i-th object of the run.
+func objectName(i int) string { return fmt.Sprintf("kex-%05d", i) }
+
 // inject runs the fault schedule until most objects are through (at least
 // one full cycle of the schedule, so that every kind is injected).
 func (r *run) inject(ctx context.Context) {
+	if len(r.schedule) == 0 {
+		return
+	}
 	for i := 0; ; i++ {
 		select {
 		case <-time.After(r.cfg.FaultEvery):
@@ -390,13 +495,13 @@ func (r *run) inject(ctx context.Context) {
 		}
 		// The last fault strikes with a quarter of the objects still to go,
 		// so that the quiescence measured after it is the recovery's.
-		if i >= len(schedule) && r.gone.Load() >= int64(r.cfg.N)*3/4 {
+		if i >= len(r.schedule) && r.gone.Load() >= int64(r.cfg.N)*3/4 {
 			return
 		}
-		if i >= 4*len(schedule) {
+		if i >= 4*len(r.schedule) {
 			return // the workload is stuck: the report will say so
 		}
-		kind := schedule[i%len(schedule)]
+		kind := r.schedule[i%len(r.schedule)]
 		r.journal.mark("fault", kind)
 		r.fault(ctx, kind)
 		r.journal.mark("fault-end", kind)
@@ -476,15 +581,18 @@ type supervisor struct {
 	bin, logPath string
 	env          []string
 	journal      *journal
-	mu           sync.Mutex
-	cmd          *exec.Cmd
-	stopping     bool
-	exited       chan struct{}
-	starts       int
+	// died is called when the operator has exited unasked, before it is
+	// started again.
+	died     func(pid int)
+	mu       sync.Mutex
+	cmd      *exec.Cmd
+	stopping bool
+	exited   chan struct{}
+	starts   int
 }
 
-func startSupervisor(bin, logPath string, env []string, j *journal) (*supervisor, error) {
-	s := &supervisor{bin: bin, logPath: logPath, env: env, journal: j}
+func startSupervisor(bin, logPath string, env []string, j *journal, died func(pid int)) (*supervisor, error) {
+	s := &supervisor{bin: bin, logPath: logPath, env: env, journal: j, died: died}
 	if err := s.start(); err != nil {
 		return nil, err
 	}
@@ -520,6 +628,7 @@ func (s *supervisor) start() error {
 		stopping := s.stopping
 		s.mu.Unlock()
 		if !stopping {
+			s.died(cmd.Process.Pid)
 			if time.Since(began) < time.Second {
 				time.Sleep(time.Second) // a crash loop: restarted at once, but not in a busy loop
 			}
@@ -584,14 +693,37 @@ func (s *supervisor) rss() int64 {
 	return 0
 }
 
+// heapReading is the live heap of the operator process pid.
+type heapReading struct {
+	bytes int64
+	pid   int
+}
+
+// settledHeap reads the idle operator's live heap every 5 seconds until it
+// stops shrinking (by 2%), for at most a minute: for a few seconds after
+// the last object is gone the operator still holds the states of the last
+// ones, until their workers go idle.
+func (r *run) settledHeap() heapReading {
+	h := r.heapLive()
+	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); {
+		time.Sleep(5 * time.Second)
+		next := r.heapLive()
+		if next.pid != h.pid || next.bytes >= h.bytes*98/100 {
+			return next
+		}
+		h = next
+	}
+	return h
+}
+
 // heapLive asks the running operator for its live Go heap (SIGUSR1; see
-// e2e/operators/chaos) and reads the answer from the journal; 0 if none
-// comes within 15 seconds.
-func (r *run) heapLive() int64 {
+// e2e/operators/chaos) and reads the answer from the journal; 0 bytes if
+// none comes within 15 seconds.
+func (r *run) heapLive() heapReading {
 	pid := r.op.pid()
 	info, err := os.Stat(r.journal.path)
 	if err != nil {
-		return 0
+		return heapReading{pid: pid}
 	}
 	offset := info.Size()
 	r.op.signal(syscall.SIGUSR1)
@@ -604,11 +736,11 @@ func (r *run) heapLive() int64 {
 		for _, line := range strings.Split(string(data[offset:]), "\n") {
 			if rest, ok := strings.CutPrefix(line, "mem heap-live -/- "); ok && strings.HasSuffix(line, want) {
 				n, _ := strconv.ParseInt(strings.Fields(rest)[0], 10, 64)
-				return n
+				return heapReading{bytes: n, pid: pid}
 			}
 		}
 	}
-	return 0
+	return heapReading{pid: pid}
 }
 
 // settledRSS waits up to 150 seconds for the idle operator's RSS to come

@@ -65,6 +65,13 @@ type Cycle struct {
 	// success), the attempt's number (0: the first) and its duration.
 	Observe func(id string, reason causes.Reason, err error, retry int, d time.Duration)
 
+	// KeepDone keeps the records of a cause that is done instead of
+	// purging them, for a caller that cannot end the cause in this pass: a
+	// deletion whose daemons still hold the object keeps its delete
+	// handlers' successes on the object until it is released, so that an
+	// operator restarted meanwhile does not run them again.
+	KeepDone bool
+
 	// parent is set in the cycles of sub-handlers (subhandlers.go).
 	parent *scope
 	// stale are the subrefs of superseded records, purged with the cause.
@@ -155,7 +162,9 @@ func (c *Cycle) Run(ctx context.Context) Outcome {
 		// object found at start-up would log a line otherwise.
 		c.Logger.Info(fmt.Sprintf("%s is processed: %d succeeded; %d failed.", title, out.Succeeded, out.Failed))
 	}
-	c.purge(states)
+	if !c.KeepDone {
+		c.purge(states)
+	}
 	return out
 }
 

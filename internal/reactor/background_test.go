@@ -15,6 +15,7 @@ import (
 	"github.com/kopfgo/kopfgo/handlers"
 	"github.com/kopfgo/kopfgo/internal/config"
 	"github.com/kopfgo/kopfgo/internal/handling"
+	"github.com/kopfgo/kopfgo/persistence"
 )
 
 func (s *scenario) daemon(id string, fn handlers.SpawnFunc, opts ...func(*handling.Spawning)) {
@@ -150,6 +151,48 @@ func TestDeleteHandlersRunOnceWhileDaemonsStop(t *testing.T) {
 	if n := deletes.get("kex1"); n != 1 {
 		t.Errorf("the delete handler ran %d times, want 1", n)
 	}
+}
+
+// (compat: handlers-order): while daemons hold a deletion, the delete
+// handlers' successes are on the object, not only in the operator's memory:
+// an operator that dies before the daemons have exited does not run them
+// again after its restart (the records are Kopf's, so Kopf taking over
+// does not either). The release removes the object, records and all.
+func TestDeleteHandlersSuccessIsPersistedWhileDaemonsStop(t *testing.T) {
+	s := newScenario(t)
+	release := make(chan struct{})
+	started := make(chan struct{}, 1)
+	s.on(causes.Delete, "delete_fn", func(ctx context.Context, c *handlers.Change) (any, error) {
+		return nil, nil
+	})
+	s.daemon("monitor", func(ctx context.Context, c *handlers.Spawn) (any, error) {
+		started <- struct{}{}
+		<-c.Stopping()
+		<-release
+		return nil, nil
+	})
+	s.start()
+	s.waitWatching()
+	s.create("kex1", nil)
+	<-started
+	s.until("handled", func() bool {
+		_, ok := annotation(s.get("kex1"), "kopf.zalando.org/last-handled-configuration")
+		return ok && s.hasFinalizer("kex1")
+	})
+	s.markDeleted("kex1")
+	s.until("the delete handler's success on the object", func() bool {
+		rec, err := persistence.Default().Fetch("delete_fn", s.get("kex1").Object)
+		return err == nil && rec != nil && rec.Success
+	})
+	if !s.hasFinalizer("kex1") {
+		t.Fatal("the finalizer was removed while the daemon still runs")
+	}
+	if log := s.log.String(); !strings.Contains(log, "Deletion is held until the daemons and timers have exited.") ||
+		!strings.Contains(log, "Deletion is processed: 1 succeeded; 0 failed.") {
+		t.Errorf("Kopf's lines of a held deletion are missing:\n%s", log)
+	}
+	close(release)
+	s.until("the finalizer removed", func() bool { return !s.hasFinalizer("kex1") })
 }
 
 // (compat: daemons-exit): Run returns once the daemons have exited or been abandoned, even

@@ -195,7 +195,9 @@ func (w *watcher) act(ctx context.Context, ps *pass, step plan.Step) next {
 	case plan.Hold:
 		ps.state.holdDeletion()
 		ps.log.Debug("Deletion is held until the daemons and timers have exited.")
-		w.finished(ps)
+		if len(w.Settings.Persistence.ProgressStorage.Clear(ps.cause.Patch.Map())) == 0 {
+			ps.log.Debug(cycleFinished) // nothing but the delete handlers' records to patch
+		}
 		return w.apply(ctx, ps.obj, ps.state, ps.log, ps.cause.Patch).then(onNews)
 	}
 	return onNews // Nothing, Discard
@@ -212,6 +214,11 @@ func (w *watcher) handle(ctx context.Context, ps *pass, reason causes.Reason) ne
 		DefaultBackoff: w.Settings.Execution.DefaultBackoff,
 		Invoke:         w.invoke, Handling: w.Settings.Handling,
 		Observe: w.hooks().Handler, // hook: handler invocations
+		// A deletion that daemons hold ends with Hold, not with the
+		// release: the delete handlers' successes go onto the object
+		// then, or an operator that dies before the daemons have exited
+		// would run the handlers again. The release removes the object.
+		KeepDone: holds(ps.facts, reason),
 	}
 	logProgress(ctx, ps.log, reason, c.Body, c.Old, c.New, c.Diff)
 	out := cycle.Run(w.handlerContext(ctx))
@@ -220,6 +227,13 @@ func (w *watcher) handle(ctx context.Context, ps *pass, reason causes.Reason) ne
 		ps.state.handled()
 	}
 	return w.act(ctx, ps, plan.After(ps.facts, plan.Outcome{Done: out.Done, Delay: out.Delay, Ran: out.Ran, Stopping: ctx.Err() != nil}))
+}
+
+// holds reports whether a done cycle for the reason ends its pass with
+// plan.Hold: a deletion with the finalizer while daemons or timers still
+// run on the object.
+func holds(f plan.Facts, reason causes.Reason) bool {
+	return plan.After(f, plan.Outcome{Done: true, Ran: true}).Action == plan.Hold && reason == causes.Delete
 }
 
 // cycleFinished is Kopf's line for an object whose handling has settled.

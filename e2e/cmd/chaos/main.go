@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -25,7 +26,18 @@ func main() {
 	flag.IntVar(&cfg.Workers, "workers", 20, "concurrent creations")
 	flag.Float64Var(&cfg.Rate, "rate", 0, "objects created per second (default: spread over one cycle of the fault schedule)")
 	flag.StringVar(&cfg.Dir, "dir", "", "keep the journal, logs and cluster here")
+	faults := flag.String("faults", "all", "the kinds of fault injected: all, none, or a comma-separated list of "+strings.Join(chaos.FaultKinds(), ", "))
+	flag.IntVar(&cfg.Rounds, "rounds", 3, "run the N objects this many times in a row (faults in the first round only); the live heap is read after each, and checked from the third on against the second")
+	flag.BoolVar(&cfg.HeapProfiles, "heap-profiles", false, "the operator writes a heap profile with each reading of its live heap, into DIR/profiles")
+	flag.IntVar(&cfg.ProfileRate, "profile-rate", 512, "the operator's runtime.MemProfileRate with -heap-profiles, in bytes")
 	flag.Parse()
+	switch *faults {
+	case "all":
+	case "none":
+		cfg.Faults = []string{}
+	default:
+		cfg.Faults = strings.Split(*faults, ",")
+	}
 	cfg.Logf = func(format string, args ...any) {
 		fmt.Fprintf(os.Stderr, "%s "+format+"\n", append([]any{time.Now().Format("15:04:05")}, args...)...)
 	}
