@@ -48,6 +48,8 @@ type rawCollection struct {
 	// dropManagedFields removes them from each listed object as soon as it
 	// is decoded, so that they never take memory for the whole list.
 	dropManagedFields bool
+	// codec compresses compact objects (ListCompact, WatchCompact).
+	codec *codec
 }
 
 func (c rawCollection) request(opts *metav1.ListOptions) *rest.Request {
@@ -128,12 +130,19 @@ type rawStream struct {
 	out  chan watch.Event
 	stop chan struct{}
 	once sync.Once
+	// compact, when set, keeps the events' objects compact (compact.go).
+	compact *compactOptions
 }
 
 func newRawStream(ctx context.Context, body io.ReadCloser) *rawStream {
-	s := &rawStream{body: body, out: make(chan watch.Event), stop: make(chan struct{})}
+	s := newRawStreamOf(body)
 	go s.run(ctx)
 	return s
+}
+
+// newRawStreamOf makes a stream that its caller runs.
+func newRawStreamOf(body io.ReadCloser) *rawStream {
+	return &rawStream{body: body, out: make(chan watch.Event), stop: make(chan struct{})}
 }
 
 // Stop ends the stream; closing the body unblocks a pending read.
@@ -151,14 +160,15 @@ func (s *rawStream) run(ctx context.Context) {
 	defer s.Stop()
 	dec := unjson.NewDecoder(s.body)
 	for {
-		v, err := dec.Decode()
-		if err != nil {
+		ev, err := s.next(dec)
+		var ue undecodableError
+		if errors.As(err, &ue) {
+			err = ue.err
 			if !s.stopped() && ctx.Err() == nil && !endOfStream(err) {
 				s.send(errorEvent(fmt.Errorf("cannot decode an event of the watch stream: %w", err)))
 			}
 			return
 		}
-		ev, err := toEvent(v)
 		if err != nil {
 			s.send(errorEvent(fmt.Errorf("cannot read an event of the watch stream: %w", err)))
 			return
@@ -168,6 +178,31 @@ func (s *rawStream) run(ctx context.Context) {
 		}
 	}
 }
+
+// undecodableError is an error of next that comes from the stream itself
+// (its end, or JSON that is no value) rather than from an event.
+type undecodableError struct{ err error }
+
+func (e undecodableError) Error() string { return e.err.Error() }
+func (e undecodableError) Unwrap() error { return e.err }
+
+// next reads the next event.
+func (s *rawStream) next(dec *unjson.Decoder) (watch.Event, error) {
+	if s.compact != nil {
+		b, err := dec.DecodeRaw()
+		if err != nil {
+			return watch.Event{}, undecodable(err)
+		}
+		return compactEvent(b, *s.compact)
+	}
+	v, err := dec.Decode()
+	if err != nil {
+		return watch.Event{}, undecodable(err)
+	}
+	return toEvent(v)
+}
+
+func undecodable(err error) error { return undecodableError{err} }
 
 func (s *rawStream) send(ev watch.Event) bool {
 	select {

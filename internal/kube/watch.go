@@ -33,17 +33,31 @@ type WatchOptions struct {
 	// are dropped from every listed and watched object, as nothing reads
 	// them and they are a large share of each cached object.
 	KeepManagedFields bool
+	// Compact lists and watches objects as *Compact (compact.go) rather
+	// than *unstructured.Unstructured.
+	Compact bool
 }
 
 // ListWatch lists and watches a resource in a namespace ("" for all), with
 // bookmarks requested so that quiet streams still show signs of life.
 func (c *Client) ListWatch(res resources.Resource, namespace string, o WatchOptions) *cache.ListWatch {
 	src := c.collection(res, namespace, o.KeepManagedFields)
+	var k *codec
+	if o.Compact {
+		k = &codec{} // shared by the lists and watches, whose objects the informer mixes
+		if rc, ok := src.(rawCollection); ok {
+			rc.codec = k
+			src = rc
+		}
+	}
 	return &cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
 			ctx, cancel := context.WithCancel(ctx)
 			defer cancel()
 			defer o.answerWithin(cancel)()
+			if o.Compact {
+				return listCompact(ctx, src, opts, compactOptions{dropManagedFields: !o.KeepManagedFields, codec: k})
+			}
 			list, err := src.List(ctx, opts)
 			if err != nil {
 				return nil, err
@@ -63,7 +77,7 @@ func (c *Client) ListWatch(res resources.Resource, namespace string, o WatchOpti
 			}
 			ctx, cancel := context.WithCancel(ctx)
 			answered := o.answerWithin(cancel)
-			w, err := src.Watch(ctx, opts)
+			w, err := watchOf(ctx, src, opts, o, k)
 			answered()
 			if err != nil {
 				cancel()
@@ -123,6 +137,91 @@ func DropManagedFields(obj runtime.Object) {
 		}
 	}
 }
+
+// listCompact lists compactly: the raw client keeps the items' JSON as it
+// arrives; the dynamic client's decoded items are encoded again.
+func listCompact(ctx context.Context, src resourceLister, opts metav1.ListOptions, o compactOptions) (runtime.Object, error) {
+	if rc, ok := src.(rawCollection); ok {
+		return rc.ListCompact(ctx, opts)
+	}
+	list, err := src.List(ctx, opts)
+	if err != nil {
+		return nil, err
+	}
+	out := &CompactList{Items: make([]*Compact, 0, len(list.Items))}
+	out.ResourceVersion, out.Continue = list.GetResourceVersion(), list.GetContinue()
+	out.RemainingItemCount = list.GetRemainingItemCount()
+	for i := range list.Items {
+		c, err := compactOf(&list.Items[i], o)
+		if err != nil {
+			return nil, err
+		}
+		out.Items = append(out.Items, c)
+	}
+	return out, nil
+}
+
+// watchOf starts a stream, compact or not.
+func watchOf(ctx context.Context, src resourceLister, opts metav1.ListOptions, o WatchOptions, k *codec) (watch.Interface, error) {
+	if !o.Compact {
+		return src.Watch(ctx, opts)
+	}
+	if rc, ok := src.(rawCollection); ok {
+		return rc.WatchCompact(ctx, opts)
+	}
+	w, err := src.Watch(ctx, opts)
+	if err != nil {
+		return nil, err
+	}
+	return newCompacting(w, compactOptions{dropManagedFields: !o.KeepManagedFields, codec: k}), nil
+}
+
+// compacting passes a decoded stream's events on with their objects
+// compact. (watch.Filter would leak its goroutine when stopped while it
+// sends.)
+type compacting struct {
+	inner watch.Interface
+	out   chan watch.Event
+	stop  chan struct{}
+	once  sync.Once
+}
+
+func newCompacting(inner watch.Interface, o compactOptions) *compacting {
+	c := &compacting{inner: inner, out: make(chan watch.Event), stop: make(chan struct{})}
+	go func() {
+		defer close(c.out)
+		defer inner.Stop()
+		for {
+			var ev watch.Event
+			var ok bool
+			select {
+			case ev, ok = <-inner.ResultChan():
+				if !ok {
+					return
+				}
+			case <-c.stop:
+				return
+			}
+			if u, isU := ev.Object.(*unstructured.Unstructured); isU {
+				obj, err := compactOf(u, o)
+				if err != nil {
+					ev = errorEvent(err)
+				} else {
+					ev.Object = obj
+				}
+			}
+			select {
+			case c.out <- ev:
+			case <-c.stop:
+				return
+			}
+		}
+	}()
+	return c
+}
+
+func (c *compacting) Stop()                          { c.once.Do(func() { close(c.stop) }) }
+func (c *compacting) ResultChan() <-chan watch.Event { return c.out }
 
 type resourceLister interface {
 	List(ctx context.Context, opts metav1.ListOptions) (*unstructured.UnstructuredList, error)

@@ -144,11 +144,10 @@ func (w *watcher) applyFinalizer(ctx context.Context, ps *pass, add bool) patche
 // touch wakes delayed handlers: a dummy annotation changes, the watch sees
 // the object anew, and the next pass finds the handlers awake.
 func (w *watcher) touch(ctx context.Context, wk *worker) {
-	obj, exists, _ := w.store.GetByKey(wk.key)
+	u, exists := w.latest(wk.key)
 	if !exists {
 		return
 	}
-	u := obj.(*unstructured.Unstructured)
 	st := w.stateOf(wk, string(u.GetUID()))
 	pt := &patch.Patch{}
 	stamp := persistence.FormatTime(w.Clock.Now())

@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-
 	"github.com/kopfgo/kopfgo/daemons"
 	"github.com/kopfgo/kopfgo/diffbase"
 	"github.com/kopfgo/kopfgo/handlers"
@@ -99,11 +97,10 @@ func (w *watcher) backgroundOf(ctx context.Context, key string, ps *pass) *backg
 		Logger:   log,
 		Memo:     ps.cause.Memo,
 		Live: func() (map[string]any, bool) {
-			obj, ok, _ := w.store.GetByKey(key)
+			cur, ok := w.latest(key)
 			if !ok {
 				return nil, false
 			}
-			cur := obj.(*unstructured.Unstructured)
 			return cur.Object, string(cur.GetUID()) == uid
 		},
 		Apply: func(ctx context.Context, pt *patch.Patch) error {

@@ -1,6 +1,9 @@
 // Package reactor turns watch observations into handling cycles.
 //
 // One watcher (a client-go informer) runs per served resource and namespace.
+// Its store keeps each object compact, as JSON (kube.Compact): a pass
+// decodes the latest state once, and an observation is decoded only for the
+// indexers and watching handlers, which see every observation.
 // Its observations only wake the object's worker: there is at most one
 // worker per object, objects are processed in parallel, and a worker always
 // processes the latest known state of its object, so several observations

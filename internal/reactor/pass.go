@@ -45,11 +45,10 @@ func (w *watcher) process(ctx context.Context, wk *worker) next {
 // patch; when it is not, those are the only facts. It returns false when
 // the object is gone.
 func (w *watcher) read(ctx context.Context, wk *worker) (*pass, bool) {
-	obj, exists, err := w.store.GetByKey(wk.key)
-	if err != nil || !exists {
+	u, exists := w.latest(wk.key)
+	if !exists {
 		return nil, false
 	}
-	u := obj.(*unstructured.Unstructured)
 	ps := &pass{obj: u, state: w.stateOf(wk, string(u.GetUID())), log: w.objectLogger(u)}
 	if !w.consistent(ctx, ps) {
 		return ps, ps.obj != nil

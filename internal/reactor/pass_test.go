@@ -69,7 +69,11 @@ func TestPassOnAStaleBodyDoesNotRunHandlers(t *testing.T) {
 		"metadata": map[string]any{"name": "kex1", "namespace": "default", "uid": "u1", "resourceVersion": "7"},
 		"spec":     map[string]any{"field": "value"},
 	}}
-	if err := store.Add(created); err != nil {
+	compact, err := kube.CompactOf(created, true) // as the watcher's store holds it
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := store.Add(compact); err != nil {
 		t.Fatal(err)
 	}
 	w := newWatcher(&run{Config: cfg, client: &kube.Client{Dynamic: dynamicfake.NewSimpleDynamicClient(runtime.NewScheme())}}, resources.Resource{Group: "kopf.dev", Version: "v1", Plural: "kopfexamples", Kind: "KopfExample", Namespaced: true, Preferred: true}, "", resources.Namespaces{}, nil)

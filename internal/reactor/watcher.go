@@ -102,12 +102,13 @@ func newWatcher(r *run, res resources.Resource, ns string, scope resources.Names
 	lw := r.client.ListWatch(res, ns, kube.WatchOptions{
 		ServerTimeout: watching.ServerTimeout, InactivityTimeout: watching.InactivityTimeout,
 		ClientTimeout: watching.ClientTimeout, KeepManagedFields: watching.KeepManagedFields, Clock: r.Clock,
+		Compact: true,
 		OnInactive: func() {
 			// Routine on an idle cluster: Kopf says so at DEBUG.
 			r.Logger.Debug(fmt.Sprintf("Watch-stream for %s %s is inactive, reconnecting.", res, w.where()))
 		},
 	})
-	w.informer = cache.NewSharedIndexInformer(lw, &unstructured.Unstructured{}, 0, cache.Indexers{})
+	w.informer = cache.NewSharedIndexInformer(lw, &kube.Compact{}, 0, cache.Indexers{})
 	w.store = w.informer.GetStore()
 	return w
 }
@@ -220,20 +221,36 @@ type observation struct {
 }
 
 // observe is the informer's callback for every observation of every object.
+// The store keeps objects compact (kube.Compact); an observation is decoded
+// only for those who see every observation (indexers, watching handlers)
+// and for the goodbye to a deleted object; passes decode the latest state.
 func (w *watcher) observe(ctx context.Context, obj any, typ handlers.EventType, initial, deleted bool) {
-	u, ok := obj.(*unstructured.Unstructured)
+	c, ok := obj.(*kube.Compact)
 	if !ok {
 		return
 	}
-	if w.scope != nil && !w.scope(u.GetNamespace()) {
+	if w.scope != nil && !w.scope(c.Namespace) {
 		return
 	}
-	if w.Owns != nil && !w.Owns(string(u.GetUID())) {
+	if w.Owns != nil && !w.Owns(c.UID) {
 		// Another replica's shard: only global indices see it.
 		if len(w.globalIndexers) > 0 {
+			u, err := c.Decode()
+			if err != nil {
+				w.Logger.Error(fmt.Sprintf("Cannot read an observation of %s: %v", w.res, err))
+				return
+			}
 			w.indexForeign(ctx, u, deleted)
 		}
 		return
+	}
+	var u *unstructured.Unstructured
+	if len(w.indexers) > 0 || len(w.watching) > 0 || (deleted && len(w.changing) > 0) {
+		var err error
+		if u, err = c.Decode(); err != nil {
+			w.Logger.Error(fmt.Sprintf("Cannot read an observation of %s: %v", w.res, err))
+			return
+		}
 	}
 	if len(w.indexers) > 0 {
 		w.index(ctx, u, deleted)
@@ -245,7 +262,22 @@ func (w *watcher) observe(ctx context.Context, obj any, typ handlers.EventType, 
 	if len(w.watching) > 0 {
 		ob = &observation{typ: typ, obj: u}
 	}
-	w.notify(ctx, u, initial, deleted, ob)
+	w.notify(ctx, c, u, initial, deleted, ob)
+}
+
+// latest is the object's latest state as the informer's store has it,
+// decoded (a new body each time), and whether the store has it.
+func (w *watcher) latest(key string) (*unstructured.Unstructured, bool) {
+	obj, exists, err := w.store.GetByKey(key)
+	if err != nil || !exists {
+		return nil, false
+	}
+	u, err := obj.(*kube.Compact).Decode()
+	if err != nil {
+		w.Logger.Error(fmt.Sprintf("Cannot read the latest state of %s %s: %v", w.res, key, err))
+		return nil, false
+	}
+	return u, true
 }
 
 // indexersOnly: the resource has indexers and no handlers that need a

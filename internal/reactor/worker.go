@@ -12,6 +12,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/kopfgo/kopfgo/handlers"
+	"github.com/kopfgo/kopfgo/internal/kube"
 	"github.com/kopfgo/kopfgo/internal/pyrepr"
 )
 
@@ -141,14 +142,15 @@ func (w *watcher) stateLocked(key, uid string) *state {
 	return st
 }
 
-// notify records an observation of an object and wakes (or starts) its
-// worker; ob, when the resource has watching handlers, is queued for them.
-func (w *watcher) notify(ctx context.Context, u *unstructured.Unstructured, initial, deleted bool, ob *observation) {
-	key, err := cache.MetaNamespaceKeyFunc(u)
+// notify records an observation of an object (c; u decoded when deleted)
+// and wakes (or starts) its worker; ob, when the resource has watching
+// handlers, is queued for them.
+func (w *watcher) notify(ctx context.Context, c *kube.Compact, u *unstructured.Unstructured, initial, deleted bool, ob *observation) {
+	key, err := cache.MetaNamespaceKeyFunc(c)
 	if err != nil {
 		return
 	}
-	uid, rv := string(u.GetUID()), u.GetResourceVersion()
+	uid, rv := c.UID, c.ResourceVersion
 
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -299,11 +301,11 @@ func (w *watcher) pass(ctx context.Context, wk *worker) (n next) {
 
 // loggerOf is the logger of the worker's object as the store has it.
 func (w *watcher) loggerOf(wk *worker) *slog.Logger {
-	obj, ok, _ := w.store.GetByKey(wk.key)
+	u, ok := w.latest(wk.key)
 	if !ok {
 		return w.Logger
 	}
-	return w.objectLogger(obj.(*unstructured.Unstructured))
+	return w.objectLogger(u)
 }
 
 // settled reports whether the object's worker has nothing pending: its own

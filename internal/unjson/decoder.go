@@ -133,7 +133,7 @@ func (d *Decoder) DecodeStreaming(key string, each func(elem any) error) (rest m
 	if d.err != nil {
 		return nil, d.err
 	}
-	rest, err = d.decodeStreaming(key, each)
+	rest, err = d.decodeStreaming(key, handout{decoded: each})
 	if err != nil {
 		d.err = err
 		return nil, err
@@ -141,7 +141,7 @@ func (d *Decoder) DecodeStreaming(key string, each func(elem any) error) (rest m
 	return rest, nil
 }
 
-func (d *Decoder) decodeStreaming(key string, each func(elem any) error) (map[string]any, error) {
+func (d *Decoder) decodeStreaming(key string, each handout) (map[string]any, error) {
 	if err := d.skipSpace(); err != nil {
 		return nil, err
 	}
@@ -209,7 +209,7 @@ func (d *Decoder) decodeStreaming(key string, each func(elem any) error) (map[st
 
 // elements passes on the elements of the array at d.buf[d.start], one
 // level inside the object being decoded, or nothing for a null.
-func (d *Decoder) elements(key string, each func(elem any) error) error {
+func (d *Decoder) elements(key string, each handout) error {
 	switch d.buf[d.start] {
 	case 'n': // null, or junk for the parser to report
 		_, err := d.value(1)
@@ -227,11 +227,7 @@ func (d *Decoder) elements(key string, each func(elem any) error) error {
 			d.advance(1)
 			return nil
 		}
-		v, err := d.value(2)
-		if err != nil {
-			return err
-		}
-		if err := each(v); err != nil {
+		if err := each.element(d); err != nil {
 			return err
 		}
 		if err := d.skipSpaceInside(); err != nil {

@@ -17,4 +17,11 @@
 // and makes each map and slice at its final size. It can also hand out a
 // list's items one by one as they arrive, so that a list response of tens
 // of megabytes is never held whole.
+//
+// It also hands out values undecoded, as their bytes (DecodeRaw,
+// DecodeStreamingRaw), and walks an object's members without decoding
+// their values (Members): watchers keep objects as JSON, which takes a
+// fraction of the decoded form's memory, and read from the bytes only the
+// few metadata fields they need on every observation (internal/kube's
+// compact objects).
 package unjson

@@ -1,0 +1,469 @@
+package kube
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
+
+	"github.com/kopfgo/kopfgo/internal/unjson"
+)
+
+// Compact is one listed or watched object kept as its JSON (without
+// metadata.managedFields unless they are kept), with the few metadata
+// fields that the informer's store and the reactor read on every
+// observation. Decoded, an object takes several times the memory of its
+// JSON (a map per nested object, a string header per value), and an
+// informer holds every object of its resource, so watchers keep objects
+// compact and decode one when it is used (see WatchOptions.Compact).
+//
+// A Compact in an informer's store is never changed: its JSON is shared by
+// its copies. Its setters (metav1.Object) decode, change and encode again;
+// nothing on the watching path calls them.
+type Compact struct {
+	// data is the object's JSON, as the API server sent it (with the kind
+	// and apiVersion of a built-in resource's list filled in), compressed
+	// by codec if it is set. Never modified.
+	data  []byte
+	codec *codec
+
+	Namespace, Name, UID, ResourceVersion string
+}
+
+// Decode returns the object decoded, as the API server sent it: a new map
+// each time, the caller's to change.
+func (c *Compact) Decode() (*unstructured.Unstructured, error) {
+	data := c.data
+	if c.codec != nil {
+		// Decompressed into scratch: the decoded object never refers to
+		// the bytes it was decoded from.
+		buf := scratch.Get().(*[]byte)
+		defer scratch.Put(buf)
+		var err error
+		if data, err = c.codec.decompressTo((*buf)[:0], c.data); err != nil {
+			return nil, fmt.Errorf("cannot decode %s/%s: %w", c.Namespace, c.Name, err)
+		}
+		*buf = data
+	}
+	v, err := unjson.Unmarshal(data)
+	if err != nil {
+		return nil, fmt.Errorf("cannot decode %s/%s: %w", c.Namespace, c.Name, err)
+	}
+	m, ok := v.(map[string]any)
+	if !ok {
+		return nil, fmt.Errorf("cannot decode %s/%s: it is %T, not an object", c.Namespace, c.Name, v)
+	}
+	return &unstructured.Unstructured{Object: m}, nil
+}
+
+// JSON is the object's JSON.
+func (c *Compact) JSON() ([]byte, error) {
+	if c.codec == nil {
+		return c.data, nil
+	}
+	return c.codec.decompress(c.data)
+}
+
+// errNoDictionary: a compressed object whose codec was never set up, which
+// cannot happen.
+var errNoDictionary = errors.New("no dictionary")
+
+// errNotObject: a listed or watched value that is not a JSON object.
+var errNotObject = errors.New("not an object")
+
+// errEnough stops a walk over an object once what is needed is read.
+var errEnough = errors.New("enough")
+
+// compactOptions say how NewCompact treats an object.
+type compactOptions struct {
+	// dropManagedFields cuts metadata.managedFields out of the JSON.
+	dropManagedFields bool
+	// kind and apiVersion are given to an object that has neither (the
+	// items of a built-in resource's list), as fillItemKinds does.
+	kind, apiVersion string
+	// codec, when set, compresses the JSON of named objects (not that of
+	// bookmarks).
+	codec *codec
+}
+
+// newCompact reads an object's JSON (whose bytes it copies: data may be a
+// decoder's buffer) into a Compact.
+func newCompact(data []byte, o compactOptions) (c *Compact, hasKind bool, err error) {
+	c = &Compact{}
+	var cut [2]int // the bytes of managedFields (and a comma) to cut
+	hasMeta := false
+	_, err = unjson.Members(data, func(m unjson.Member) error {
+		switch string(m.Key) {
+		case "kind", "apiVersion":
+			hasKind = true
+		case "metadata":
+			hasMeta = true
+			if err := c.readMetadata(data, m, o.dropManagedFields, &cut); err != nil {
+				return err
+			}
+		}
+		if hasKind && hasMeta {
+			// The rest (spec, status) is framed already: not scanned again.
+			return errEnough
+		}
+		return nil
+	})
+	if err != nil && err != errEnough {
+		return nil, false, err
+	}
+	var prefix string
+	if !hasKind && o.kind != "" {
+		k, _ := json.Marshal(o.kind)
+		a, _ := json.Marshal(o.apiVersion)
+		prefix = `"kind":` + string(k) + `,"apiVersion":` + string(a)
+	}
+	// data is one framed object: it begins with its brace.
+	out := make([]byte, 0, len(data)-(cut[1]-cut[0])+len(prefix)+1)
+	out = append(out, '{')
+	if prefix != "" {
+		out = append(out, prefix...)
+		if i := skipSpace(data, 1); i < len(data) && data[i] != '}' {
+			out = append(out, ',')
+		}
+	}
+	if cut[1] > cut[0] {
+		out = append(out, data[1:cut[0]]...)
+		out = append(out, data[cut[1]:]...)
+	} else {
+		out = append(out, data[1:]...)
+	}
+	c.data = out
+	if o.codec != nil && c.Name != "" {
+		if z := o.codec.compress(out); z != nil {
+			c.data, c.codec = z, o.codec
+		}
+	}
+	return c, hasKind, nil
+}
+
+// readMetadata reads the metadata member m of an object (in data), and
+// finds the bytes that remove managedFields when dropped.
+func (c *Compact) readMetadata(data []byte, m unjson.Member, drop bool, cut *[2]int) error {
+	if data[m.ValueStart] != '{' {
+		return nil // null, or not an object: nothing to read
+	}
+	prevEnd := -1
+	pending := false // managedFields was the last member so far
+	var mf unjson.Member
+	_, err := unjson.Members(data[m.ValueStart:m.ValueEnd], func(f unjson.Member) error {
+		f.KeyStart += m.ValueStart
+		f.ValueStart += m.ValueStart
+		f.ValueEnd += m.ValueStart
+		if pending {
+			// managedFields and the separator after it, up to this key.
+			cut[0], cut[1] = mf.KeyStart, f.KeyStart
+			pending = false
+		}
+		v := data[f.ValueStart:f.ValueEnd]
+		switch string(f.Key) {
+		case "namespace":
+			c.Namespace, _ = unjson.String(v)
+		case "name":
+			c.Name, _ = unjson.String(v)
+		case "uid":
+			c.UID, _ = unjson.String(v)
+		case "resourceVersion":
+			c.ResourceVersion, _ = unjson.String(v)
+		case "managedFields":
+			if drop {
+				mf = f
+				pending = true
+				if prevEnd >= 0 {
+					// The last member: cut the separator before it.
+					cut[0], cut[1] = prevEnd, f.ValueEnd
+				} else {
+					cut[0], cut[1] = f.KeyStart, f.ValueEnd
+				}
+			}
+		}
+		prevEnd = f.ValueEnd
+		return nil
+	})
+	return err
+}
+
+func skipSpace(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+// CompactOf makes a Compact of a decoded object, without its managedFields
+// if drop.
+func CompactOf(u *unstructured.Unstructured, drop bool) (*Compact, error) {
+	return compactOf(u, compactOptions{dropManagedFields: drop})
+}
+
+// compactOf makes a Compact of a decoded object (the dynamic client's, when
+// the raw watching client is not in use).
+func compactOf(u *unstructured.Unstructured, o compactOptions) (*Compact, error) {
+	drop := o.dropManagedFields
+	if drop {
+		DropManagedFields(u)
+	}
+	data, err := json.Marshal(u.Object)
+	if err != nil {
+		return nil, fmt.Errorf("cannot encode %s/%s: %w", u.GetNamespace(), u.GetName(), err)
+	}
+	c := &Compact{
+		data: data, Namespace: u.GetNamespace(), Name: u.GetName(),
+		UID: string(u.GetUID()), ResourceVersion: u.GetResourceVersion(),
+	}
+	if o.codec != nil && c.Name != "" {
+		if z := o.codec.compress(data); z != nil {
+			c.data, c.codec = z, o.codec
+		}
+	}
+	return c, nil
+}
+
+// CompactList is a listing of compact objects, for the informer.
+type CompactList struct {
+	metav1.TypeMeta
+	metav1.ListMeta
+	Items []*Compact
+}
+
+// DeepCopyObject shares the items, which are immutable.
+func (l *CompactList) DeepCopyObject() runtime.Object {
+	out := *l
+	l.ListMeta.DeepCopyInto(&out.ListMeta)
+	out.Items = append([]*Compact(nil), l.Items...)
+	return &out
+}
+
+// GetObjectKind: a Compact's kind is in its JSON; the informer never asks.
+func (c *Compact) GetObjectKind() schema.ObjectKind { return schema.EmptyObjectKind }
+
+// DeepCopyObject shares the JSON, which is immutable.
+func (c *Compact) DeepCopyObject() runtime.Object {
+	out := *c
+	return &out
+}
+
+// The metav1.Object interface, for the informer (keys and versions) and
+// for client-go's reflector (the annotations of a bookmark). The fields a
+// Compact does not keep are read from its JSON.
+
+func (c *Compact) GetNamespace() string { return c.Namespace }
+func (c *Compact) SetNamespace(ns string) {
+	c.Namespace = ns
+	c.edit(func(u *unstructured.Unstructured) { u.SetNamespace(ns) })
+}
+func (c *Compact) GetName() string { return c.Name }
+func (c *Compact) SetName(name string) {
+	c.Name = name
+	c.edit(func(u *unstructured.Unstructured) { u.SetName(name) })
+}
+func (c *Compact) GetUID() types.UID { return types.UID(c.UID) }
+func (c *Compact) SetUID(uid types.UID) {
+	c.UID = string(uid)
+	c.edit(func(u *unstructured.Unstructured) { u.SetUID(uid) })
+}
+func (c *Compact) GetResourceVersion() string { return c.ResourceVersion }
+func (c *Compact) SetResourceVersion(rv string) {
+	c.ResourceVersion = rv
+	c.edit(func(u *unstructured.Unstructured) { u.SetResourceVersion(rv) })
+}
+func (c *Compact) GetGenerateName() string { return c.decoded().GetGenerateName() }
+func (c *Compact) SetGenerateName(n string) {
+	c.edit(func(u *unstructured.Unstructured) { u.SetGenerateName(n) })
+}
+func (c *Compact) GetGeneration() int64 { return c.decoded().GetGeneration() }
+func (c *Compact) SetGeneration(g int64) {
+	c.edit(func(u *unstructured.Unstructured) { u.SetGeneration(g) })
+}
+func (c *Compact) GetSelfLink() string { return c.decoded().GetSelfLink() }
+func (c *Compact) SetSelfLink(l string) {
+	c.edit(func(u *unstructured.Unstructured) { u.SetSelfLink(l) })
+}
+func (c *Compact) GetCreationTimestamp() metav1.Time { return c.decoded().GetCreationTimestamp() }
+func (c *Compact) SetCreationTimestamp(t metav1.Time) {
+	c.edit(func(u *unstructured.Unstructured) { u.SetCreationTimestamp(t) })
+}
+func (c *Compact) GetDeletionTimestamp() *metav1.Time { return c.decoded().GetDeletionTimestamp() }
+func (c *Compact) SetDeletionTimestamp(t *metav1.Time) {
+	c.edit(func(u *unstructured.Unstructured) { u.SetDeletionTimestamp(t) })
+}
+func (c *Compact) GetDeletionGracePeriodSeconds() *int64 {
+	return c.decoded().GetDeletionGracePeriodSeconds()
+}
+func (c *Compact) SetDeletionGracePeriodSeconds(s *int64) {
+	c.edit(func(u *unstructured.Unstructured) { u.SetDeletionGracePeriodSeconds(s) })
+}
+func (c *Compact) GetLabels() map[string]string { return c.decoded().GetLabels() }
+func (c *Compact) SetLabels(l map[string]string) {
+	c.edit(func(u *unstructured.Unstructured) { u.SetLabels(l) })
+}
+func (c *Compact) GetAnnotations() map[string]string { return c.decoded().GetAnnotations() }
+func (c *Compact) SetAnnotations(a map[string]string) {
+	c.edit(func(u *unstructured.Unstructured) { u.SetAnnotations(a) })
+}
+func (c *Compact) GetFinalizers() []string { return c.decoded().GetFinalizers() }
+func (c *Compact) SetFinalizers(f []string) {
+	c.edit(func(u *unstructured.Unstructured) { u.SetFinalizers(f) })
+}
+func (c *Compact) GetOwnerReferences() []metav1.OwnerReference {
+	return c.decoded().GetOwnerReferences()
+}
+func (c *Compact) SetOwnerReferences(r []metav1.OwnerReference) {
+	c.edit(func(u *unstructured.Unstructured) { u.SetOwnerReferences(r) })
+}
+func (c *Compact) GetManagedFields() []metav1.ManagedFieldsEntry {
+	return c.decoded().GetManagedFields()
+}
+func (c *Compact) SetManagedFields(f []metav1.ManagedFieldsEntry) {
+	c.edit(func(u *unstructured.Unstructured) { u.SetManagedFields(f) })
+}
+
+// decoded is the object decoded, or an empty one if its JSON is broken
+// (the getters of metav1.Object have no way to report it).
+func (c *Compact) decoded() *unstructured.Unstructured {
+	u, err := c.Decode()
+	if err != nil {
+		return &unstructured.Unstructured{Object: map[string]any{}}
+	}
+	return u
+}
+
+// edit changes the object and keeps the result as its JSON.
+func (c *Compact) edit(change func(u *unstructured.Unstructured)) {
+	u := c.decoded()
+	change(u)
+	if data, err := json.Marshal(u.Object); err == nil {
+		c.data, c.codec = data, nil
+	}
+}
+
+var _ metav1.Object = (*Compact)(nil)
+
+// ListCompact is List keeping each item compact: its JSON is copied out of
+// the response as it arrives, never decoded.
+func (c rawCollection) ListCompact(ctx context.Context, opts metav1.ListOptions) (*CompactList, error) {
+	body, err := c.request(&opts).Stream(ctx)
+	if err != nil {
+		return nil, err // a refusal by the API server is its StatusError
+	}
+	defer func() { _ = body.Close() }()
+	list := &CompactList{Items: []*Compact{}}
+	var kindless []int // items without kind and apiVersion
+	o := compactOptions{dropManagedFields: c.dropManagedFields, codec: c.codec}
+	dec := unjson.NewDecoder(body)
+	rest, err := dec.DecodeStreamingRaw("items", func(b []byte) error {
+		item, hasKind, err := newCompact(b, o)
+		if err != nil {
+			return fmt.Errorf("item %d: %w", len(list.Items), err)
+		}
+		if !hasKind {
+			kindless = append(kindless, len(list.Items))
+		}
+		list.Items = append(list.Items, item)
+		return nil
+	})
+	if err == nil {
+		if _, err = dec.Decode(); err == io.EOF {
+			err = nil
+		} else if err == nil {
+			err = errors.New("another value follows it")
+		}
+	}
+	if err == nil {
+		err = fillCompactKinds(list, rest, kindless, o)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("cannot read the list of %s: %w", c.res, err)
+	}
+	return list, nil
+}
+
+// fillCompactKinds is fillItemKinds for compact items, and reads the
+// list's metadata.
+func fillCompactKinds(list *CompactList, rest map[string]any, kindless []int, o compactOptions) error {
+	u := &unstructured.UnstructuredList{Object: rest}
+	list.ResourceVersion = u.GetResourceVersion()
+	list.Continue = u.GetContinue()
+	list.RemainingItemCount = u.GetRemainingItemCount()
+	apiVersion, _ := rest["apiVersion"].(string)
+	kind, _ := rest["kind"].(string)
+	list.APIVersion, list.Kind = apiVersion, kind
+	kind = strings.TrimSuffix(kind, "List")
+	if kind == "" {
+		return nil
+	}
+	for _, i := range kindless {
+		data, err := list.Items[i].JSON()
+		if err != nil {
+			return err
+		}
+		o.kind, o.apiVersion, o.dropManagedFields = kind, apiVersion, false
+		if list.Items[i], _, err = newCompact(data, o); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// WatchCompact is Watch with each event's object compact.
+func (c rawCollection) WatchCompact(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+	opts.Watch = true
+	body, err := c.request(&opts).Stream(ctx)
+	if err != nil {
+		return nil, err
+	}
+	s := newRawStreamOf(body)
+	s.compact = &compactOptions{dropManagedFields: c.dropManagedFields, codec: c.codec}
+	go s.run(ctx)
+	return s, nil
+}
+
+// compactEvent reads one event, {"type": ..., "object": {...}}, keeping
+// its object compact (a Status, for an ERROR event, is decoded as toEvent
+// decodes it).
+func compactEvent(data []byte, o compactOptions) (watch.Event, error) {
+	var typ string
+	var obj []byte
+	_, err := unjson.Members(data, func(m unjson.Member) error {
+		switch string(m.Key) {
+		case "type":
+			typ, _ = unjson.String(data[m.ValueStart:m.ValueEnd])
+		case "object":
+			obj = data[m.ValueStart:m.ValueEnd]
+		}
+		return nil
+	})
+	if err != nil {
+		return watch.Event{}, err
+	}
+	switch t := watch.EventType(typ); t {
+	case watch.Added, watch.Modified, watch.Deleted, watch.Bookmark:
+		if len(obj) == 0 || obj[0] != '{' {
+			return watch.Event{}, fmt.Errorf("the %q event's object is %w", typ, errNotObject)
+		}
+		c, _, err := newCompact(obj, o)
+		if err != nil {
+			return watch.Event{}, err
+		}
+		return watch.Event{Type: t, Object: c}, nil
+	default:
+		v, err := unjson.Unmarshal(data)
+		if err != nil {
+			return watch.Event{}, err
+		}
+		return toEvent(v)
+	}
+}

@@ -1,0 +1,417 @@
+package kube
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"reflect"
+	"strings"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/watch"
+	dynamicfake "k8s.io/client-go/dynamic/fake"
+	"k8s.io/client-go/rest"
+	clienttesting "k8s.io/client-go/testing"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/kopfgo/kopfgo/internal/unjson"
+)
+
+// decodeCompact is what a pass gets of a compact object.
+func decodeCompact(t *testing.T, obj any) *unstructured.Unstructured {
+	t.Helper()
+	c, ok := obj.(*Compact)
+	if !ok {
+		t.Fatalf("%T is not compact", obj)
+	}
+	u, err := c.Decode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Namespace != u.GetNamespace() || c.Name != u.GetName() || c.UID != string(u.GetUID()) || c.ResourceVersion != u.GetResourceVersion() {
+		t.Errorf("metadata kept = %q %q %q %q, the object's: %q %q %q %q", c.Namespace, c.Name, c.UID, c.ResourceVersion,
+			u.GetNamespace(), u.GetName(), u.GetUID(), u.GetResourceVersion())
+	}
+	return u
+}
+
+// The compact list, decoded, is the raw client's list (itself the dynamic
+// client's), with or without managedFields.
+func TestCompactListDecodesToTheList(t *testing.T) {
+	bodies := map[string]string{
+		"built-in":                podList,
+		"custom":                  `{"apiVersion":"kopf.dev/v1","kind":"KopfExampleList","metadata":{"resourceVersion":"3"},"items":[{"apiVersion":"kopf.dev/v1","kind":"KopfExample","metadata":{"name":"a","uid":"u\u00e9"},"spec":{"n":9007199254740993,"f":1e3,"s":"\u00e9\n"}}]}`,
+		"empty":                   `{"apiVersion":"kopf.dev/v1","kind":"KopfExampleList","metadata":{"resourceVersion":"3"},"items":[]}`,
+		"null items":              `{"apiVersion":"kopf.dev/v1","kind":"KopfExampleList","metadata":{"resourceVersion":"3"},"items":null}`,
+		"items before the kind":   `{"items":[{"metadata":{"name":"p1"}},{"kind":"Pod","metadata":{"name":"p2"}}],"kind":"PodList","apiVersion":"v1","metadata":{"resourceVersion":"10"}}`,
+		"spaces, fields anywhere": "{ \"kind\" : \"PodList\" , \"apiVersion\":\"v1\",\"metadata\":{},\"items\" : [ { \"metadata\" : { \"managedFields\" : [ {} ] , \"name\" : \"p1\" } , \"spec\" : { } } , {} ] }",
+	}
+	for name, body := range bodies {
+		for _, drop := range []bool{false, true} {
+			for _, compress := range []bool{false, true} {
+				t.Run(fmt.Sprintf("%s drop=%v compress=%v", name, drop, compress), func(t *testing.T) {
+					cfg, _ := apiServer(t, response{code: 200, body: body})
+					rc := newTestClient(t, cfg).watching.collection(pods, "ns1")
+					rc.dropManagedFields = drop
+					if compress {
+						rc.codec = &codec{}
+					}
+					want, err := rc.List(context.Background(), metav1.ListOptions{})
+					if err != nil {
+						t.Fatal(err)
+					}
+					got, err := rc.ListCompact(context.Background(), metav1.ListOptions{})
+					if err != nil {
+						t.Fatal(err)
+					}
+					if got.ResourceVersion != want.GetResourceVersion() || got.Continue != want.GetContinue() {
+						t.Errorf("list metadata = %q %q, want %q %q", got.ResourceVersion, got.Continue, want.GetResourceVersion(), want.GetContinue())
+					}
+					if len(got.Items) != len(want.Items) {
+						t.Fatalf("%d items, want %d", len(got.Items), len(want.Items))
+					}
+					for i := range got.Items {
+						if u := decodeCompact(t, got.Items[i]); !reflect.DeepEqual(u.Object, want.Items[i].Object) {
+							t.Errorf("item %d = %#v\nwant     %#v", i, u.Object, want.Items[i].Object)
+						}
+					}
+				})
+			}
+		}
+	}
+}
+
+// The compact stream, decoded, is the raw client's stream.
+func TestCompactWatchDecodesToTheWatch(t *testing.T) {
+	for _, compress := range []bool{false, true} {
+		t.Run(fmt.Sprintf("compress=%v", compress), func(t *testing.T) { testCompactWatch(t, compress) })
+	}
+}
+
+func testCompactWatch(t *testing.T, compress bool) {
+	stream := strings.Join([]string{kexAdded, kexModified, kexBookmark, kexDeleted, kexExpired}, "\n") + "\n"
+	cfg, _ := apiServer(t, response{code: 200, body: stream})
+	rc := newTestClient(t, cfg).watching.collection(kex, "ns1")
+	rc.dropManagedFields = true
+	if compress {
+		rc.codec = &codec{}
+	}
+	w, err := rc.Watch(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := drain(t, w)
+	w, err = rc.WatchCompact(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := drain(t, w)
+	if len(got) != len(want) {
+		t.Fatalf("%d events, want %d", len(got), len(want))
+	}
+	for i := range got {
+		if got[i].Type != want[i].Type {
+			t.Errorf("event %d is %s, want %s", i, got[i].Type, want[i].Type)
+		}
+		if got[i].Type == watch.Error {
+			if g, w := asError(got[i].Object), asError(want[i].Object); g == nil || !reflect.DeepEqual(g, w) {
+				t.Errorf("error event %d = %#v\nwant             %#v", i, g, w)
+			}
+			continue
+		}
+		wantU := want[i].Object.(*unstructured.Unstructured)
+		DropManagedFields(wantU)
+		if u := decodeCompact(t, got[i].Object); !reflect.DeepEqual(u.Object, wantU.Object) {
+			t.Errorf("event %d = %#v\nwant       %#v", i, u.Object, wantU.Object)
+		}
+	}
+	// The reflector reads a bookmark's annotations (watch lists).
+	if a := got[2].Object.(*Compact).GetAnnotations(); a[metav1.InitialEventsAnnotationKey] != "true" {
+		t.Errorf("bookmark annotations = %v", a)
+	}
+}
+
+func TestCompactStreamReportsBrokenEvents(t *testing.T) {
+	for name, body := range map[string]string{
+		"object not an object": `{"type":"ADDED","object":[]}`,
+		"broken object":        `{"type":"ADDED","object":{"metadata" 1}}`,
+		"unknown type":         `{"type":"SOMETHING","object":{}}`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			cfg, _ := apiServer(t, response{code: 200, body: body})
+			w, err := newTestClient(t, cfg).watching.collection(kex, "ns1").WatchCompact(context.Background(), metav1.ListOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			evs := drain(t, w)
+			if len(evs) != 1 || evs[0].Type != watch.Error {
+				t.Fatalf("events = %v, want one error", evs)
+			}
+		})
+	}
+}
+
+func TestNewCompactCutsManagedFieldsWherever(t *testing.T) {
+	for name, in := range map[string]string{
+		"first":   `{"metadata":{"managedFields":[{"a":"]}"}],"name":"x"},"spec":{}}`,
+		"middle":  `{"metadata":{"name":"x", "managedFields" : [] ,"uid":"u"}}`,
+		"last":    `{"metadata":{"name":"x","managedFields":[{"manager":"k"}]}}`,
+		"only":    `{"metadata":{"managedFields":null},"kind":"K"}`,
+		"escaped": `{"metadata":{"name":"x","managed\u0046ields":[1]}}`,
+		"none":    `{"metadata":{"name":"x"}}`,
+		"no meta": `{"spec":{"managedFields":[1]}}`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			v, err := unjson.Unmarshal([]byte(in))
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := &unstructured.Unstructured{Object: v.(map[string]any)}
+			DropManagedFields(want)
+			c, _, err := newCompact([]byte(in), compactOptions{dropManagedFields: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if u := decodeCompact(t, c); !reflect.DeepEqual(u.Object, want.Object) {
+				t.Errorf("%s → %s", in, c.data)
+			}
+		})
+	}
+}
+
+// The informer keys and versions compact objects as decoded ones.
+func TestCompactIsAnObjectForTheInformer(t *testing.T) {
+	c, _, err := newCompact([]byte(`{"metadata":{"namespace":"ns1","name":"a","resourceVersion":"5","labels":{"x":"y"}}}`), compactOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if key, err := cache.MetaNamespaceKeyFunc(c); err != nil || key != "ns1/a" {
+		t.Errorf("key = %q, %v", key, err)
+	}
+	cp := c.DeepCopyObject().(*Compact)
+	cp.SetLabels(map[string]string{"x": "z"})
+	if c.GetLabels()["x"] != "y" || cp.GetLabels()["x"] != "z" || cp.GetResourceVersion() != "5" {
+		t.Errorf("labels = %v and the copy's %v", c.GetLabels(), cp.GetLabels())
+	}
+}
+
+// BenchmarkWatchCompact is BenchmarkWatch's raw stream kept compact, and
+// BenchmarkDecodeCompact what a pass then pays per object.
+func BenchmarkWatchCompact(b *testing.B) {
+	const n = 1000
+	var stream strings.Builder
+	for i := range n {
+		stream.WriteString(`{"type":"MODIFIED","object":` + benchObject(i) + "}\n")
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, stream.String())
+	}))
+	defer srv.Close()
+	c, err := NewClient(&rest.Config{Host: srv.URL, Transport: srv.Client().Transport}, ClientOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	rc := c.watching.collection(kex, "bench")
+	rc.dropManagedFields = true
+	b.ReportAllocs()
+	for b.Loop() {
+		w, err := rc.WatchCompact(context.Background(), metav1.ListOptions{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		got := 0
+		for range w.ResultChan() {
+			got++
+		}
+		if got != n {
+			b.Fatalf("%d events", got)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/object")
+}
+
+func BenchmarkDecodeCompact(b *testing.B) {
+	c, _, err := newCompact([]byte(benchObject(1)), compactOptions{dropManagedFields: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := c.Decode(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkEvent is what one watch event costs, decoded (as the raw
+// stream decodes it) or kept compact, without the HTTP around it.
+func BenchmarkEvent(b *testing.B) {
+	ev := []byte(`{"type":"MODIFIED","object":` + benchObject(1) + "}")
+	b.Run("decoded", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			v, err := unjson.Unmarshal(ev)
+			if err != nil {
+				b.Fatal(err)
+			}
+			e, err := toEvent(v)
+			if err != nil {
+				b.Fatal(err)
+			}
+			DropManagedFields(e.Object)
+		}
+	})
+	b.Run("compact", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := compactEvent(ev, compactOptions{dropManagedFields: true}); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+// A compact ListWatch drops managedFields unless kept, through the raw
+// client and through the dynamic one (which tests use).
+func TestCompactListWatchDropsManagedFieldsUnlessKept(t *testing.T) {
+	list := `{"apiVersion":"kopf.dev/v1","kind":"KopfExampleList","metadata":{"resourceVersion":"5"},"items":[` +
+		`{"apiVersion":"kopf.dev/v1","kind":"KopfExample","metadata":{"name":"b","namespace":"ns1","managedFields":[{"manager":"kubectl"}]}}]}`
+	clients := map[string]func(t *testing.T) *Client{
+		"raw": func(t *testing.T) *Client {
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Type", "application/json")
+				if r.URL.Query().Get("watch") == "true" {
+					_, _ = io.WriteString(w, kexAdded)
+					return
+				}
+				_, _ = io.WriteString(w, list)
+			}))
+			t.Cleanup(srv.Close)
+			return newTestClient(t, &rest.Config{Host: srv.URL, Transport: srv.Client().Transport})
+		},
+		"dynamic": func(t *testing.T) *Client {
+			gvr := kex.GVR()
+			dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{gvr: "KopfExampleList"},
+				&unstructured.Unstructured{Object: map[string]any{"apiVersion": "kopf.dev/v1", "kind": "KopfExample",
+					"metadata": map[string]any{"name": "b", "namespace": "ns1", "managedFields": []any{map[string]any{"manager": "kubectl"}}}}})
+			dyn.PrependWatchReactor("*", func(clienttesting.Action) (bool, watch.Interface, error) {
+				v, err := unjson.Unmarshal([]byte(kexAdded))
+				if err != nil {
+					return true, nil, err
+				}
+				w := watch.NewFakeWithChanSize(1, false)
+				w.Add(&unstructured.Unstructured{Object: v.(map[string]any)["object"].(map[string]any)})
+				w.Stop()
+				return true, w, nil
+			})
+			return &Client{Dynamic: dyn}
+		},
+	}
+	for path, client := range clients {
+		for _, keep := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s keep=%v", path, keep), func(t *testing.T) {
+				lw := client(t).ListWatch(kex, "ns1", WatchOptions{KeepManagedFields: keep, Compact: true})
+				ctx := context.Background()
+				obj, err := lw.ListWithContext(ctx, metav1.ListOptions{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				items := obj.(*CompactList).Items
+				if len(items) != 1 {
+					t.Fatalf("items = %v", items)
+				}
+				w, err := lw.WatchWithContext(ctx, metav1.ListOptions{ResourceVersion: "5"})
+				if err != nil {
+					t.Fatal(err)
+				}
+				evs := drain(t, w)
+				if len(evs) != 1 || evs[0].Type != watch.Added {
+					t.Fatalf("events = %v", evs)
+				}
+				for what, obj := range map[string]any{"listed": items[0], "watched": evs[0].Object} {
+					u := decodeCompact(t, obj)
+					if _, has := u.Object["metadata"].(map[string]any)["managedFields"]; has != keep {
+						t.Errorf("%s object has managedFields: %v, want %v", what, has, keep)
+					}
+				}
+			})
+		}
+	}
+}
+
+// Objects of one resource compress against the first one to a fraction of
+// their JSON, and come back as they were.
+func TestCodecCompressesAgainstTheFirstObject(t *testing.T) {
+	k := &codec{}
+	total, compressed := 0, 0
+	for i := range 100 {
+		in := []byte(benchObject(i))
+		c, _, err := newCompact(in, compactOptions{codec: k})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.codec == nil {
+			t.Fatal("not compressed")
+		}
+		out, err := c.JSON()
+		if err != nil || string(out) != string(in) {
+			t.Fatalf("decompressed %s (%v), want %s", out, err, in)
+		}
+		total, compressed = total+len(in), compressed+len(c.data)
+	}
+	if compressed*3 > total {
+		t.Errorf("%d bytes compressed to %d, want at most a third", total, compressed)
+	}
+}
+
+func BenchmarkCodec(b *testing.B) {
+	k := &codec{}
+	k.compress([]byte(benchObject(0)))
+	in := []byte(benchObject(1))
+	z := k.compress(in)
+	b.Run("compress", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			k.compress(in)
+		}
+	})
+	b.Run("decompress", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := k.decompress(z); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.ReportMetric(float64(len(z)), "bytes")
+}
+
+// A first object too large to be the dictionary stays uncompressed, and
+// the next smaller one becomes it.
+func TestCodecTakesNoHugeDictionary(t *testing.T) {
+	k := &codec{}
+	huge := []byte(`{"metadata":{"name":"big"},"data":"` + strings.Repeat("x", maxDict) + `"}`)
+	c, _, err := newCompact(huge, compactOptions{codec: k})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.codec != nil {
+		t.Error("the huge object is compressed, so it is the dictionary")
+	}
+	if c, _, err = newCompact([]byte(benchObject(1)), compactOptions{codec: k}); err != nil || c.codec == nil {
+		t.Errorf("the next object is not compressed (%v)", err)
+	}
+	if c, _, err = newCompact(huge, compactOptions{codec: k}); err != nil || c.codec == nil {
+		t.Errorf("once set up, a huge object is not compressed (%v)", err)
+	}
+	if u := decodeCompact(t, c); u.GetName() != "big" {
+		t.Errorf("decoded %v", u)
+	}
+}
