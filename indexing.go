@@ -28,6 +28,19 @@ type IndexOption interface{ applyIndex(*handling.Handler) }
 
 func (o handlerOption) applyIndex(h *handling.Handler) { o(h) }
 
+// indexOnly is an option that fits indices only.
+type indexOnly func(*handling.Handler)
+
+func (o indexOnly) applyIndex(h *handling.Handler) { o(h) }
+
+// Global makes an index see every object of its resource, on every
+// replica. With sharding (Options.Sharding) an index otherwise sees only
+// the objects of the shards its replica holds, as its handlers do; a global
+// index holds the whole resource on every replica, at the memory that
+// costs, so that a handler can look up any object, e.g. a parent in
+// another shard. Without sharding every index sees every object anyway.
+func Global() IndexOption { return indexOnly(func(h *handling.Handler) { h.Global = true }) }
+
 // NewIndex registers an index of the resource's objects on op (use
 // kopfgo.Default() for the operator kopfgo run runs) and returns it; Go
 // methods cannot have type parameters, so this is a function rather than

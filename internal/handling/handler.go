@@ -36,8 +36,11 @@ type Handler struct {
 	Timeout  time.Duration // 0: none
 	Errors   handlers.ErrorsMode
 	Optional bool // delete handlers: do not require the finalizer
-	Deleted  bool // resume handlers: also run for objects being deleted
-	Param    any
+	// Global: indexers see every object of the resource, not only those
+	// of the shards the replica holds (sharding).
+	Global  bool
+	Deleted bool // resume handlers: also run for objects being deleted
+	Param   any
 	// Filters restrict the handler to matching objects and changes.
 	Filters Filters
 

@@ -10,6 +10,8 @@ import (
 
 	"github.com/kopfgo/kopfgo/causes"
 	"github.com/kopfgo/kopfgo/handlers"
+	"github.com/kopfgo/kopfgo/indexing"
+	"github.com/kopfgo/kopfgo/internal/handling"
 	"github.com/kopfgo/kopfgo/internal/pausing"
 )
 
@@ -213,5 +215,49 @@ func TestOwnsKeepsOtherShardsObjectsAway(t *testing.T) {
 	s.stop()
 	if n1, n2 := calls.get("kex1"), calls.get("kex2"); n1 != 1 || n2 != 1 {
 		t.Errorf("create handler calls: kex1 %d, kex2 %d; want 1 each", n1, n2)
+	}
+}
+
+// A global index (kopfgo.Global) sees the objects of every shard, other
+// replicas' included, and loses them when they go; an ordinary index, like
+// the handlers, sees only the replica's own.
+func TestGlobalIndexSeesOtherShardsObjects(t *testing.T) {
+	s := newScenario(t)
+	s.owns = func(uid string) bool { return uid == "uid-kex1" }
+	byName := func(ctx context.Context, o *handlers.Object) (map[string]string, error) {
+		return map[string]string{o.Name: o.Name}, nil
+	}
+	global, globalRunner, err := indexing.Register(&handling.Registry{}, "kopfexamples", byName, func(h *handling.Handler) {
+		h.ID, h.Global = "global", true
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	local, localRunner, err := indexing.Register(&handling.Registry{}, "kopfexamples", byName, func(h *handling.Handler) { h.ID = "local" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.indexers = append(s.indexers, globalRunner, localRunner)
+	var calls counter
+	s.on(causes.Create, "create_fn", func(ctx context.Context, c *handlers.Change) (any, error) {
+		calls.inc(c.Name)
+		return nil, nil
+	})
+	s.create("kex1", map[string]any{"field": "value"})
+	s.create("kex2", map[string]any{"field": "value"})
+	s.start()
+	s.until("both objects in the global index", func() bool { return len(global.Get("kex1")) == 1 && len(global.Get("kex2")) == 1 })
+	s.until("kex1 handled", func() bool {
+		_, ok := annotation(s.get("kex1"), "kopf.zalando.org/last-handled-configuration")
+		return ok
+	})
+	if len(local.Get("kex1")) != 1 || len(local.Get("kex2")) != 0 {
+		t.Errorf("the ordinary index: kex1 %v, kex2 %v; want only the replica's own kex1", local.Get("kex1"), local.Get("kex2"))
+	}
+	s.delete("kex2")
+	s.until("kex2 gone from the global index", func() bool { return len(global.Get("kex2")) == 0 })
+	s.stop()
+	if n1, n2 := calls.get("kex1"), calls.get("kex2"); n1 != 1 || n2 != 0 {
+		t.Errorf("create handler calls: kex1 %d, kex2 %d; want only the replica's own kex1", n1, n2)
 	}
 }

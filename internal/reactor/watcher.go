@@ -45,7 +45,10 @@ type watcher struct {
 	changing []*handling.Handler      // create, update, delete, resume, field
 	watching []*handling.EventHandler // On.Event: every observation
 	indexers []indexing.Runner
-	spawning []*handling.Spawning // daemons and timers (background.go)
+	// globalIndexers are the indexers that also see the objects of other
+	// replicas' shards (kopfgo.Global).
+	globalIndexers []indexing.Runner
+	spawning       []*handling.Spawning // daemons and timers (background.go)
 	// idleTimers: some timers idle, so essential changes are tracked.
 	idleTimers bool
 	// detector works out what happened to an object for the changing
@@ -80,6 +83,11 @@ func newWatcher(r *run, res resources.Resource, ns string, scope resources.Names
 		states:   map[string]*state{},
 	}
 	w.detector = handling.NewDetector(w.changing, &r.Settings.Persistence)
+	for _, ix := range w.indexers {
+		if ix.Spec().Global {
+			w.globalIndexers = append(w.globalIndexers, ix)
+		}
+	}
 	for _, h := range w.spawning {
 		w.idleTimers = w.idleTimers || h.Idle > 0
 	}
@@ -225,7 +233,16 @@ func (w *watcher) observe(ctx context.Context, obj any, typ handlers.EventType, 
 		return
 	}
 	if w.Owns != nil && !w.Owns(c.UID) {
-		return // another replica's shard
+		// Another replica's shard: only global indices see it.
+		if len(w.globalIndexers) > 0 {
+			u, err := c.Decode()
+			if err != nil {
+				w.Logger.Error(fmt.Sprintf("Cannot read an observation of %s: %v", w.res, err))
+				return
+			}
+			w.indexForeign(ctx, u, deleted)
+		}
+		return
 	}
 	var u *unstructured.Unstructured
 	if len(w.indexers) > 0 || len(w.watching) > 0 || (deleted && len(w.changing) > 0) {
@@ -296,6 +313,29 @@ func (w *watcher) index(ctx context.Context, u *unstructured.Unstructured, delet
 	}
 	hctx := w.handlerContext(ctx)
 	for _, ix := range w.indexers {
+		ix.Observe(hctx, ob)
+	}
+}
+
+// indexForeign feeds an object of another replica's shard to the global
+// indices. The replica keeps no state of such objects: each observation
+// gets a fresh copy of the operator's memo.
+func (w *watcher) indexForeign(ctx context.Context, u *unstructured.Unstructured, deleted bool) {
+	memo := &handlers.Memo{}
+	if w.Memo != nil {
+		memo = w.Memo.Copy()
+	}
+	ob := indexing.Observation{
+		Deleted: deleted,
+		Cause: &handling.Cause{
+			Body: u.Object, Resource: w.res, Patch: &patch.Patch{}, // never applied, as in Kopf
+			Logger: w.localLogger(u), Memo: memo,
+		},
+		Now:            w.Clock.Now(),
+		DefaultBackoff: w.Settings.Execution.DefaultBackoff,
+	}
+	hctx := w.handlerContext(ctx)
+	for _, ix := range w.globalIndexers {
 		ix.Observe(hctx, ob)
 	}
 }
