@@ -257,12 +257,17 @@ func TestGlobalIndexSeesOtherShardsObjects(t *testing.T) {
 	s.delete("kex2")
 	// A deletion leaves an index without a log line or a write, which are
 	// the scenario's news: look again every few milliseconds.
-	deadline := time.Now().Add(30 * time.Second) // only a failure detector
+	deadline := time.NewTimer(30 * time.Second) // only a failure detector
+	defer deadline.Stop()
+	look := time.NewTicker(5 * time.Millisecond)
+	defer look.Stop()
 	for len(global.Get("kex2")) != 0 {
-		if time.Now().After(deadline) {
+		select {
+		case <-s.news:
+		case <-look.C:
+		case <-deadline.C:
 			t.Fatalf("never reached: kex2 gone from the global index\nlog:\n%s", s.log)
 		}
-		time.Sleep(5 * time.Millisecond)
 	}
 	s.stop()
 	if n1, n2 := calls.get("kex1"), calls.get("kex2"); n1 != 1 || n2 != 0 {
