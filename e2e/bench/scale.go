@@ -35,24 +35,13 @@ const rssSampleEvery = 5 * time.Second
 
 func (b *bench) scaleOne(ctx context.Context, name string) ([]result, error) {
 	n := b.o.scaleN
-	ns := b.name("bench-scale-" + name)
-	if err := b.namespace(ctx, ns); err != nil {
-		return nil, err
-	}
 	tctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	t, err := b.watch(tctx, ns)
-	if err != nil {
-		return nil, err
-	}
-	p, err := b.start(name, ns, "scale")
+	ns, t, p, err := b.setUp(tctx, name, "scale")
 	if err != nil {
 		return nil, err
 	}
 	defer p.stop()
-	if _, err := p.waitWatching(time.Minute); err != nil {
-		return nil, err
-	}
 	if _, err := p.quiet(ctx, time.Now(), idleWindow, idleTimeout); err != nil {
 		return nil, err
 	}

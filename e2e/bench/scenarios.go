@@ -175,6 +175,29 @@ func (b *bench) create(ctx context.Context, namespace string, i int, handled boo
 	return err
 }
 
+// setUp makes the scenario's namespace for the contender, starts the
+// driver's tracker of it (until ctx ends) and the contender, and waits until
+// the contender watches. The caller stops the process.
+func (b *bench) setUp(ctx context.Context, name, scenario string) (string, *tracker, *process, error) {
+	ns := b.name("bench-" + scenario + "-" + name)
+	if err := b.namespace(ctx, ns); err != nil {
+		return "", nil, nil, err
+	}
+	t, err := b.watch(ctx, ns)
+	if err != nil {
+		return "", nil, nil, err
+	}
+	p, err := b.start(name, ns, scenario)
+	if err != nil {
+		return "", nil, nil, err
+	}
+	if _, err := p.waitWatching(time.Minute); err != nil {
+		p.stop()
+		return "", nil, nil, err
+	}
+	return ns, t, p, nil
+}
+
 // watch starts the driver's tracker of a namespace.
 func (b *bench) watch(ctx context.Context, namespace string) (*tracker, error) {
 	t := newTracker()
@@ -273,24 +296,13 @@ func (b *bench) burstAndUpdates(ctx context.Context) ([]result, error) {
 
 func (b *bench) burstOne(ctx context.Context, name string) ([]result, error) {
 	n := b.o.n
-	ns := b.name("bench-burst-" + name)
-	if err := b.namespace(ctx, ns); err != nil {
-		return nil, err
-	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	t, err := b.watch(ctx, ns)
-	if err != nil {
-		return nil, err
-	}
-	p, err := b.start(name, ns, "burst")
+	ns, t, p, err := b.setUp(ctx, name, "burst")
 	if err != nil {
 		return nil, err
 	}
 	defer p.stop()
-	if _, err := p.waitWatching(time.Minute); err != nil {
-		return nil, err
-	}
 
 	logf("burst: %s: creating %d objects", name, n)
 	var out []result
@@ -364,24 +376,13 @@ func (b *bench) latency(ctx context.Context) ([]result, error) {
 
 func (b *bench) latencyOne(ctx context.Context, name string) (result, error) {
 	total := int(b.o.rate * b.o.duration.Seconds())
-	ns := b.name("bench-latency-" + name)
-	if err := b.namespace(ctx, ns); err != nil {
-		return result{}, err
-	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	t, err := b.watch(ctx, ns)
-	if err != nil {
-		return result{}, err
-	}
-	p, err := b.start(name, ns, "latency")
+	ns, t, p, err := b.setUp(ctx, name, "latency")
 	if err != nil {
 		return result{}, err
 	}
 	defer p.stop()
-	if _, err := p.waitWatching(time.Minute); err != nil {
-		return result{}, err
-	}
 	logf("latency: %s: creating %d objects at %g/s", name, total, b.o.rate)
 	t.phase("value", total)
 	ph, err := b.mark(p)
