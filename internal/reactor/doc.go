@@ -46,8 +46,9 @@
 //     here they are the watching handlers, and they receive observations.
 //   - watcher: the informer of one resource in one namespace (or all), with
 //     the workers and states of the objects it observes.
-//   - worker: the goroutine of one object; it runs passes when woken, sleeps
-//     for delayed handlers, and retires when idle.
+//   - worker: what runs one object's passes, one at a time: a goroutine
+//     while it works or sleeps for delayed handlers; while it waits only for
+//     news it parks without one, and it retires when idle.
 //   - state: what the operator keeps about one object between passes, in its
 //     own memory and never on the object (consistency, resuming, throttling,
 //     the user's Memo, the background). The Memo is the user's; the state

@@ -10,15 +10,17 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/utils/clock"
 
 	"github.com/kopfgo/kopfgo/handlers"
 	"github.com/kopfgo/kopfgo/internal/kube"
 	"github.com/kopfgo/kopfgo/internal/pyrepr"
 )
 
-// worker is the goroutine of one object: at most one exists per object at a
-// time. It runs a pass whenever woken, sleeps for delayed handlers, and
-// retires after an idle period without news.
+// worker runs the passes of one object: at most one exists per object at a
+// time, with at most one goroutine. It runs a pass whenever woken, sleeps
+// for delayed handlers, parks without its goroutine while it waits only for
+// news (park), and retires after an idle period without news.
 type worker struct {
 	key   string
 	wake  chan struct{} // buffered(1): "there is news", coalescing observations
@@ -35,6 +37,15 @@ type worker struct {
 	// observation or a poke), for the queue-wait metric; guarded by the
 	// watcher's mu.
 	news time.Time
+	// parked, while the worker waits for news without a goroutine (park),
+	// is its retirement timer; guarded by the watcher's mu.
+	parked *parking
+}
+
+// parking is a parked worker's retirement: its identity tells a timer that
+// fires late from the timer of a later parking.
+type parking struct {
+	timer clock.Timer
 }
 
 // state is what the operator keeps about an object between passes, in its
@@ -193,25 +204,29 @@ func (w *watcher) poke(ctx context.Context, key string) {
 // wakeLocked wakes the object's worker, or starts one, with the
 // observation for its watching handlers if any. Callers hold w.mu.
 func (w *watcher) wakeLocked(ctx context.Context, key string, st *state, ob *observation) {
-	if wk, ok := w.workers[key]; ok {
-		if ob != nil {
-			wk.queued = append(wk.queued, *ob)
-		}
-		if wk.news.IsZero() {
-			wk.news = w.Clock.Now()
-		}
-		select {
-		case wk.wake <- struct{}{}:
-		default:
-		}
-		return
+	wk, ok := w.workers[key]
+	if !ok {
+		wk = &worker{key: key, wake: make(chan struct{}, 1), state: st}
+		w.workers[key] = wk
 	}
-	wk := &worker{key: key, wake: make(chan struct{}, 1), state: st, news: w.Clock.Now()}
 	if ob != nil {
 		wk.queued = append(wk.queued, *ob)
 	}
-	wk.wake <- struct{}{}
-	w.workers[key] = wk
+	if wk.news.IsZero() {
+		wk.news = w.Clock.Now()
+	}
+	select {
+	case wk.wake <- struct{}{}:
+	default:
+	}
+	switch {
+	case !ok:
+	case wk.parked != nil: // it waits without a goroutine (park)
+		wk.parked.timer.Stop()
+		wk.parked = nil
+	default:
+		return // its goroutine takes the wake-up
+	}
 	w.wg.Go(func() { w.work(ctx, wk) })
 }
 
@@ -236,6 +251,9 @@ func (w *watcher) work(ctx context.Context, wk *worker) {
 		return
 	}
 	for {
+		if n.wait < 0 && w.park(wk) {
+			return // woken by wakeLocked, retired by its timer
+		}
 		d, idle := n.wait, false
 		if d < 0 {
 			d, idle = w.Settings.Queueing.IdleTimeout, true
@@ -319,6 +337,46 @@ func (w *watcher) settled(wk *worker) bool {
 	return wk.state.expected == "" && len(wk.wake) == 0
 }
 
+// park lets a worker that waits only for news wait without its goroutine,
+// unless news has come already: the worker stays the object's (wakeLocked
+// starts a goroutine for it again) until the idle timeout retires it. A
+// goroutine per waiting worker cost a stack each (most of the operator's
+// memory at start-up, when every listed object has just had its pass) and
+// the collector's scan of those stacks. It needs a clock with AfterFunc;
+// with another, the worker waits on its goroutine.
+func (w *watcher) park(wk *worker) bool {
+	clk, ok := w.Clock.(clock.WithDelayedExecution)
+	if !ok {
+		return false
+	}
+	w.mu.Lock()
+	if len(wk.wake) > 0 {
+		w.mu.Unlock()
+		return false
+	}
+	p := &parking{}
+	// The timer's function takes w.mu, so it cannot see p before the
+	// timer is in it.
+	p.timer = clk.AfterFunc(w.Settings.Queueing.IdleTimeout, func() { w.retireParked(wk, p) })
+	wk.parked = p
+	w.mu.Unlock()
+	if w.onWait != nil {
+		w.onWait()
+	}
+	return true
+}
+
+// retireParked removes a parked worker whose idle timeout has passed,
+// unless news has woken it since.
+func (w *watcher) retireParked(wk *worker, p *parking) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if wk.parked == p && w.workers[wk.key] == wk {
+		delete(w.workers, wk.key)
+		wk.parked = nil
+	}
+}
+
 // retire removes an idle worker unless news arrived meanwhile.
 func (w *watcher) retire(wk *worker) bool {
 	w.mu.Lock()
@@ -341,6 +399,14 @@ func (w *watcher) stop(ctx context.Context) {
 	w.mu.Unlock() // empty on purpose: a barrier
 	w.wg.Wait()
 	w.pool.stop()
+	w.mu.Lock()
+	for _, wk := range w.workers {
+		if wk.parked != nil {
+			wk.parked.timer.Stop()
+			wk.parked = nil
+		}
+	}
+	w.mu.Unlock()
 	reason := context.Cause(ctx)
 	if !errors.Is(reason, handlers.ErrOperatorPausing) && !errors.Is(reason, handlers.ErrResourceDeleted) {
 		reason = handlers.ErrOperatorExiting
