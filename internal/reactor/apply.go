@@ -54,6 +54,9 @@ func (w *watcher) apply(ctx context.Context, u *unstructured.Unstructured, st *s
 	// the operator is stopping, or the handler would run again after restart.
 	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), applyTimeout)
 	defer cancel()
+	st.mu.Lock()
+	st.fly()
+	st.mu.Unlock()
 	res, err := w.client.Apply(actx, w.res, u.GetNamespace(), u.GetName(), pt)
 	if err == nil && len(pt.Fns) > 0 {
 		// The handlers' transformations (compat: handlers-patch-fns), after the merge
@@ -63,6 +66,9 @@ func (w *watcher) apply(ctx context.Context, u *unstructured.Unstructured, st *s
 			res = rv
 		}
 	}
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	st.land(w.expectable(res, err), w.Clock.Now())
 	if errors.Is(err, kube.ErrGone) {
 		log.Debug("The object is gone while patching; nothing to do.")
 		return patched{gone: true}
@@ -70,8 +76,6 @@ func (w *watcher) apply(ctx context.Context, u *unstructured.Unstructured, st *s
 	if apierrors.IsConflict(err) && pt.Has("metadata", "resourceVersion") {
 		return patched{conflict: true} // a guarded patch: the caller re-reads and retries
 	}
-	st.mu.Lock()
-	defer st.mu.Unlock()
 	if err != nil {
 		delays := w.Settings.Queueing.ErrorDelays
 		d := delays[min(st.errors, len(delays)-1)]
@@ -83,10 +87,17 @@ func (w *watcher) apply(ctx context.Context, u *unstructured.Unstructured, st *s
 		log.Info("Throttling is over. Switching back to normal operations.")
 	}
 	st.errors = 0
-	if res != "" && w.Settings.Persistence.ConsistencyTimeout > 0 {
-		st.expect(res, w.Clock.Now())
-	}
 	return patched{}
+}
+
+// expectable is the version of an own write that the next pass waits for
+// the watch to deliver: none if the write failed or the consistency
+// timeout is off.
+func (w *watcher) expectable(rv string, err error) string {
+	if err != nil || w.Settings.Persistence.ConsistencyTimeout <= 0 {
+		return ""
+	}
+	return rv
 }
 
 // applyTimeout bounds the final patch of a pass when the operator stops.
@@ -154,17 +165,15 @@ func (w *watcher) touch(ctx context.Context, wk *worker) {
 	w.Settings.Persistence.ProgressStorage.Touch(u.Object, pt, &stamp)
 	log := w.objectLogger(u)
 	log.Debug("Touching the object to wake the delayed handlers.")
+	st.mu.Lock()
+	st.fly()
+	st.mu.Unlock()
 	res, err := w.client.Apply(ctx, w.res, u.GetNamespace(), u.GetName(), pt)
-	if err != nil {
-		if !errors.Is(err, kube.ErrGone) && ctx.Err() == nil {
-			log.Error(fmt.Sprintf("Cannot touch the object to wake its delayed handlers: %v", err))
-		}
-		return
-	}
-	if res != "" && w.Settings.Persistence.ConsistencyTimeout > 0 {
-		st.mu.Lock()
-		st.expect(res, w.Clock.Now())
-		st.mu.Unlock()
+	st.mu.Lock()
+	st.land(w.expectable(res, err), w.Clock.Now())
+	st.mu.Unlock()
+	if err != nil && !errors.Is(err, kube.ErrGone) && ctx.Err() == nil {
+		log.Error(fmt.Sprintf("Cannot touch the object to wake its delayed handlers: %v", err))
 	}
 }
 

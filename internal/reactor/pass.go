@@ -98,27 +98,30 @@ func (w *watcher) consistent(ctx context.Context, ps *pass) bool {
 		ps.facts.Stale = true // the newer version's observation wakes the worker again
 		return false
 	}
-	if st.expected == "" || u.GetResourceVersion() == st.expected {
+	expected, expectedAt := st.expecting()
+	if expected == "" || u.GetResourceVersion() == expected {
 		return true
 	}
-	if left := w.Settings.Persistence.ConsistencyTimeout - now.Sub(st.expectedAt); left > 0 {
+	if left := w.Settings.Persistence.ConsistencyTimeout - now.Sub(expectedAt); left > 0 {
 		ps.facts.Pending = left
 		return false
 	}
 	// The cached state predates the operator's own patch: acting on it
 	// could run the handlers it already ran. The API has the truth.
-	ps.log.Debug(fmt.Sprintf("The operator's own patch (resourceVersion %s) has not come back within the consistency timeout; re-reading the object.", st.expected))
-	st.expected = ""
+	ps.log.Debug(fmt.Sprintf("The operator's own patch (resourceVersion %s) has not come back within the consistency timeout; re-reading the object.", expected))
+	st.own.expected = ""
+	st.fly()
 	st.mu.Unlock()
 	fresh, ok := w.reread(ctx, u, ps.log)
 	st.mu.Lock()
+	rv := "" // the re-read's version: older versions the watch is still to deliver are sat out
+	if ok && fresh.GetResourceVersion() != u.GetResourceVersion() {
+		rv = fresh.GetResourceVersion()
+	}
+	st.land(rv, now)
 	if !ok {
 		ps.obj = nil
 		return false
-	}
-	if fresh.GetResourceVersion() != u.GetResourceVersion() {
-		// Sit out the older versions the watch is still to deliver.
-		st.expect(fresh.GetResourceVersion(), now)
 	}
 	ps.obj = fresh
 	return true

@@ -95,3 +95,43 @@ func TestPassOnAStaleBodyDoesNotRunHandlers(t *testing.T) {
 		t.Errorf("process = %+v, want %+v: wait for the newer version's observation", n, onNews)
 	}
 }
+
+// The versions of the operator's own writes: expected until the watch
+// delivers them, unless it has before the write's call returned (or the
+// write changed nothing); nothing of it is kept once settled.
+func TestStateOwnWrites(t *testing.T) {
+	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	expecting := func(s *state) string { e, _ := s.expecting(); return e }
+
+	s := &state{}
+	s.saw("4")
+	s.fly()
+	s.land("5", now)
+	if got := expecting(s); got != "5" {
+		t.Fatalf("after a patch to 5, expecting %q, want 5", got)
+	}
+	s.saw("5")
+	if got := expecting(s); got != "" || s.own != nil {
+		t.Fatalf("after the watch delivered 5, expecting %q (own %+v), want nothing", got, s.own)
+	}
+
+	s.fly()
+	s.saw("6") // delivered before the patch call returned
+	s.saw("7") // and someone else's change after it
+	s.land("6", now)
+	if got := expecting(s); got != "" || s.own != nil {
+		t.Fatalf("a patch delivered before its call returned: expecting %q (own %+v), want nothing", got, s.own)
+	}
+
+	s.fly()
+	s.land("7", now) // a patch that changed nothing: the version seen already
+	if got := expecting(s); got != "" || s.own != nil {
+		t.Fatalf("a patch that changed nothing: expecting %q (own %+v), want nothing", got, s.own)
+	}
+
+	s.fly()
+	s.land("", now) // a failed write
+	if s.own != nil {
+		t.Fatalf("a failed write left %+v", s.own)
+	}
+}

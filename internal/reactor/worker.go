@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
@@ -59,20 +60,18 @@ type state struct {
 	// fully handled at least once since; together they decide resuming.
 	initial     bool
 	handledOnce bool
-	// expected is the resourceVersion of the operator's latest own patch,
-	// until the watch delivers it; expectedAt is when it was patched.
-	expected   string
-	expectedAt time.Time
-	// seen holds the latest versions the watch delivered: the watch may
-	// deliver the operator's own patch before the patch call returns.
-	seen    [8]string
-	seenPos int
-	errors  int // consecutive unexpected errors, for throttling
 	// released: the operator removed the last finalizer of the object
 	// while it was being deleted, so the object is gone, whatever the cache
 	// still holds until the DELETED event (the API server answers that
 	// patch with the version already seen, so expected cannot tell).
-	released   bool
+	released bool
+	// last is the latest version the watch delivered ("" before any).
+	last string
+	// own follows the operator's own writes until the watch delivers
+	// their versions; nil while there are none (most objects, most of the
+	// time: it is kept out of every object's state to keep that small).
+	own        *ownWrites
+	errors     int            // consecutive unexpected errors, for throttling
 	memo       *handlers.Memo // the user's Memo of the object
 	background *background    // daemons and timers (background.go)
 }
@@ -87,24 +86,88 @@ func (w *watcher) newState(uid string) *state {
 	return &state{uid: uid, memo: memo}
 }
 
-// saw records a version delivered by the watch. Callers hold mu.
-func (s *state) saw(rv string) {
-	if rv == s.expected {
-		s.expected = ""
-	}
-	s.seen[s.seenPos%len(s.seen)] = rv
-	s.seenPos++
+// ownWrites follows the operator's own writes to an object (patches, and
+// re-reads that stand in for one) until the watch delivers their versions.
+type ownWrites struct {
+	// expected is the resourceVersion of the operator's latest own patch,
+	// until the watch delivers it; expectedAt is when it was patched.
+	expected   string
+	expectedAt time.Time
+	// flying counts the writes sent whose versions are not known yet.
+	// While any is, seen holds the versions the watch delivers (and the
+	// latest one before), since it may deliver a patch's version before
+	// the patch call returns.
+	flying int
+	seen   [8]string
+	pos    int
 }
 
-// expect records the version of the operator's own patch, unless the watch
-// has already delivered it. Callers hold mu.
-func (s *state) expect(rv string, now time.Time) {
-	for _, v := range s.seen {
-		if v == rv {
-			return
-		}
+// saw records a version delivered by the watch. Callers hold mu.
+func (s *state) saw(rv string) {
+	s.last = rv
+	o := s.own
+	if o == nil {
+		return
 	}
-	s.expected, s.expectedAt = rv, now
+	if rv == o.expected {
+		o.expected = ""
+	}
+	if o.flying > 0 {
+		o.remember(rv)
+	}
+	s.tidy()
+}
+
+func (o *ownWrites) remember(rv string) {
+	o.seen[o.pos%len(o.seen)] = rv
+	o.pos++
+}
+
+// fly records that the operator sends a write whose version land will
+// tell. Callers hold mu.
+func (s *state) fly() {
+	if s.own == nil {
+		s.own = &ownWrites{}
+	}
+	o := s.own
+	if o.flying == 0 && s.last != "" {
+		// A patch that changes nothing is answered with the version the
+		// watch has delivered already.
+		o.remember(s.last)
+	}
+	o.flying++
+}
+
+// land records the outcome of a write that fly announced: rv, unless
+// empty, is the version it produced, expected unless the watch has
+// delivered it already. Callers hold mu.
+func (s *state) land(rv string, now time.Time) {
+	o := s.own
+	o.flying--
+	if rv != "" && !slices.Contains(o.seen[:], rv) {
+		o.expected, o.expectedAt = rv, now
+	}
+	if o.flying == 0 {
+		o.seen, o.pos = [len(o.seen)]string{}, 0
+	}
+	s.tidy()
+}
+
+// tidy drops the record of own writes once nothing is left in it.
+func (s *state) tidy() {
+	if o := s.own; o.expected == "" && o.flying == 0 {
+		s.own = nil
+	}
+}
+
+// expecting is the version of the operator's own latest patch that the
+// watch has not delivered yet ("" if none), and when it was patched.
+// Callers hold mu.
+func (s *state) expecting() (string, time.Time) {
+	if s.own == nil {
+		return "", time.Time{}
+	}
+	return s.own.expected, s.own.expectedAt
 }
 
 // behind reports whether the body a pass read from the informer's store is
@@ -117,10 +180,7 @@ func (s *state) expect(rv string, now time.Time) {
 // version's observation has woken, or is about to wake, the worker, so the
 // pass can simply stop. Callers hold mu.
 func (s *state) behind(rv string) bool {
-	if s.seenPos == 0 {
-		return false // nothing delivered yet through this state
-	}
-	return rv != s.seen[(s.seenPos-1)%len(s.seen)]
+	return s.last != "" && rv != s.last // "": nothing delivered yet through this state
 }
 
 // handled records that the object has been fully handled once.
@@ -334,7 +394,8 @@ func (w *watcher) settled(wk *worker) bool {
 	defer w.mu.Unlock()
 	wk.state.mu.Lock()
 	defer wk.state.mu.Unlock()
-	return wk.state.expected == "" && len(wk.wake) == 0
+	expected, _ := wk.state.expecting()
+	return expected == "" && len(wk.wake) == 0
 }
 
 // park lets a worker that waits only for news wait without its goroutine,
