@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"unique"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -171,7 +172,8 @@ func (c *Compact) readMetadata(data []byte, m unjson.Member, drop bool, cut *[2]
 		v := data[f.ValueStart:f.ValueEnd]
 		switch string(f.Key) {
 		case "namespace":
-			c.Namespace, _ = unjson.String(v)
+			ns, _ := unjson.String(v)
+			c.Namespace = namespaceOf(ns)
 		case "name":
 			c.Name, _ = unjson.String(v)
 		case "uid":
@@ -195,6 +197,10 @@ func (c *Compact) readMetadata(data []byte, m unjson.Member, drop bool, cut *[2]
 	})
 	return err
 }
+
+// namespaceOf is ns interned: the objects of a namespace share one copy
+// of its name rather than keep one each.
+func namespaceOf(ns string) string { return unique.Make(ns).Value() }
 
 func skipSpace(b []byte, i int) int {
 	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
@@ -221,7 +227,7 @@ func compactOf(u *unstructured.Unstructured, o compactOptions) (*Compact, error)
 		return nil, fmt.Errorf("cannot encode %s/%s: %w", u.GetNamespace(), u.GetName(), err)
 	}
 	c := &Compact{
-		data: data, Namespace: u.GetNamespace(), Name: u.GetName(),
+		data: data, Namespace: namespaceOf(u.GetNamespace()), Name: u.GetName(),
 		UID: string(u.GetUID()), ResourceVersion: u.GetResourceVersion(),
 	}
 	if o.codec != nil && c.Name != "" {
