@@ -3,6 +3,8 @@ package conventions
 import (
 	"encoding/base64"
 	"strings"
+	"sync"
+	"sync/atomic"
 
 	"golang.org/x/crypto/blake2b"
 )
@@ -32,8 +34,40 @@ type Keys struct {
 
 // Make returns the keys under which the record named name is stored: the V2
 // key first, then the V1 key when enabled and different. The owner-aware mark
-// (see Mark) must already be applied to name.
+// (see Mark) must already be applied to name. The slice is shared: callers
+// must not change it.
+//
+// The keys are formed once per prefix and name: storages ask for them on
+// every pass over every object, and the names are mostly few (handler ids
+// and the storages' own keys). Sub-handlers' ids may be made from data, so
+// only the first maxMade are kept.
 func (k Keys) Make(name string) []string {
+	at := madeKey{k, name}
+	if keys, ok := made.Load(at); ok {
+		return keys.([]string)
+	}
+	keys := k.make(name)
+	if madeCount.Add(1) <= maxMade {
+		made.Store(at, keys)
+	}
+	return keys
+}
+
+// made holds the keys that Make has formed, madeCount how many it tried to
+// keep there.
+var (
+	made      sync.Map // madeKey → []string
+	madeCount atomic.Int64
+)
+
+const maxMade = 4096
+
+type madeKey struct {
+	k    Keys
+	name string
+}
+
+func (k Keys) make(name string) []string {
 	v2 := k.V2(name)
 	if !k.V1 {
 		return []string{v2}
