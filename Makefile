@@ -72,7 +72,7 @@ FUZZTIME ?= 30s
 FUZZ_TARGETS = \
 	./persistence:FuzzAnnotationsFetch ./persistence:FuzzStatusFetch \
 	./persistence:FuzzDecodeFastAgreesWithSlow ./persistence:FuzzParseTime \
-	./diffbase:FuzzAnnotationsFetch ./diffbase:FuzzEssence ./diffbase:FuzzDiffItem \
+	./diffbase:FuzzAnnotationsFetch ./diffbase:FuzzEssence ./diffbase:FuzzDiffItem ./diffbase:FuzzEncodeValue \
 	./internal/resources:FuzzParse ./internal/resources:FuzzNamespaces \
 	./internal/conventions:FuzzKeys ./causes:FuzzDetect ./handlers:FuzzFilters \
 	./internal/unjson:FuzzDecoder ./internal/unjson:FuzzUnmarshal ./internal/unjson:FuzzDecodeStreaming

@@ -112,3 +112,30 @@ func checkStored(t *testing.T, s *AnnotationsStorage, body, essence map[string]a
 		t.Fatalf("stored %v, read back %v, %v", essence, again, err)
 	}
 }
+
+// encodeValue writes decoded JSON values itself, for speed: byte for byte
+// what encoding/json writes without HTML escaping.
+func FuzzEncodeValue(f *testing.F) {
+	for _, s := range []string{
+		`{"spec":{"field":"value","items":["item1","item2"],"n":1,"f":1.5,"big":1e21,"small":1e-7,"neg":-3,"t":true,"z":null}}`,
+		`{"b":1,"a":{"d":[],"c":{}},"":"","é":"ü","esc":"a\"b\\c\n\t\u0001<>&\u2028\u2029"}`,
+		`["\u007f", "x\ud800y", 12345678901234567890, -0, 0.1, 100000000000000000000]`,
+		`null`, `"plain"`, `[[[]]]`,
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, data string) {
+		v, err := unjson.Unmarshal([]byte(data))
+		if err != nil {
+			return
+		}
+		want, wantErr := appendJSON(nil, v)
+		got, err := encodeValue(v)
+		if (err != nil) != (wantErr != nil) {
+			t.Fatalf("encodeValue(%s): error %v, encoding/json's %v", data, err, wantErr)
+		}
+		if err == nil && string(got) != string(want)+"\n" {
+			t.Fatalf("encodeValue(%s) = %q, encoding/json writes %q", data, got, want)
+		}
+	})
+}
