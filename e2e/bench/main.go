@@ -67,11 +67,13 @@ type options struct {
 	scaleN     int
 	churnRate  float64
 	churn      time.Duration
+	// prebuilt are contenders' binaries given rather than built (-prebuilt).
+	prebuilt map[string]string
 }
 
 func main() {
 	var o options
-	var scenarios, contenders string
+	var scenarios, contenders, prebuilt string
 	flag.IntVar(&o.n, "n", 2000, "objects in the burst and updates scenarios")
 	flag.IntVar(&o.restartN, "restart-n", 10000, "existing, already handled objects in the restart scenario")
 	flag.Float64Var(&o.rate, "rate", 20, "objects created per second in the latency scenario")
@@ -86,10 +88,16 @@ func main() {
 	flag.StringVar(&o.profileDir, "profile", "", "write CPU and heap profiles of every contender run to this directory (profiling costs some CPU itself)")
 	flag.StringVar(&o.workDir, "work", "", "directory for the contenders' binaries and logs (default: a temporary one, removed unless -keep)")
 	flag.BoolVar(&o.keep, "keep", false, "keep the work directory and print its path")
+	flag.StringVar(&prebuilt, "prebuilt", "", "comma-separated name=path: run these contenders from the given binaries instead of building them (a build of another commit, to compare)")
 	flag.IntVar(&o.rounds, "rounds", 1, "run the scenarios this many times, the contenders taking turns, and report each figure's median over the rounds")
 	flag.Parse()
 	o.scenarios = split(scenarios)
 	o.contenders = split(contenders)
+	o.prebuilt = map[string]string{}
+	for _, nb := range split(prebuilt) {
+		name, path, _ := strings.Cut(nb, "=")
+		o.prebuilt[name] = path
+	}
 	if err := o.validate(); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(2)
@@ -122,6 +130,11 @@ func (o options) validate() error {
 	for _, c := range o.contenders {
 		if !slices.Contains(contenderNames, c) {
 			return fmt.Errorf("unknown contender %q: choose from %s", c, strings.Join(contenderNames, ", "))
+		}
+	}
+	for name, path := range o.prebuilt {
+		if !slices.Contains(o.contenders, name) || path == "" {
+			return fmt.Errorf("-prebuilt %s=%s: give name=path for a contender that runs", name, path)
 		}
 	}
 	if len(o.scenarios) == 0 || len(o.contenders) == 0 {
@@ -164,7 +177,7 @@ func run(ctx context.Context, o options) error {
 			return err
 		}
 	}
-	bins, err := build(ctx, o.contenders, filepath.Join(work, "bin"))
+	bins, err := build(ctx, o.contenders, o.prebuilt, filepath.Join(work, "bin"))
 	if err != nil {
 		return err
 	}
@@ -232,10 +245,16 @@ func run(ctx context.Context, o options) error {
 
 func (o options) wants(s string) bool { return slices.Contains(o.scenarios, s) }
 
-// build compiles the contenders. The peer is a module of its own.
-func build(ctx context.Context, names []string, dir string) (map[string]string, error) {
+// build compiles the contenders, except those prebuilt. The peer is a
+// module of its own.
+func build(ctx context.Context, names []string, prebuilt map[string]string, dir string) (map[string]string, error) {
 	bins := map[string]string{}
 	for _, name := range names {
+		if path, ok := prebuilt[name]; ok {
+			logf("the %s contender is %s", name, path)
+			bins[name] = path
+			continue
+		}
 		out := filepath.Join(dir, name)
 		logf("building the %s contender", name)
 		var cmd *exec.Cmd

@@ -66,7 +66,7 @@ func (o options) params() map[string]any {
 		"n": o.n, "restartN": o.restartN, "rate": o.rate, "duration": o.duration.String(),
 		"scenarios": o.scenarios, "contenders": o.contenders, "creators": o.creators,
 		"profiling": o.profileDir != "", "idleWindow": idleWindow.String(), "rounds": o.rounds,
-		"scaleN": o.scaleN, "churnRate": o.churnRate, "churn": o.churn.String(),
+		"scaleN": o.scaleN, "churnRate": o.churnRate, "churn": o.churn.String(), "prebuilt": o.prebuilt,
 	}
 }
 
