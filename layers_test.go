@@ -28,8 +28,9 @@ func TestLayers(t *testing.T) {
 		"internal/health":         nil,
 		"internal/admission":      {"internal/handling", "handlers", "patch", "internal/config", "internal/kube", "internal/resources", "internal/logging", "internal/health"},
 		"internal/pausing":        nil,
-		"internal/leaderelection": {"internal/pausing"},
-		"internal/sharding":       {"internal/pausing"},
+		"internal/leases":         nil,
+		"internal/leaderelection": {"internal/leases", "internal/pausing"},
+		"internal/sharding":       {"internal/leases", "internal/pausing"},
 		"internal/peering":        append([]string{"internal/kube", "internal/pausing", "internal/pyrepr", "internal/resources", "internal/unjson"}, leaves...),
 		"internal/rbac":           {"internal/resources"},
 		"internal/metrics":        nil,
@@ -50,7 +51,7 @@ func TestLayers(t *testing.T) {
 		"internal/reactor": append([]string{"daemons", "indexing", "internal/handling", "handlers", "causes", "diffbase", "persistence", "internal/plan", "internal/resources",
 			"internal/config", "internal/pausing", "internal/kube", "internal/logging", "internal/posting", "internal/pyrepr"}, leaves...),
 		"": {"daemons", "indexing", "internal/handling", "handlers", "causes", "patch", "internal/config", "internal/kube", "internal/logging", "internal/reactor", "internal/cli",
-			"internal/health", "internal/admission", "internal/posting", "internal/hierarchies", "internal/rbac", "internal/resources", "internal/metrics", "internal/pausing", "internal/leaderelection", "internal/sharding", "internal/peering", "internal/memlimit"},
+			"internal/health", "internal/admission", "internal/posting", "internal/hierarchies", "internal/rbac", "internal/resources", "internal/metrics", "internal/pausing", "internal/leases", "internal/leaderelection", "internal/sharding", "internal/peering", "internal/memlimit"},
 	}
 	out, err := exec.Command("go", "list", "-f", `{{.ImportPath}}{{range .Imports}} {{.}}{{end}}`, "./...").CombinedOutput()
 	if err != nil {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/kopfgo/kopfgo/internal/cli"
 	"github.com/kopfgo/kopfgo/internal/leaderelection"
+	"github.com/kopfgo/kopfgo/internal/leases"
 	"github.com/kopfgo/kopfgo/internal/pausing"
 )
 
@@ -56,7 +57,7 @@ func (op *Operator) campaign(ctx context.Context, cfg *rest.Config, pause *pausi
 	}
 	c := leaderelection.Config{
 		Leases: clients.CoordinationV1(), Name: le.Lease, Namespace: le.Namespace, Identity: le.Identity,
-		LeaseDuration: le.LeaseDuration, RenewDeadline: le.RenewDeadline, RetryPeriod: le.RetryPeriod,
+		Timing: leases.Timing{LeaseDuration: le.LeaseDuration, RenewDeadline: le.RenewDeadline, RetryPeriod: le.RetryPeriod},
 		Logger: logger, Pause: pause, Leading: obs.Leading,
 	}
 	if c.Name == "" {
@@ -64,7 +65,7 @@ func (op *Operator) campaign(ctx context.Context, cfg *rest.Config, pause *pausi
 	}
 	c.Namespace = op.leaseNamespace(c.Namespace)
 	if c.Identity == "" {
-		c.Identity = leaderelection.Identity()
+		c.Identity = leases.Identity()
 	}
 	if err := c.Validate(); err != nil {
 		return nil, err

@@ -12,7 +12,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/kopfgo/kopfgo/internal/cli"
-	"github.com/kopfgo/kopfgo/internal/leaderelection"
+	"github.com/kopfgo/kopfgo/internal/leases"
 	"github.com/kopfgo/kopfgo/internal/pausing"
 	"github.com/kopfgo/kopfgo/internal/sharding"
 )
@@ -68,14 +68,14 @@ func (op *Operator) shard(ctx context.Context, cfg *rest.Config, pause *pausing.
 	}
 	c := sharding.Config{
 		Leases: clients.CoordinationV1(), Name: sh.Name, Namespace: op.leaseNamespace(sh.Namespace), Shards: sh.Shards,
-		Identity: sh.Identity, LeaseDuration: sh.LeaseDuration, RenewDeadline: sh.RenewDeadline, RetryPeriod: sh.RetryPeriod,
+		Identity: sh.Identity, Timing: leases.Timing{LeaseDuration: sh.LeaseDuration, RenewDeadline: sh.RenewDeadline, RetryPeriod: sh.RetryPeriod},
 		Clock: clk, Logger: logger, Pause: pause, Held: obs.ShardsHeld,
 	}
 	if c.Name == "" {
 		c.Name = "kopfgo-operator"
 	}
 	if c.Identity == "" {
-		c.Identity = leaderelection.Identity()
+		c.Identity = leases.Identity()
 	}
 	if err := c.Validate(); err != nil {
 		return nil, nil, err

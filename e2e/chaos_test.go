@@ -33,15 +33,6 @@ func TestChaos(t *testing.T) {
 		}
 	}
 	for _, f := range rep.Failures {
-		// A known open race (issue 17): now and then a delete handler runs
-		// a second time in one process, with no fault near, right after its
-		// finalizer-removal patch (seen in about one in four runs of this
-		// test's 600 passes). Up to two such repetitions are reported here
-		// rather than failing make test; make chaos still fails on any.
-		if rep.DuplicatesUnexplained <= 2 && strings.Contains(f, "ran again after a success with no fault in between") {
-			t.Logf("tolerated in make test, still open (issue 17): %s", f)
-			continue
-		}
 		t.Error(f)
 	}
 }

@@ -2,32 +2,21 @@ package leaderelection
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
-	"strings"
-	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	coordinationv1 "k8s.io/client-go/kubernetes/typed/coordination/v1"
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 
+	"github.com/kopfgo/kopfgo/internal/leases"
 	"github.com/kopfgo/kopfgo/internal/pausing"
 )
 
 // Reason is what a replica that does not lead holds in the pause switch.
 const Reason = "leader election"
-
-// controller-runtime's defaults.
-const (
-	DefaultLeaseDuration = 15 * time.Second
-	DefaultRenewDeadline = 10 * time.Second
-	DefaultRetryPeriod   = 2 * time.Second
-)
 
 // Config is one replica's campaign for one Lease.
 type Config struct {
@@ -37,30 +26,21 @@ type Config struct {
 	// Identity is this replica's name in the Lease's holderIdentity.
 	Identity string
 	// Zero durations are controller-runtime's defaults.
-	LeaseDuration, RenewDeadline, RetryPeriod time.Duration
-	Logger                                    *slog.Logger
-	Pause                                     *pausing.Switch
+	leases.Timing
+	Logger *slog.Logger
+	Pause  *pausing.Switch
 	// Leading, if set, is told when this replica starts and stops leading.
 	Leading func(bool)
 }
 
 // WithDefaults fills the zero durations.
 func (c Config) WithDefaults() Config {
-	if c.LeaseDuration == 0 {
-		c.LeaseDuration = DefaultLeaseDuration
-	}
-	if c.RenewDeadline == 0 {
-		c.RenewDeadline = DefaultRenewDeadline
-	}
-	if c.RetryPeriod == 0 {
-		c.RetryPeriod = DefaultRetryPeriod
-	}
+	c.Timing = c.Timing.WithDefaults()
 	return c
 }
 
 // Validate tells what is wrong with the configuration, naming the options.
 func (c Config) Validate() error {
-	c = c.WithDefaults()
 	var errs []error
 	if c.Name == "" {
 		errs = append(errs, errors.New("the lease name is empty: set LeaderElection.Lease (--leader-elect-lease)"))
@@ -68,25 +48,8 @@ func (c Config) Validate() error {
 	if c.Namespace == "" {
 		errs = append(errs, errors.New("the lease namespace is unknown: set LeaderElection.Namespace (--leader-elect-namespace)"))
 	}
-	if c.LeaseDuration <= c.RenewDeadline {
-		errs = append(errs, fmt.Errorf("the lease duration (%s) must be longer than the renew deadline (%s)", c.LeaseDuration, c.RenewDeadline))
-	}
-	if float64(c.RenewDeadline) <= leaderelection.JitterFactor*float64(c.RetryPeriod) {
-		errs = append(errs, fmt.Errorf("the renew deadline (%s) must be longer than %.1f times the retry period (%s)", c.RenewDeadline, leaderelection.JitterFactor, c.RetryPeriod))
-	}
+	errs = append(errs, c.Timing.Validate(leaderelection.JitterFactor))
 	return errors.Join(errs...)
-}
-
-// Identity is a replica's identity: the pod's name (POD_NAME) or the host's
-// name, and a random suffix so that two processes on one host differ.
-func Identity() string {
-	name := os.Getenv("POD_NAME")
-	if name == "" {
-		name, _ = os.Hostname()
-	}
-	b := make([]byte, 4)
-	_, _ = rand.Read(b)
-	return strings.TrimSpace(name) + "_" + hex.EncodeToString(b)
 }
 
 // Run stands by (cfg.Pause holds Reason) and campaigns for the Lease until

@@ -159,7 +159,10 @@ func (w *watcher) touch(ctx context.Context, wk *worker) {
 	if !exists {
 		return
 	}
-	st := w.stateOf(wk, string(u.GetUID()))
+	st, exists := w.stateOf(wk, string(u.GetUID()))
+	if !exists {
+		return
+	}
 	pt := &patch.Patch{}
 	stamp := persistence.FormatTime(w.Clock.Now())
 	w.Settings.Persistence.ProgressStorage.Touch(u.Object, pt, &stamp)

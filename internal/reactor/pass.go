@@ -49,11 +49,14 @@ func (w *watcher) read(ctx context.Context, wk *worker) (*pass, bool) {
 	if !exists {
 		return nil, false
 	}
-	ps := &pass{obj: u, state: w.stateOf(wk, string(u.GetUID())), log: w.objectLogger(u)}
+	st, exists := w.stateOf(wk, string(u.GetUID()))
+	if !exists {
+		return nil, false
+	}
+	ps := &pass{obj: u, state: st, log: w.objectLogger(u)}
 	if !w.consistent(ctx, ps) {
 		return ps, ps.obj != nil
 	}
-	st := ps.state
 	st.mu.Lock()
 	initial := st.initial && !st.handledOnce
 	if st.memo == nil {

@@ -190,12 +190,38 @@ func (s *state) handled() {
 	s.mu.Unlock()
 }
 
-// stateOf returns the state of the worker's object as it is now.
-func (w *watcher) stateOf(wk *worker, uid string) *state {
+// stateOf returns the state of the worker's object as it is now, or false
+// if the object is gone. A pass reads the object from the informer's store
+// before it takes w.mu here, and the informer drops an object from its store
+// before it delivers the DELETED observation, whose notify drops the
+// object's state: a pass that finds no state for its body may hold the last
+// cached version of an object deleted meanwhile. Making it a fresh state
+// would lose what the old one knew (the finalizer released, the versions
+// seen), and the pass would run the delete handlers a second time (the chaos
+// run caught it: about one deletion in a thousand when a daemon's exit woke
+// the object as its finalizer went). So a new state is made only for an
+// object the store still holds, which w.mu orders after any such notify.
+func (w *watcher) stateOf(wk *worker, uid string) (*state, bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	if st := w.states[wk.key]; st == nil || st.uid != uid {
+		if !w.stored(wk.key, uid) {
+			return nil, false
+		}
+	}
 	wk.state = w.stateLocked(wk.key, uid)
-	return wk.state
+	return wk.state, true
+}
+
+// stored reports whether the informer's store holds the object of uid under
+// key, without decoding it.
+func (w *watcher) stored(key, uid string) bool {
+	obj, exists, err := w.store.GetByKey(key)
+	if err != nil || !exists {
+		return false
+	}
+	c, ok := obj.(*kube.Compact)
+	return ok && c.UID == uid
 }
 
 // stateLocked returns the state of the object under key with uid: a new

@@ -21,6 +21,7 @@ import (
 	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
 
+	"github.com/kopfgo/kopfgo/internal/leases"
 	"github.com/kopfgo/kopfgo/internal/pausing"
 )
 
@@ -31,13 +32,6 @@ const Reason = "sharding"
 // Label is the label of every Lease of an operator's sharding (shards and
 // members), valued with the operator's name: one list reads them all.
 const Label = "kopfgo.dev/sharding"
-
-// The defaults are leader election's (controller-runtime's).
-const (
-	DefaultLeaseDuration = 15 * time.Second
-	DefaultRenewDeadline = 10 * time.Second
-	DefaultRetryPeriod   = 2 * time.Second
-)
 
 // Config is one replica's part in an operator's sharding.
 type Config struct {
@@ -51,9 +45,9 @@ type Config struct {
 	// Identity is this replica's name in the Leases' holderIdentity.
 	Identity string
 	// Zero durations are the defaults: 15s, 10s, 2s.
-	LeaseDuration, RenewDeadline, RetryPeriod time.Duration
-	Clock                                     clock.WithTicker
-	Logger                                    *slog.Logger
+	leases.Timing
+	Clock  clock.WithTicker
+	Logger *slog.Logger
 	// Pause is the operator's: the replica holds Reason in it while it
 	// hands shards over, and while it holds none.
 	Pause *pausing.Switch
@@ -63,15 +57,7 @@ type Config struct {
 
 // WithDefaults fills the zero durations and the clock.
 func (c Config) WithDefaults() Config {
-	if c.LeaseDuration == 0 {
-		c.LeaseDuration = DefaultLeaseDuration
-	}
-	if c.RenewDeadline == 0 {
-		c.RenewDeadline = DefaultRenewDeadline
-	}
-	if c.RetryPeriod == 0 {
-		c.RetryPeriod = DefaultRetryPeriod
-	}
+	c.Timing = c.Timing.WithDefaults()
 	if c.Clock == nil {
 		c.Clock = clock.RealClock{}
 	}
@@ -80,7 +66,6 @@ func (c Config) WithDefaults() Config {
 
 // Validate tells what is wrong with the configuration, naming the options.
 func (c Config) Validate() error {
-	c = c.WithDefaults()
 	var errs []error
 	if c.Shards < 1 {
 		errs = append(errs, fmt.Errorf("the number of shards (%d) must be at least 1: set Sharding.Shards (--shards)", c.Shards))
@@ -91,12 +76,7 @@ func (c Config) Validate() error {
 	if c.Namespace == "" {
 		errs = append(errs, errors.New("the Leases' namespace is unknown: set Sharding.Namespace (--shards-namespace)"))
 	}
-	if c.LeaseDuration <= c.RenewDeadline {
-		errs = append(errs, fmt.Errorf("the lease duration (%s) must be longer than the renew deadline (%s)", c.LeaseDuration, c.RenewDeadline))
-	}
-	if c.RenewDeadline <= c.RetryPeriod {
-		errs = append(errs, fmt.Errorf("the renew deadline (%s) must be longer than the retry period (%s)", c.RenewDeadline, c.RetryPeriod))
-	}
+	errs = append(errs, c.Timing.Validate(0))
 	return errors.Join(errs...)
 }
 

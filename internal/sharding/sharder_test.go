@@ -20,6 +20,7 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 
+	"github.com/kopfgo/kopfgo/internal/leases"
 	"github.com/kopfgo/kopfgo/internal/pausing"
 )
 
@@ -207,7 +208,7 @@ func TestHandoverReleasesAfterHaltingAndAcquiresBeforeServing(t *testing.T) {
 	if got := b.s.Held(); len(got) != 0 {
 		t.Fatalf("b took %v from a live replica", got)
 	}
-	w.clock.Step(DefaultRetryPeriod)
+	w.clock.Step(leases.DefaultRetryPeriod)
 	w.step(a) // a sees b and releases its share: its highest shards
 	if got := a.s.Held(); !slices.Equal(got, []int{0, 1}) {
 		t.Fatalf("a holds %v after b joined, want [0 1]", got)
@@ -229,12 +230,12 @@ func TestHandoverReleasesAfterHaltingAndAcquiresBeforeServing(t *testing.T) {
 
 	// a dies: its leases stop changing; b takes them a lease duration
 	// after it last saw them change, not before.
-	w.clock.Step(DefaultRenewDeadline)
+	w.clock.Step(leases.DefaultRenewDeadline)
 	w.step(b)
 	if got := b.s.Held(); !slices.Equal(got, []int{2, 3}) {
 		t.Fatalf("b holds %v before a's leases expired, want [2 3]", got)
 	}
-	w.clock.Step(DefaultLeaseDuration - DefaultRenewDeadline + DefaultRetryPeriod)
+	w.clock.Step(leases.DefaultLeaseDuration - leases.DefaultRenewDeadline + leases.DefaultRetryPeriod)
 	w.step(b)
 	if got := b.s.Held(); !slices.Equal(got, []int{0, 1, 2, 3}) {
 		t.Fatalf("b holds %v after a's leases expired, want every shard; journal:\n%s", got, w.j)
@@ -249,12 +250,12 @@ func TestAShardNotRenewedInTimeIsLostAndStopped(t *testing.T) {
 	w.mu.Lock()
 	w.failing["a"] = true
 	w.mu.Unlock()
-	w.clock.Step(DefaultRetryPeriod)
+	w.clock.Step(leases.DefaultRetryPeriod)
 	w.step(a)
 	if got := a.s.Held(); len(got) != shards {
 		t.Fatalf("a holds %v within the renew deadline, want every shard", got)
 	}
-	w.clock.Step(DefaultRenewDeadline)
+	w.clock.Step(leases.DefaultRenewDeadline)
 	w.step(a)
 	if got := a.s.Held(); len(got) != 0 {
 		t.Fatalf("a holds %v past the renew deadline, want none", got)
