@@ -68,12 +68,13 @@ func BenchmarkValidatingCallAt200RPS(b *testing.B) {
 	latencies := make([]time.Duration, b.N)
 	var wg sync.WaitGroup
 	const every = time.Second / 200
+	// An open loop: requests leave on the ticker's beat whether or not
+	// earlier ones have been answered.
+	pace := time.NewTicker(every)
+	defer pace.Stop()
 	b.ResetTimer()
-	start := time.Now()
 	for i := range b.N {
-		if d := time.Until(start.Add(time.Duration(i) * every)); d > 0 {
-			time.Sleep(d) // pacing the load generator, not a wait in a test
-		}
+		<-pace.C
 		wg.Go(func() {
 			t0 := time.Now()
 			resp, err := client.Post(url, "application/json", bytes.NewReader(body))
