@@ -143,13 +143,8 @@ func Sharp() TimerOption {
 // restarts; to be called again, return kopfgo.Temporary(err, delay). Errors
 // are handled as for any handler: retried after the Backoff, or not, per the
 // Errors mode, Retries and Timeout (compat: daemons-errors).
-func (op *Operator) Daemon(resource string, fn SpawnFunc, opts ...DaemonOption) {
-	op.reg.AddSpawning(handling.SpawnRegistration{Resource: resource, Kind: handling.KindDaemon, Fn: fn,
-		Configure: func(s *handling.Spawning) {
-			for _, o := range opts {
-				o.applyDaemon(s)
-			}
-		}})
+func (r Registrar) Daemon(resource string, fn SpawnFunc, opts ...DaemonOption) {
+	r.spawn(handling.KindDaemon, resource, fn, nil, opts, nil)
 }
 
 // Timer registers a timer: fn is called for each matching object on a
@@ -160,21 +155,20 @@ func (op *Operator) Daemon(resource string, fn SpawnFunc, opts ...DaemonOption) 
 // permanent error stops the timer for this object until the operator
 // restarts. Timers hold the finalizer as daemons do, and are stopped the
 // same way (without CancellationBackoff or CancellationTimeout).
-func (op *Operator) Timer(resource string, fn SpawnFunc, opts ...TimerOption) {
-	op.reg.AddSpawning(handling.SpawnRegistration{Resource: resource, Kind: handling.KindTimer, Fn: fn,
+func (r Registrar) Timer(resource string, fn SpawnFunc, opts ...TimerOption) {
+	r.spawn(handling.KindTimer, resource, fn, nil, nil, opts)
+}
+
+// spawn registers a daemon (with dopts) or a timer (with topts); named is
+// the user's function when fn adapts it (typed daemons and timers).
+func (r Registrar) spawn(kind handling.SpawnKind, resource string, fn SpawnFunc, named any, dopts []DaemonOption, topts []TimerOption) {
+	r.op.reg.AddSpawning(handling.SpawnRegistration{Resource: resource, Kind: kind, Fn: fn, Named: named,
 		Configure: func(s *handling.Spawning) {
-			for _, o := range opts {
+			for _, o := range dopts {
+				o.applyDaemon(s)
+			}
+			for _, o := range topts {
 				o.applyTimer(s)
 			}
 		}})
-}
-
-// Daemon registers a daemon on the default operator; see Operator.Daemon.
-func Daemon(resource string, fn SpawnFunc, opts ...DaemonOption) {
-	defaultOperator.Daemon(resource, fn, opts...)
-}
-
-// Timer registers a timer on the default operator; see Operator.Timer.
-func Timer(resource string, fn SpawnFunc, opts ...TimerOption) {
-	defaultOperator.Timer(resource, fn, opts...)
 }

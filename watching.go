@@ -40,7 +40,12 @@ type EventOption interface{ applyEvent(*handling.Handler) }
 // whenever the operator starts. Filters that check a field check the object as
 // the event has it.
 func (r Registrar) Event(resource string, fn EventFunc, opts ...EventOption) {
-	r.op.reg.AddEvent(handling.EventRegistration{Resource: resource, Fn: fn, Configure: func(h *handling.Handler) {
+	r.event(resource, fn, nil, opts)
+}
+
+// event registers fn, or the typed function named that fn adapts.
+func (r Registrar) event(resource string, fn EventFunc, named any, opts []EventOption) {
+	r.op.reg.AddEvent(handling.EventRegistration{Resource: resource, Fn: fn, Named: named, Configure: func(h *handling.Handler) {
 		for _, o := range opts {
 			o.applyEvent(h)
 		}

@@ -17,7 +17,7 @@ import (
 // kind it is made in, and only what differs between the kinds is here.
 type registration struct {
 	// call is how the user registered it, for messages: `On.Create("kex")`,
-	// `Daemon("kex")`, `On.Startup`, `Subhandler of "create_fn"`.
+	// `On.Daemon("kex")`, `On.Startup`, `Subhandler of "create_fn"`.
 	call string
 	// noun is "handler", or "indexer" for an index.
 	noun string
@@ -152,16 +152,29 @@ func (r *Registry) record(group string, sel resources.Selector, what string, h *
 // (compat: indices-errors). The spec is returned even with errors, so that
 // the index exists; the errors, each naming the indexer, are returned and
 // kept for Run to report.
-func (r *Registry) AddIndex(resource string, fn any, configure func(*Handler)) (*Handler, error) {
+//
+// named is the user's function when fn adapts it (typed indices), as in
+// Registration; nil: fn.
+func (r *Registry) AddIndex(resource string, fn, named any, configure func(*Handler)) (*Handler, error) {
 	h := &Handler{Errors: handlers.ErrorsIgnored}
 	if configure != nil {
 		configure(h)
 	}
 	what, errs := h.validate(registration{
-		call: fmt.Sprintf("NewIndex(%q)", resource), noun: "indexer", fn: fn,
+		call: fmt.Sprintf("OnIndex(%q)", resource), noun: "indexer", fn: adaptedFrom(fn, named),
 		resource: resource, scoped: true, keepID: true,
 	})
 	return h, r.record("index", resources.Selector{}, what, h, errs)
+}
+
+// adaptedFrom is the function a handler is named and deduplicated after: the
+// user's own (named) when the registered one adapts it, as the typed
+// handlers' adapters do (they all share one name), else fn.
+func adaptedFrom(fn, named any) any {
+	if named != nil {
+		return named
+	}
+	return fn
 }
 
 func duplicate(id, other string) error {

@@ -76,6 +76,9 @@ type SpawnRegistration struct {
 	Resource string
 	Kind     SpawnKind
 	Fn       handlers.SpawnFunc
+	// Named is the user's function when Fn adapts it (typed daemons and
+	// timers), as in Registration. Nil: Fn.
+	Named any
 	// Configure applies the options; an ID it sets is the explicit id.
 	Configure func(*Spawning)
 }
@@ -87,7 +90,7 @@ func (r *Registry) AddSpawning(reg SpawnRegistration) {
 		reg.Configure(s)
 	}
 	what, errs := s.validate(registration{
-		call: fmt.Sprintf("%s(%q)", reg.Kind, reg.Resource), noun: "handler", fn: reg.Fn,
+		call: fmt.Sprintf("On.%s(%q)", reg.Kind, reg.Resource), noun: "handler", fn: adaptedFrom(reg.Fn, reg.Named),
 		resource: reg.Resource, scoped: true, check: s.check,
 	})
 	// A daemon and a timer of one object share one namespace of ids: their
