@@ -26,8 +26,6 @@ type IndexFunc[K comparable, V any] = indexing.Func[K, V]
 // Backoff, Timeout, and the filters.
 type IndexOption interface{ applyIndex(*handling.Handler) }
 
-func (o handlerOption) applyIndex(h *handling.Handler) { o(h) }
-
 // indexOnly is an option that fits indices only.
 type indexOnly func(*handling.Handler)
 

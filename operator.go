@@ -463,21 +463,13 @@ func (r Registrar) add(resource string, reason causes.Reason, field string, isFi
 
 // Create registers a handler for objects that have never been handled.
 func (r Registrar) Create(resource string, fn ChangeFunc, opts ...ChangeOption) {
-	r.add(resource, causes.Create, "", false, fn, func(h *handling.Handler) {
-		for _, o := range opts {
-			o.applyChange(h)
-		}
-	})
+	r.add(resource, causes.Create, "", false, fn, changeConfig(opts))
 }
 
 // Update registers a handler for essential changes of an object since it was
 // last handled: spec, labels, annotations; not status.
 func (r Registrar) Update(resource string, fn ChangeFunc, opts ...ChangeOption) {
-	r.add(resource, causes.Update, "", false, fn, func(h *handling.Handler) {
-		for _, o := range opts {
-			o.applyChange(h)
-		}
-	})
+	r.add(resource, causes.Update, "", false, fn, changeConfig(opts))
 }
 
 // Field registers a handler for changes of the field (a dotted path such as
@@ -489,30 +481,18 @@ func (r Registrar) Update(resource string, fn ChangeFunc, opts ...ChangeOption) 
 // Settings.Handling.FieldHandlersOnUpdatesOnly keeps them to updates, as
 // Kopf's manual says.
 func (r Registrar) Field(resource, field string, fn ChangeFunc, opts ...ChangeOption) {
-	r.add(resource, causes.Update, field, true, fn, func(h *handling.Handler) {
-		for _, o := range opts {
-			o.applyChange(h)
-		}
-	})
+	r.add(resource, causes.Update, field, true, fn, changeConfig(opts))
 }
 
 // Delete registers a handler for objects being deleted. Unless Optional, it
 // makes the operator put its finalizer on matching objects, so that deletion
 // waits for the handler.
-func (r Registrar) Delete(resource string, fn ChangeFunc, opts ...DeleteOption) {
-	r.add(resource, causes.Delete, "", false, fn, func(h *handling.Handler) {
-		for _, o := range opts {
-			o.applyDelete(h)
-		}
-	})
+func (r Registrar) Delete(resource string, fn ChangeFunc, opts ...ChangeOption) {
+	r.add(resource, causes.Delete, "", false, fn, changeConfig(opts))
 }
 
 // Resume registers a handler for objects found, already handled, when the
 // operator starts: it runs once per object per operator process.
-func (r Registrar) Resume(resource string, fn ChangeFunc, opts ...ResumeOption) {
-	r.add(resource, causes.Resume, "", false, fn, func(h *handling.Handler) {
-		for _, o := range opts {
-			o.applyResume(h)
-		}
-	})
+func (r Registrar) Resume(resource string, fn ChangeFunc, opts ...ChangeOption) {
+	r.add(resource, causes.Resume, "", false, fn, changeConfig(opts))
 }

@@ -154,67 +154,47 @@ func TypedField[T, V any](fn FieldChangeFunc[T, V]) ChangeFunc {
 // OnCreate registers a typed create handler on r (kopfgo.On or op.On); the
 // id derives from fn's name as On.Create's does.
 func OnCreate[T any](r Registrar, resource string, fn TypedChangeFunc[T], opts ...ChangeOption) {
-	r.addTyped(resource, causes.Create, "", false, Typed(fn), fn, func(h *handling.Handler) {
-		for _, o := range opts {
-			o.applyChange(h)
-		}
-	})
+	r.addTyped(resource, causes.Create, "", false, Typed(fn), fn, changeConfig(opts))
 }
 
 // OnUpdate registers a typed update handler (see Registrar.Update).
 func OnUpdate[T any](r Registrar, resource string, fn TypedChangeFunc[T], opts ...ChangeOption) {
-	r.addTyped(resource, causes.Update, "", false, Typed(fn), fn, func(h *handling.Handler) {
-		for _, o := range opts {
-			o.applyChange(h)
-		}
-	})
+	r.addTyped(resource, causes.Update, "", false, Typed(fn), fn, changeConfig(opts))
 }
 
 // OnDelete registers a typed delete handler (see Registrar.Delete).
-func OnDelete[T any](r Registrar, resource string, fn TypedChangeFunc[T], opts ...DeleteOption) {
-	r.addTyped(resource, causes.Delete, "", false, Typed(fn), fn, func(h *handling.Handler) {
-		for _, o := range opts {
-			o.applyDelete(h)
-		}
-	})
+func OnDelete[T any](r Registrar, resource string, fn TypedChangeFunc[T], opts ...ChangeOption) {
+	r.addTyped(resource, causes.Delete, "", false, Typed(fn), fn, changeConfig(opts))
 }
 
 // OnResume registers a typed resume handler (see Registrar.Resume).
-func OnResume[T any](r Registrar, resource string, fn TypedChangeFunc[T], opts ...ResumeOption) {
-	r.addTyped(resource, causes.Resume, "", false, Typed(fn), fn, func(h *handling.Handler) {
-		for _, o := range opts {
-			o.applyResume(h)
-		}
-	})
+func OnResume[T any](r Registrar, resource string, fn TypedChangeFunc[T], opts ...ChangeOption) {
+	r.addTyped(resource, causes.Resume, "", false, Typed(fn), fn, changeConfig(opts))
 }
 
 // OnField registers a typed field handler (see Registrar.Field): the field's
 // old and new values are decoded into V.
 func OnField[T, V any](r Registrar, resource, field string, fn FieldChangeFunc[T, V], opts ...ChangeOption) {
-	r.addTyped(resource, causes.Update, field, true, TypedField(fn), fn, func(h *handling.Handler) {
-		for _, o := range opts {
-			o.applyChange(h)
-		}
-	})
+	r.addTyped(resource, causes.Update, field, true, TypedField(fn), fn, changeConfig(opts))
 }
 
 // OnEvent registers a typed event handler (see Registrar.Event). An event
 // whose object does not decode into T is logged as the handler's error, as
 // event handlers' errors are, and skipped.
-func OnEvent[T any](r Registrar, resource string, fn TypedEventFunc[T], opts ...EventOption) {
+func OnEvent[T any](r Registrar, resource string, fn TypedEventFunc[T], opts ...FilterOption) {
 	r.event(resource, typedEvent(fn), fn, opts)
 }
 
 // OnDaemon registers a typed daemon (see Registrar.Daemon). An object that
 // does not decode into T fails the invocation, retried per the daemon's
 // Errors, Retries and Backoff as any error.
-func OnDaemon[T any](r Registrar, resource string, fn TypedSpawnFunc[T], opts ...DaemonOption) {
-	r.spawn(handling.KindDaemon, resource, typedSpawn(fn), fn, opts, nil)
+func OnDaemon[T any](r Registrar, resource string, fn TypedSpawnFunc[T], opts ...SpawnOption) {
+	r.spawn(handling.KindDaemon, resource, typedSpawn(fn), fn, opts)
 }
 
 // OnTimer registers a typed timer (see Registrar.Timer and OnDaemon).
-func OnTimer[T any](r Registrar, resource string, fn TypedSpawnFunc[T], opts ...TimerOption) {
-	r.spawn(handling.KindTimer, resource, typedSpawn(fn), fn, nil, opts)
+func OnTimer[T any](r Registrar, resource string, fn TypedSpawnFunc[T], opts ...SpawnOption) {
+	r.spawn(handling.KindTimer, resource, typedSpawn(fn), fn, opts)
 }
 
 // OnTypedIndex registers a typed index (see OnIndex): fn gets the object

@@ -33,6 +33,10 @@ type registration struct {
 	// update: the handler sees a change (update and field handlers), so
 	// OldValue and NewValue fit.
 	update bool
+	// optional, deleted: the Optional (delete handlers) and Deleted
+	// (resume handlers) options fit. They share ChangeOption with the
+	// other changing handlers' options, so a misfit is caught here.
+	optional, deleted bool
 	// keepID: a Field does not suffix the id (an index's name).
 	keepID bool
 	// check adds the kind's own checks (a timer's schedule, …).
@@ -45,6 +49,8 @@ const (
 	msgClosure  = `a closure or function literal has no stable name; give it kopfgo.ID("..."), because the id keys what is kept for it (its progress, its result in status, an index's name)`
 	msgNegative = "Retries, Backoff and Timeout must not be negative"
 	msgFieldArg = "On.Field takes its field as an argument; remove the kopfgo.Field option"
+	msgOptional = "kopfgo.Optional fits delete handlers only; remove it"
+	msgDeleted  = "kopfgo.Deleted fits resume handlers only; remove it"
 )
 
 // validate completes the spec h from the registration (function name, id,
@@ -95,6 +101,12 @@ func (h *Handler) validate(reg registration) (what string, errs []error) {
 	}
 	h.ID = id
 	errs = append(errs, h.Filters.validate(len(h.Field) > 0, reg.update)...)
+	if h.Optional && !reg.optional {
+		errs = append(errs, errors.New(msgOptional))
+	}
+	if h.Deleted && !reg.deleted {
+		errs = append(errs, errors.New(msgDeleted))
+	}
 	if h.Retries < 0 || h.Backoff < 0 || h.Timeout < 0 {
 		errs = append(errs, errors.New(msgNegative))
 	}

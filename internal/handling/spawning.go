@@ -114,9 +114,17 @@ func (s *Spawning) check() []error {
 	add(s.CancellationBackoff < 0 || s.CancellationTimeout < 0 || s.CancellationPolling < 0,
 		"CancellationBackoff, CancellationTimeout and CancellationPolling must not be negative")
 	add(s.Interval < 0 || s.Idle < 0, "Interval and Idle must not be negative")
-	if s.Kind == KindTimer {
+	switch s.Kind {
+	case KindTimer:
 		add(s.Interval == 0 && s.Idle == 0, "a timer needs an Interval, an Idle time, or both; for a function that runs once per object, register a Daemon")
 		add(s.Sharp && s.Interval == 0, "Sharp needs an Interval: it keeps the invocations on the interval's grid")
+		// The daemons' options share SpawnOption with the timers' (one
+		// option type per family of kinds), so a misfit is caught here.
+		add(s.CancellationBackoff != 0 || s.CancellationTimeout != 0 || s.CancellationPolling != 0,
+			"CancellationBackoff, CancellationTimeout and CancellationPolling fit daemons only; remove them or register a Daemon")
+	case KindDaemon:
+		add(s.Interval != 0 || s.Idle != 0 || s.Sharp,
+			"Interval, Idle and Sharp fit timers only: a daemon runs once per object until stopped; remove them or register a Timer")
 	}
 	return errs
 }
