@@ -75,8 +75,8 @@ type Options struct {
 // with New; register handlers with op.On…; run it with Run. Constructing and
 // registering start nothing.
 type Operator struct {
-	// On registers resource-changing handlers on this operator. Do not
-	// reassign it.
+	// On is the operator's Registrar: op.On.Create(…), or, for the
+	// handlers of a package, mypkg.Register(op.On). Do not reassign it.
 	On Registrar
 
 	opts    Options
@@ -130,7 +130,9 @@ var defaultOperator = New(Options{})
 // `kopfgo run` runs.
 func Default() *Operator { return defaultOperator }
 
-// On registers handlers on the default operator.
+// On is the default operator's Registrar, which `kopfgo run` passes to the
+// packages' Register functions. Registering on it in init() works, but
+// then importing the package registers its handlers in any binary.
 var On = defaultOperator.On
 
 // Err returns the registration errors collected so far, or nil.
@@ -428,7 +430,20 @@ func (op *Operator) builtinLogin(ctx context.Context, authLog *slog.Logger, logi
 	return cfg, nil
 }
 
-// Registrar registers resource-changing handlers on an operator.
+// Registrar registers handlers of every kind on one operator: the methods
+// for the kinds (Create, Update, Delete, Resume, Field, Event, Daemon,
+// Timer, the activities, Validate, Mutate), and the generic functions that
+// take it first (OnIndex and the typed OnCreate, OnDaemon, …). A package
+// registers its handlers in a function of its own,
+//
+//	func Register(r kopfgo.Registrar) {
+//		r.Create("kopfexamples", createFn)
+//		r.Timer("kopfexamples", pingFn, kopfgo.Interval(time.Minute))
+//	}
+//
+// which `kopfgo run` and `kopfgo build` call with kopfgo.On, and programs
+// and tests with the On of operators of their own. It is a small value:
+// pass it by value.
 type Registrar struct{ op *Operator }
 
 // Change is the argument of create, update, delete, resume and field handlers.

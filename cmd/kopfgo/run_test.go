@@ -418,16 +418,9 @@ func TestRunForwardsSignals(t *testing.T) {
 	}
 }
 
-// Non-main packages get a generated main, built in their module with an
-// overlay: here the module is a stand-in for kopfgo itself (same import
-// path, a Main that prints what was registered), so that the generated
-// code path is tested whether or not the real root package builds.
-func TestRunGeneratedMain(t *testing.T) {
-	goTool(t)
-	dir := t.TempDir()
-	writeFiles(t, dir, map[string]string{
-		"go.mod": "module github.com/kopfgo/kopfgo\n\ngo 1.26\n",
-		"kopfgo.go": `package kopfgo
+// standInKopfgo is a stand-in for kopfgo's root package: what the packages
+// register is recorded, in order, and printed by Main with its arguments.
+const standInKopfgo = `package kopfgo
 
 import (
 	"fmt"
@@ -436,8 +429,25 @@ import (
 
 var Registered []string
 
+type Registrar struct{ name string }
+
+func (r Registrar) Add(what string) { Registered = append(Registered, r.name+":"+what) }
+
+var On = Registrar{name: "default"}
+
 func Main() { fmt.Println("main:", os.Args[1:], Registered) }
-`,
+`
+
+// Non-main packages get a generated main, built in their module with an
+// overlay: here the module is a stand-in for kopfgo itself (same import
+// path, a Main that prints what was registered), so that the generated
+// code path is tested whether or not the real root package builds.
+func TestRunGeneratedMain(t *testing.T) {
+	goTool(t)
+	dir := t.TempDir()
+	writeFiles(t, dir, map[string]string{
+		"go.mod":    "module github.com/kopfgo/kopfgo\n\ngo 1.26\n",
+		"kopfgo.go": standInKopfgo,
 		"handlers/h.go": `package handlers
 
 import "github.com/kopfgo/kopfgo"
@@ -488,24 +498,8 @@ func TestRunCallsRegister(t *testing.T) {
 	goTool(t)
 	dir := t.TempDir()
 	writeFiles(t, dir, map[string]string{
-		"go.mod": "module github.com/kopfgo/kopfgo\n\ngo 1.26\n",
-		"kopfgo.go": `package kopfgo
-
-import (
-	"fmt"
-	"os"
-)
-
-var Registered []string
-
-type Registrar struct{ name string }
-
-func (r Registrar) Add(what string) { Registered = append(Registered, r.name+":"+what) }
-
-var On = Registrar{name: "default"}
-
-func Main() { fmt.Println("main:", os.Args[1:], Registered) }
-`,
+		"go.mod":    "module github.com/kopfgo/kopfgo\n\ngo 1.26\n",
+		"kopfgo.go": standInKopfgo,
 		"register/r.go": `package register
 
 import kg "github.com/kopfgo/kopfgo"
