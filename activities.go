@@ -37,12 +37,7 @@ func LoginWithKubeconfig(path, context string) (*ConnectionInfo, error) {
 // account; nil and no error outside of a pod.
 func LoginWithServiceAccount() (*ConnectionInfo, error) { return kube.LoginWithServiceAccount() }
 
-// ActivityOption configures an activity handler.
-type ActivityOption interface{ applyActivity(*handling.Handler) }
-
-func (o handlerOption) applyActivity(h *handling.Handler) { o(h) }
-
-func activityConfig(opts []ActivityOption) func(*handling.Handler) {
+func activityConfig(opts []HandlerOption) func(*handling.Handler) {
 	return func(h *handling.Handler) {
 		for _, o := range opts {
 			o.applyActivity(h)
@@ -50,11 +45,14 @@ func activityConfig(opts []ActivityOption) func(*handling.Handler) {
 	}
 }
 
+// The activities take HandlerOptions: ID, Param, Retries, Backoff, Timeout,
+// Errors; they have no object to filter.
+
 // Startup registers a handler that runs when the operator starts, before it
 // touches the cluster: nothing is watched until every startup handler has
 // succeeded (they are retried like other handlers), and a permanent failure
 // stops the operator with an error. Change a.Settings here.
-func (r Registrar) Startup(fn ActivityFunc, opts ...ActivityOption) {
+func (r Registrar) Startup(fn ActivityFunc, opts ...HandlerOption) {
 	r.op.reg.AddActivity(handlers.Startup, fn, func(ctx context.Context, a *Activity) (any, error) {
 		return nil, fn(ctx, a)
 	}, activityConfig(opts))
@@ -62,7 +60,7 @@ func (r Registrar) Startup(fn ActivityFunc, opts ...ActivityOption) {
 
 // Cleanup registers a handler that runs when the operator exits, after
 // everything else has stopped. It does not run when the process is killed.
-func (r Registrar) Cleanup(fn ActivityFunc, opts ...ActivityOption) {
+func (r Registrar) Cleanup(fn ActivityFunc, opts ...HandlerOption) {
 	r.op.reg.AddActivity(handlers.Cleanup, fn, func(ctx context.Context, a *Activity) (any, error) {
 		return nil, fn(ctx, a)
 	}, activityConfig(opts))
@@ -72,7 +70,7 @@ func (r Registrar) Cleanup(fn ActivityFunc, opts ...ActivityOption) {
 // handlers, the operator uses the kubeconfig or the in-cluster service
 // account. With them, a 401 from the API drops the credentials in use and
 // runs the login handlers again.
-func (r Registrar) Login(fn LoginFunc, opts ...ActivityOption) {
+func (r Registrar) Login(fn LoginFunc, opts ...HandlerOption) {
 	r.op.reg.AddActivity(handlers.Login, fn, func(ctx context.Context, a *Activity) (any, error) {
 		info, err := fn(ctx, a)
 		if info == nil {
@@ -86,7 +84,7 @@ func (r Registrar) Login(fn LoginFunc, opts ...ActivityOption) {
 // endpoint (see Options.Liveness); results are cached for 10 seconds. A probe
 // gets one attempt per request: an error makes the endpoint answer 500, so
 // that the kubelet restarts an operator whose probe fails.
-func (r Registrar) Probe(fn ProbeFunc, opts ...ActivityOption) {
+func (r Registrar) Probe(fn ProbeFunc, opts ...HandlerOption) {
 	r.op.reg.AddActivity(handlers.Probe, fn, func(ctx context.Context, a *Activity) (any, error) {
 		return fn(ctx, a)
 	}, activityConfig(opts))

@@ -47,11 +47,6 @@ type admissionOption func(*handling.AdmissionHandler)
 
 func (o admissionOption) applyAdmission(h *handling.AdmissionHandler) { o(h) }
 
-func (o commonOption) applyAdmission(h *handling.AdmissionHandler) { o(&h.Handler) }
-func (o filterOption) applyAdmission(h *handling.AdmissionHandler) { o(&h.Handler) }
-func (l Labels) applyAdmission(h *handling.AdmissionHandler)       { h.Filters.AddLabels(l) }
-func (a Annotations) applyAdmission(h *handling.AdmissionHandler)  { h.Filters.AddAnnotations(a) }
-
 // Operations restricts the webhook to these operations: "CREATE",
 // "UPDATE", "DELETE", "CONNECT" (the managed configuration's rules).
 // Default: all. Mutating handlers see deletions only when registered for

@@ -39,35 +39,19 @@ var (
 	ErrOperatorPausing = handlers.ErrOperatorPausing
 )
 
-// DaemonOption configures a daemon.
-type DaemonOption interface{ applyDaemon(*handling.Spawning) }
-
-// TimerOption configures a timer.
-type TimerOption interface{ applyTimer(*handling.Spawning) }
-
-// SpawnOption fits daemons and timers alike.
-type SpawnOption interface {
-	DaemonOption
-	TimerOption
-}
-
-// The options of every handler kind (ID, Retries, Backoff, Timeout, Errors,
-// Param) fit daemons and timers too.
-func (o handlerOption) applyDaemon(s *handling.Spawning) { o(&s.Handler) }
-func (o handlerOption) applyTimer(s *handling.Spawning)  { o(&s.Handler) }
+// SpawnOption configures a daemon or a timer: the options of every
+// retried handler (ID, Retries, Backoff, Timeout, Errors, Param), the
+// filters (the daemon or timer runs while its object matches and stops
+// with ErrFiltersMismatch when it does not; compat: daemons-filters,
+// timers-filters), InitialDelay, and the options of one of the two kinds:
+// CancellationBackoff, CancellationTimeout and CancellationPolling for
+// daemons, Interval, Idle and Sharp for timers. An option of the other kind
+// is a registration error naming the handler.
+type SpawnOption interface{ applySpawn(*handling.Spawning) }
 
 type spawnOption func(*handling.Spawning)
 
-func (o spawnOption) applyDaemon(s *handling.Spawning) { o(s) }
-func (o spawnOption) applyTimer(s *handling.Spawning)  { o(s) }
-
-type daemonOption func(*handling.Spawning)
-
-func (o daemonOption) applyDaemon(s *handling.Spawning) { o(s) }
-
-type timerOption func(*handling.Spawning)
-
-func (o timerOption) applyTimer(s *handling.Spawning) { o(s) }
+func (o spawnOption) applySpawn(s *handling.Spawning) { o(s) }
 
 // InitialDelay postpones the first invocation of a daemon or timer by d after
 // the object appears or the operator starts (compat: daemons-initial-delay,
@@ -85,45 +69,48 @@ func InitialDelayFunc(fn func(s *Spawn) time.Duration) SpawnOption {
 // CancellationBackoff is how long a stopping daemon has with only its Stopped
 // flag set before its ctx is cancelled: time for a graceful exit with a live
 // ctx (compat: daemons-stopping). Default: none, the ctx is cancelled at once.
-func CancellationBackoff(d time.Duration) DaemonOption {
-	return daemonOption(func(s *handling.Spawning) { s.CancellationBackoff = d })
+// It fits daemons only.
+func CancellationBackoff(d time.Duration) SpawnOption {
+	return spawnOption(func(s *handling.Spawning) { s.CancellationBackoff = d })
 }
 
 // CancellationTimeout is how long a daemon may go on after its ctx is
 // cancelled. A daemon still running then is reported (a warning naming it
 // and its object) and abandoned: its object is released and the operator's
 // exit does not wait for it, but its goroutine runs on, since Go cannot kill
-// it. Default: none, the daemon holds its object until it exits.
-func CancellationTimeout(d time.Duration) DaemonOption {
-	return daemonOption(func(s *handling.Spawning) { s.CancellationTimeout = d })
+// it. Default: none, the daemon holds its object until it exits. It fits
+// daemons only.
+func CancellationTimeout(d time.Duration) SpawnOption {
+	return spawnOption(func(s *handling.Spawning) { s.CancellationTimeout = d })
 }
 
 // CancellationPolling is how often a stopping daemon without a
 // CancellationTimeout is checked (and logged at DEBUG). Default:
-// Settings.Background.CancellationPolling, 60s.
-func CancellationPolling(d time.Duration) DaemonOption {
-	return daemonOption(func(s *handling.Spawning) { s.CancellationPolling = d })
+// Settings.Background.CancellationPolling, 60s. It fits daemons only.
+func CancellationPolling(d time.Duration) SpawnOption {
+	return spawnOption(func(s *handling.Spawning) { s.CancellationPolling = d })
 }
 
 // Interval is the time between a timer's invocations: from the end of one to
 // the start of the next, or, with Sharp, from start to start (compat:
-// timers-interval).
-func Interval(d time.Duration) TimerOption {
-	return timerOption(func(s *handling.Spawning) { s.Interval = d })
+// timers-interval). It fits timers only.
+func Interval(d time.Duration) SpawnOption {
+	return spawnOption(func(s *handling.Spawning) { s.Interval = d })
 }
 
 // Idle makes a timer fire only once its object has not changed for d (spec,
 // labels or annotations; status writes, the timer's own results included,
 // do not count). The first sighting of an object counts as a change
-// (compat: timers-idle).
-func Idle(d time.Duration) TimerOption {
-	return timerOption(func(s *handling.Spawning) { s.Idle = d })
+// (compat: timers-idle). It fits timers only.
+func Idle(d time.Duration) SpawnOption {
+	return spawnOption(func(s *handling.Spawning) { s.Idle = d })
 }
 
 // Sharp keeps a timer on a fixed grid of its Interval, measured from each
-// invocation's start, however long the invocations take (compat: timers-sharp).
-func Sharp() TimerOption {
-	return timerOption(func(s *handling.Spawning) { s.Sharp = true })
+// invocation's start, however long the invocations take (compat:
+// timers-sharp). It fits timers only.
+func Sharp() SpawnOption {
+	return spawnOption(func(s *handling.Spawning) { s.Sharp = true })
 }
 
 // Daemon registers a daemon: fn runs in a goroutine of its own for each
@@ -143,13 +130,8 @@ func Sharp() TimerOption {
 // restarts; to be called again, return kopfgo.Temporary(err, delay). Errors
 // are handled as for any handler: retried after the Backoff, or not, per the
 // Errors mode, Retries and Timeout (compat: daemons-errors).
-func (op *Operator) Daemon(resource string, fn SpawnFunc, opts ...DaemonOption) {
-	op.reg.AddSpawning(handling.SpawnRegistration{Resource: resource, Kind: handling.KindDaemon, Fn: fn,
-		Configure: func(s *handling.Spawning) {
-			for _, o := range opts {
-				o.applyDaemon(s)
-			}
-		}})
+func (r Registrar) Daemon(resource string, fn SpawnFunc, opts ...SpawnOption) {
+	r.spawn(handling.KindDaemon, resource, fn, nil, opts)
 }
 
 // Timer registers a timer: fn is called for each matching object on a
@@ -160,21 +142,17 @@ func (op *Operator) Daemon(resource string, fn SpawnFunc, opts ...DaemonOption) 
 // permanent error stops the timer for this object until the operator
 // restarts. Timers hold the finalizer as daemons do, and are stopped the
 // same way (without CancellationBackoff or CancellationTimeout).
-func (op *Operator) Timer(resource string, fn SpawnFunc, opts ...TimerOption) {
-	op.reg.AddSpawning(handling.SpawnRegistration{Resource: resource, Kind: handling.KindTimer, Fn: fn,
+func (r Registrar) Timer(resource string, fn SpawnFunc, opts ...SpawnOption) {
+	r.spawn(handling.KindTimer, resource, fn, nil, opts)
+}
+
+// spawn registers a daemon or a timer; named is the user's function when fn
+// adapts it (typed daemons and timers).
+func (r Registrar) spawn(kind handling.SpawnKind, resource string, fn SpawnFunc, named any, opts []SpawnOption) {
+	r.op.reg.AddSpawning(handling.SpawnRegistration{Resource: resource, Kind: kind, Fn: fn, Named: named,
 		Configure: func(s *handling.Spawning) {
 			for _, o := range opts {
-				o.applyTimer(s)
+				o.applySpawn(s)
 			}
 		}})
-}
-
-// Daemon registers a daemon on the default operator; see Operator.Daemon.
-func Daemon(resource string, fn SpawnFunc, opts ...DaemonOption) {
-	defaultOperator.Daemon(resource, fn, opts...)
-}
-
-// Timer registers a timer on the default operator; see Operator.Timer.
-func Timer(resource string, fn SpawnFunc, opts ...TimerOption) {
-	defaultOperator.Timer(resource, fn, opts...)
 }

@@ -6,9 +6,9 @@
 //
 // # Getting started
 //
-//	func init() {
-//		kopfgo.On.Create("kopfexamples.kopf.dev", createFn, kopfgo.Retries(5))
-//		kopfgo.On.Field("kopfexamples", "spec.field", fieldFn)
+//	func Register(r kopfgo.Registrar) {
+//		r.Create("kopfexamples.kopf.dev", createFn, kopfgo.Retries(5))
+//		r.Field("kopfexamples", "spec.field", fieldFn)
 //	}
 //
 //	func createFn(ctx context.Context, c *kopfgo.Change) (any, error) {
@@ -16,10 +16,14 @@
 //		return map[string]any{"message": "hello world"}, nil // status.createFn
 //	}
 //
-// Run it with `kopfgo run ./path/to/pkg`, or give your own binary the same
-// command line with kopfgo.Main. An embedded operator is kopfgo.New(opts),
-// registered with op.On… and run with op.Run(ctx), which blocks until ctx
-// ends and owns every goroutine it starts.
+// Run it with `kopfgo run ./path/to/pkg`, which calls the package's
+// Register with the default operator's Registrar, kopfgo.On; or give your
+// own binary the same command line with kopfgo.Main after calling
+// Register(kopfgo.On). An embedded operator is kopfgo.New(opts), registered
+// with Register(op.On) and run with op.Run(ctx), which blocks until ctx
+// ends and owns every goroutine it starts. Registering in init() on
+// kopfgo.On works too, but then merely importing the package (for its
+// types, say) registers its handlers in whatever binary imports it.
 //
 // # Handlers
 //
@@ -36,10 +40,11 @@
 //
 // # Typed handlers and clients
 //
-// OnCreate, OnUpdate, OnDelete, OnResume and OnField register handlers
-// that receive the object decoded into a Go type (a client-go typed object
-// or a struct with JSON tags): TypedChange and FieldChange; Decode does the
-// same for any handler. ClientsFrom(ctx) gives every handler the operator's
+// OnCreate, OnUpdate, OnDelete, OnResume, OnField, OnEvent, OnDaemon,
+// OnTimer and OnTypedIndex register handlers that receive the object
+// decoded into a Go type (a client-go typed object or a struct with JSON
+// tags): TypedChange, FieldChange, TypedEvent, TypedSpawn, TypedObject;
+// Decode does the same for any handler. ClientsFrom(ctx) gives every handler the operator's
 // typed clientset, dynamic client and REST config, built once per run.
 // FromLogr, FromZap, Logr and Zap connect the operator's slog loggers with
 // logr and zap; package kopfgotest is the test kit.
@@ -58,14 +63,14 @@
 // When, WhenChange) restrict any handler to matching objects; objects that
 // no changing handler matches get nothing stored on them. On.Event sees
 // every raw watch event, keeping no state. Execute and Subhandler split a
-// changing handler into sub-handlers with progress of their own. NewIndex
+// changing handler into sub-handlers with progress of their own. OnIndex
 // keeps a typed in-memory index of a resource's objects, complete before any
 // handler runs. Memo holds per-object and per-operator state in memory.
 //
 // # Daemons and timers
 //
-// Daemon runs a function in a goroutine per object for as long as the
-// object exists; Timer calls one per object on a schedule. Both receive a
+// On.Daemon runs a function in a goroutine per object for as long as the
+// object exists; On.Timer calls one per object on a schedule. Both receive a
 // Spawn, whose Stopped, Sleep and ctx tell them to stop: stopping is
 // cooperative, bounded by CancellationTimeout and Settings.Background, and
 // the object keeps the operator's finalizer until they have exited.

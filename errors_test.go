@@ -17,7 +17,7 @@ import (
 // handlers run before anything touches a cluster, so none is needed.
 func TestRetriesAndTimeoutEndWithTheirErrors(t *testing.T) {
 	boom := errors.New("boom")
-	run := func(t *testing.T, opts ...kopfgo.ActivityOption) error {
+	run := func(t *testing.T, opts ...kopfgo.HandlerOption) error {
 		t.Helper()
 		op := kopfgo.New(kopfgo.Options{Logger: slog.New(slog.DiscardHandler)})
 		op.On.Startup(func(ctx context.Context, a *kopfgo.Activity) error {

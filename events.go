@@ -100,7 +100,7 @@ func bodyOf(obj any) any {
 			return o.Body
 		}
 	case typedArg:
-		return bodyOf(o.untyped())
+		return bodyOf(o.object())
 	case []any:
 		out := make([]any, len(o))
 		for i, x := range o {

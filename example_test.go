@@ -37,6 +37,33 @@ func Example() {
 	// <nil>
 }
 
+// Register is how a package of handlers registers them: on the Registrar it
+// is given, not on a global operator, so that importing the package (for
+// its types, say) registers nothing. `kopfgo run ./pkg` calls it with
+// kopfgo.On; a program with an operator of its own, or a test, calls it with
+// op.On, as many times as it makes operators.
+func Register(r kopfgo.Registrar) {
+	r.Create("kopfexamples", createFn)
+	r.Field("kopfexamples", "spec.field", updateFn)
+	r.Timer("kopfexamples", func(ctx context.Context, s *kopfgo.Spawn) (any, error) {
+		return nil, nil
+	}, kopfgo.ID("ping"), kopfgo.Interval(time.Minute))
+}
+
+func ExampleRegistrar() {
+	op := kopfgo.New(quiet)
+	Register(op.On)
+	fmt.Println(op.Err())
+
+	other := kopfgo.New(quiet)
+	Register(other.On)
+	Register(other.On) // twice on one operator: every handler is a duplicate
+	fmt.Println(errors.Is(other.Err(), kopfgo.ErrRegistration))
+	// Output:
+	// <nil>
+	// true
+}
+
 // Err (and Run) report every registration mistake at once, each naming
 // the handler and saying how to fix it.
 func ExampleOperator_Err() {
@@ -157,9 +184,9 @@ func ExampleSubhandler() {
 // An index maps keys to the values its function gives for each object; it
 // is complete, from the initial listings, before any handler runs, and
 // handlers read it by closing over it. Index names are unique per operator.
-func ExampleNewIndex() {
+func ExampleOnIndex() {
 	op := kopfgo.New(quiet)
-	podsByApp := kopfgo.NewIndex(op, "v1/pods",
+	podsByApp := kopfgo.OnIndex(op.On, "v1/pods",
 		func(ctx context.Context, o *kopfgo.Object) (map[string]string, error) {
 			return map[string]string{o.Labels["app"]: o.Name}, nil
 		}, kopfgo.ID("pods_by_app"), kopfgo.Labels{"app": kopfgo.Present})
@@ -168,14 +195,14 @@ func ExampleNewIndex() {
 	}, kopfgo.ID("report_pods"))
 	fmt.Println(op.Err(), podsByApp.Len())
 
-	kopfgo.NewIndex(op, "v1/services", func(ctx context.Context, o *kopfgo.Object) (map[string]bool, error) {
+	kopfgo.OnIndex(op.On, "v1/services", func(ctx context.Context, o *kopfgo.Object) (map[string]bool, error) {
 		return nil, nil
 	}, kopfgo.ID("pods_by_app"))
 	err := op.Err().Error()
 	fmt.Println(err[strings.LastIndex(err, "duplicate"):])
 	// Output:
 	// <nil> 0
-	// duplicate id "pods_by_app" (also NewIndex("v1/pods") indexer "pods_by_app" (github.com/kopfgo/kopfgo_test.ExampleNewIndex.func1)); give one of them another kopfgo.ID
+	// duplicate id "pods_by_app" (also OnIndex("v1/pods") indexer "pods_by_app" (github.com/kopfgo/kopfgo_test.ExampleOnIndex.func1)); give one of them another kopfgo.ID
 }
 
 // Memo keeps in-memory state per object and per operator; MemoValue reads
@@ -193,7 +220,7 @@ func ExampleMemoValue() {
 // Daemons run a function per object for as long as the object exists;
 // timers call one per object on a schedule. Both stop when asked: Stopped,
 // Sleep and the ctx tell them.
-func ExampleOperator_Daemon() {
+func ExampleRegistrar_Daemon() {
 	monitor := func(ctx context.Context, s *kopfgo.Spawn) (any, error) {
 		for !s.Stopped() {
 			s.Logger.Info("checking", "name", s.Name)
@@ -202,9 +229,9 @@ func ExampleOperator_Daemon() {
 		return nil, nil
 	}
 	op := kopfgo.New(quiet)
-	op.Daemon("kopfexamples", monitor, kopfgo.ID("monitor"), kopfgo.CancellationBackoff(5*time.Second))
-	op.Timer("kopfexamples", monitor, kopfgo.ID("ping"), kopfgo.Interval(time.Minute), kopfgo.Sharp())
-	op.Timer("kopfexamples", monitor, kopfgo.ID("idle"))
+	op.On.Daemon("kopfexamples", monitor, kopfgo.ID("monitor"), kopfgo.CancellationBackoff(5*time.Second))
+	op.On.Timer("kopfexamples", monitor, kopfgo.ID("ping"), kopfgo.Interval(time.Minute), kopfgo.Sharp())
+	op.On.Timer("kopfexamples", monitor, kopfgo.ID("idle"))
 	err := op.Err().Error()
 	fmt.Println(err[strings.LastIndex(err, ": ")+2:])
 	// Output:

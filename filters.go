@@ -40,59 +40,57 @@ const (
 // CommonOption fits every handler kind, activities included: ID and Param.
 type CommonOption interface {
 	HandlerOption
-	EventOption
-	AdmissionOption
+	FilterOption
 }
 
 type commonOption func(*handling.Handler)
 
-func (o commonOption) applyChange(h *handling.Handler)   { o(h) }
-func (o commonOption) applyDelete(h *handling.Handler)   { o(h) }
-func (o commonOption) applyResume(h *handling.Handler)   { o(h) }
-func (o commonOption) applyEvent(h *handling.Handler)    { o(h) }
-func (o commonOption) applyIndex(h *handling.Handler)    { o(h) }
-func (o commonOption) applyActivity(h *handling.Handler) { o(h) }
+func (o commonOption) applyChange(h *handling.Handler)             { o(h) }
+func (o commonOption) applyEvent(h *handling.Handler)              { o(h) }
+func (o commonOption) applyIndex(h *handling.Handler)              { o(h) }
+func (o commonOption) applyActivity(h *handling.Handler)           { o(h) }
+func (o commonOption) applySpawn(s *handling.Spawning)             { o(&s.Handler) }
+func (o commonOption) applyAdmission(h *handling.AdmissionHandler) { o(&h.Handler) }
 
 // FilterOption fits every handler of resources (not the activities, which
-// have no object): Field, Value, When.
+// have no object): Labels, Annotations, Field, Value, When. Event handlers
+// take FilterOptions only (ID and Param are CommonOptions, which are
+// FilterOptions too).
 type FilterOption interface {
 	ChangeOption
-	DeleteOption
-	ResumeOption
-	EventOption
+	SpawnOption
 	IndexOption
-	DaemonOption
-	TimerOption
 	AdmissionOption
+	applyEvent(*handling.Handler)
 }
 
 type filterOption func(*handling.Handler)
 
-func (o filterOption) applyChange(h *handling.Handler) { o(h) }
-func (o filterOption) applyDelete(h *handling.Handler) { o(h) }
-func (o filterOption) applyResume(h *handling.Handler) { o(h) }
-func (o filterOption) applyEvent(h *handling.Handler)  { o(h) }
-func (o filterOption) applyIndex(h *handling.Handler)  { o(h) }
+func (o filterOption) applyChange(h *handling.Handler)             { o(h) }
+func (o filterOption) applyEvent(h *handling.Handler)              { o(h) }
+func (o filterOption) applyIndex(h *handling.Handler)              { o(h) }
+func (o filterOption) applySpawn(s *handling.Spawning)             { o(&s.Handler) }
+func (o filterOption) applyAdmission(h *handling.AdmissionHandler) { o(&h.Handler) }
 
 // Labels requires labels: each key with an exact string value, Present,
 // Absent, or a func(v any) bool callback (v is the label's string value, or
-// nil when the label is absent). It fits every handler kind.
+// nil when the label is absent). It fits every handler kind of resources.
 type Labels map[string]any
 
-func (l Labels) applyChange(h *handling.Handler) { h.Filters.AddLabels(l) }
-func (l Labels) applyDelete(h *handling.Handler) { h.Filters.AddLabels(l) }
-func (l Labels) applyResume(h *handling.Handler) { h.Filters.AddLabels(l) }
-func (l Labels) applyEvent(h *handling.Handler)  { h.Filters.AddLabels(l) }
-func (l Labels) applyIndex(h *handling.Handler)  { h.Filters.AddLabels(l) }
+func (l Labels) applyChange(h *handling.Handler)             { h.Filters.AddLabels(l) }
+func (l Labels) applyEvent(h *handling.Handler)              { h.Filters.AddLabels(l) }
+func (l Labels) applyIndex(h *handling.Handler)              { h.Filters.AddLabels(l) }
+func (l Labels) applySpawn(s *handling.Spawning)             { s.Filters.AddLabels(l) }
+func (l Labels) applyAdmission(h *handling.AdmissionHandler) { h.Filters.AddLabels(l) }
 
 // Annotations requires annotations, as Labels requires labels.
 type Annotations map[string]any
 
-func (a Annotations) applyChange(h *handling.Handler) { h.Filters.AddAnnotations(a) }
-func (a Annotations) applyDelete(h *handling.Handler) { h.Filters.AddAnnotations(a) }
-func (a Annotations) applyResume(h *handling.Handler) { h.Filters.AddAnnotations(a) }
-func (a Annotations) applyEvent(h *handling.Handler)  { h.Filters.AddAnnotations(a) }
-func (a Annotations) applyIndex(h *handling.Handler)  { h.Filters.AddAnnotations(a) }
+func (a Annotations) applyChange(h *handling.Handler)             { h.Filters.AddAnnotations(a) }
+func (a Annotations) applyEvent(h *handling.Handler)              { h.Filters.AddAnnotations(a) }
+func (a Annotations) applyIndex(h *handling.Handler)              { h.Filters.AddAnnotations(a) }
+func (a Annotations) applySpawn(s *handling.Spawning)             { s.Filters.AddAnnotations(a) }
+func (a Annotations) applyAdmission(h *handling.AdmissionHandler) { h.Filters.AddAnnotations(a) }
 
 // Field names the field (a dotted path, "spec.size") that Value, Old and
 // New check. Alone, it requires the field to be present. On update handlers
@@ -120,28 +118,19 @@ func Value(v any) FilterOption {
 	return filterOption(func(h *handling.Handler) { h.Filters.SetValue(v) })
 }
 
-// UpdateFilterOption fits update and field handlers only: OldValue and
-// NewValue.
-// Other create-like handlers accept it at compile time, since they share
-// ChangeOption, and reject it at registration.
-type UpdateFilterOption interface{ ChangeOption }
-
-type updateFilterOption func(*handling.Handler)
-
-func (o updateFilterOption) applyChange(h *handling.Handler) { o(h) }
-
 // OldValue checks the Field's value before the change (Absent when it was
 // not there): an exact value, Present, Absent or a callback; Kopf's old=.
 // The handler runs only when the value changes. It fits update and field
-// handlers (compat: filters-old-new), and excludes Value.
-func OldValue(v any) UpdateFilterOption {
-	return updateFilterOption(func(h *handling.Handler) { h.Filters.SetOld(v) })
+// handlers only (compat: filters-old-new): on other changing handlers it is
+// a registration error. It excludes Value.
+func OldValue(v any) ChangeOption {
+	return changeOption(func(h *handling.Handler) { h.Filters.SetOld(v) })
 }
 
 // NewValue checks the Field's value after the change, as OldValue checks it
 // before; Kopf's new=.
-func NewValue(v any) UpdateFilterOption {
-	return updateFilterOption(func(h *handling.Handler) { h.Filters.SetNew(v) })
+func NewValue(v any) ChangeOption {
+	return changeOption(func(h *handling.Handler) { h.Filters.SetNew(v) })
 }
 
 // When requires fn to hold for the object; it runs after every other filter has
@@ -151,24 +140,11 @@ func When(fn func(o *Object) bool) FilterOption {
 	return filterOption(func(h *handling.Handler) { h.Filters.AddWhen(fn) })
 }
 
-// ChangeFilterOption fits the resource-changing handlers: WhenChange.
-type ChangeFilterOption interface {
-	ChangeOption
-	DeleteOption
-	ResumeOption
-}
-
-type changeFilterOption func(*handling.Handler)
-
-func (o changeFilterOption) applyChange(h *handling.Handler) { o(h) }
-func (o changeFilterOption) applyDelete(h *handling.Handler) { o(h) }
-func (o changeFilterOption) applyResume(h *handling.Handler) { o(h) }
-
 // WhenChange requires fn to hold for the change being handled: Reason, Old,
 // New and Diff are those of the whole object (compat: filters-when). It fits
 // resource-changing handlers.
-func WhenChange(fn func(c *Change) bool) ChangeFilterOption {
-	return changeFilterOption(func(h *handling.Handler) { h.Filters.AddWhenChange(fn) })
+func WhenChange(fn func(c *Change) bool) ChangeOption {
+	return changeOption(func(h *handling.Handler) { h.Filters.AddWhenChange(fn) })
 }
 
 // AllOf holds when every fn holds (true for none). It combines value
@@ -212,15 +188,3 @@ func NoneOf[T any](fns ...func(T) bool) func(T) bool {
 func Not[T any](fn func(T) bool) func(T) bool {
 	return func(v T) bool { return !fn(v) }
 }
-
-// Daemons and timers take the common options and the object filters: they
-// run while the object matches and stop (ErrFiltersMismatch) when it does
-// not (compat: daemons-filters, timers-filters).
-func (o commonOption) applyDaemon(s *handling.Spawning) { o(&s.Handler) }
-func (o commonOption) applyTimer(s *handling.Spawning)  { o(&s.Handler) }
-func (o filterOption) applyDaemon(s *handling.Spawning) { o(&s.Handler) }
-func (o filterOption) applyTimer(s *handling.Spawning)  { o(&s.Handler) }
-func (l Labels) applyDaemon(s *handling.Spawning)       { s.Filters.AddLabels(l) }
-func (l Labels) applyTimer(s *handling.Spawning)        { s.Filters.AddLabels(l) }
-func (a Annotations) applyDaemon(s *handling.Spawning)  { s.Filters.AddAnnotations(a) }
-func (a Annotations) applyTimer(s *handling.Spawning)   { s.Filters.AddAnnotations(a) }

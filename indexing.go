@@ -26,8 +26,6 @@ type IndexFunc[K comparable, V any] = indexing.Func[K, V]
 // Backoff, Timeout, and the filters.
 type IndexOption interface{ applyIndex(*handling.Handler) }
 
-func (o handlerOption) applyIndex(h *handling.Handler) { o(h) }
-
 // indexOnly is an option that fits indices only.
 type indexOnly func(*handling.Handler)
 
@@ -41,13 +39,18 @@ func (o indexOnly) applyIndex(h *handling.Handler) { o(h) }
 // another shard. Without sharding every index sees every object anyway.
 func Global() IndexOption { return indexOnly(func(h *handling.Handler) { h.Global = true }) }
 
-// NewIndex registers an index of the resource's objects on op (use
-// kopfgo.Default() for the operator kopfgo run runs) and returns it; Go
-// methods cannot have type parameters, so this is a function rather than
-// op.Index. Handlers use the index by closing over it:
+// OnIndex registers an index of the resource's objects on r (kopfgo.On,
+// op.On, or the Registrar a package's Register gets) and returns it. It is
+// the Registrar's On.Index, written as a function because Go methods cannot
+// have type parameters. Handlers use the index by closing over it:
 //
-//	var podsByParent = kopfgo.NewIndex(kopfgo.Default(), "v1/pods", byParent,
-//		kopfgo.Labels{"parent": kopfgo.Present})
+//	var podsByParent *kopfgo.Index[string, string]
+//
+//	func Register(r kopfgo.Registrar) {
+//		podsByParent = kopfgo.OnIndex(r, "v1/pods", byParent,
+//			kopfgo.Labels{"parent": kopfgo.Present})
+//		r.Create("kopfexamples", createFn)
+//	}
 //
 //	func byParent(ctx context.Context, o *kopfgo.Object) (map[string]string, error) {
 //		return map[string]string{o.Labels["parent"]: o.Name}, nil
@@ -66,14 +69,19 @@ func Global() IndexOption { return indexOnly(func(h *handling.Handler) { h.Globa
 // excludes the object for the error's delay (or Backoff), after which its
 // next event indexes it again. Retries and Timeout, counted from the first
 // failure, make a temporary exclusion permanent; a success resets them.
-func NewIndex[K comparable, V any](op *Operator, resource string, fn IndexFunc[K, V], opts ...IndexOption) *Index[K, V] {
-	ix, runner, _ := indexing.Register(op.reg, resource, fn, func(h *handling.Handler) {
+func OnIndex[K comparable, V any](r Registrar, resource string, fn IndexFunc[K, V], opts ...IndexOption) *Index[K, V] {
+	return index(r, resource, fn, nil, opts)
+}
+
+// index registers fn, or the typed function named that fn adapts.
+func index[K comparable, V any](r Registrar, resource string, fn IndexFunc[K, V], named any, opts []IndexOption) *Index[K, V] {
+	ix, runner, _ := indexing.RegisterAdapted(r.op.reg, resource, fn, named, func(h *handling.Handler) {
 		for _, o := range opts {
 			o.applyIndex(h)
 		}
-	}) // its mistakes are kept in op.reg for Run
-	op.mu.Lock()
-	defer op.mu.Unlock()
-	op.indexers = append(op.indexers, runner)
+	}) // its mistakes are kept in the registry for Run
+	r.op.mu.Lock()
+	defer r.op.mu.Unlock()
+	r.op.indexers = append(r.op.indexers, runner)
 	return ix
 }

@@ -25,7 +25,14 @@ import (
 // -d/--debug, -q/--quiet, --log-format plain|full|json, --log-prefix and
 // --no-log-prefix, --log-refkey, plus --kubeconfig and --context; each can
 // also be given as a KOPF_RUN_* environment variable, as in Kopf (see
-// --help). `kopfgo run ./pkg` builds a main that calls Main.
+// --help). `kopfgo run ./pkg` builds a main that calls the packages'
+// Register functions with On and then Main; a main of your own does the
+// same:
+//
+//	func main() {
+//		handlers.Register(kopfgo.On)
+//		kopfgo.Main()
+//	}
 //
 // The first SIGINT or SIGTERM stops the operator gracefully; a second one
 // exits at once. The exit code is 0 after a clean stop, 1 if the operator

@@ -75,8 +75,8 @@ type Options struct {
 // with New; register handlers with op.On…; run it with Run. Constructing and
 // registering start nothing.
 type Operator struct {
-	// On registers resource-changing handlers on this operator. Do not
-	// reassign it.
+	// On is the operator's Registrar: op.On.Create(…), or, for the
+	// handlers of a package, mypkg.Register(op.On). Do not reassign it.
 	On Registrar
 
 	opts    Options
@@ -130,7 +130,9 @@ var defaultOperator = New(Options{})
 // `kopfgo run` runs.
 func Default() *Operator { return defaultOperator }
 
-// On registers handlers on the default operator.
+// On is the default operator's Registrar, which `kopfgo run` passes to the
+// packages' Register functions. Registering on it in init() works, but
+// then importing the package registers its handlers in any binary.
 var On = defaultOperator.On
 
 // Err returns the registration errors collected so far, or nil.
@@ -428,7 +430,20 @@ func (op *Operator) builtinLogin(ctx context.Context, authLog *slog.Logger, logi
 	return cfg, nil
 }
 
-// Registrar registers resource-changing handlers on an operator.
+// Registrar registers handlers of every kind on one operator: the methods
+// for the kinds (Create, Update, Delete, Resume, Field, Event, Daemon,
+// Timer, the activities, Validate, Mutate), and the generic functions that
+// take it first (OnIndex and the typed OnCreate, OnDaemon, …). A package
+// registers its handlers in a function of its own,
+//
+//	func Register(r kopfgo.Registrar) {
+//		r.Create("kopfexamples", createFn)
+//		r.Timer("kopfexamples", pingFn, kopfgo.Interval(time.Minute))
+//	}
+//
+// which `kopfgo run` and `kopfgo build` call with kopfgo.On, and programs
+// and tests with the On of operators of their own. It is a small value:
+// pass it by value.
 type Registrar struct{ op *Operator }
 
 // Change is the argument of create, update, delete, resume and field handlers.
@@ -463,21 +478,13 @@ func (r Registrar) add(resource string, reason causes.Reason, field string, isFi
 
 // Create registers a handler for objects that have never been handled.
 func (r Registrar) Create(resource string, fn ChangeFunc, opts ...ChangeOption) {
-	r.add(resource, causes.Create, "", false, fn, func(h *handling.Handler) {
-		for _, o := range opts {
-			o.applyChange(h)
-		}
-	})
+	r.add(resource, causes.Create, "", false, fn, changeConfig(opts))
 }
 
 // Update registers a handler for essential changes of an object since it was
 // last handled: spec, labels, annotations; not status.
 func (r Registrar) Update(resource string, fn ChangeFunc, opts ...ChangeOption) {
-	r.add(resource, causes.Update, "", false, fn, func(h *handling.Handler) {
-		for _, o := range opts {
-			o.applyChange(h)
-		}
-	})
+	r.add(resource, causes.Update, "", false, fn, changeConfig(opts))
 }
 
 // Field registers a handler for changes of the field (a dotted path such as
@@ -489,30 +496,18 @@ func (r Registrar) Update(resource string, fn ChangeFunc, opts ...ChangeOption) 
 // Settings.Handling.FieldHandlersOnUpdatesOnly keeps them to updates, as
 // Kopf's manual says.
 func (r Registrar) Field(resource, field string, fn ChangeFunc, opts ...ChangeOption) {
-	r.add(resource, causes.Update, field, true, fn, func(h *handling.Handler) {
-		for _, o := range opts {
-			o.applyChange(h)
-		}
-	})
+	r.add(resource, causes.Update, field, true, fn, changeConfig(opts))
 }
 
 // Delete registers a handler for objects being deleted. Unless Optional, it
 // makes the operator put its finalizer on matching objects, so that deletion
 // waits for the handler.
-func (r Registrar) Delete(resource string, fn ChangeFunc, opts ...DeleteOption) {
-	r.add(resource, causes.Delete, "", false, fn, func(h *handling.Handler) {
-		for _, o := range opts {
-			o.applyDelete(h)
-		}
-	})
+func (r Registrar) Delete(resource string, fn ChangeFunc, opts ...ChangeOption) {
+	r.add(resource, causes.Delete, "", false, fn, changeConfig(opts))
 }
 
 // Resume registers a handler for objects found, already handled, when the
 // operator starts: it runs once per object per operator process.
-func (r Registrar) Resume(resource string, fn ChangeFunc, opts ...ResumeOption) {
-	r.add(resource, causes.Resume, "", false, fn, func(h *handling.Handler) {
-		for _, o := range opts {
-			o.applyResume(h)
-		}
-	})
+func (r Registrar) Resume(resource string, fn ChangeFunc, opts ...ChangeOption) {
+	r.add(resource, causes.Resume, "", false, fn, changeConfig(opts))
 }

@@ -1,11 +1,16 @@
 package kopfgo_test
 
 import (
+	"context"
+	"errors"
 	"os"
 	"os/exec"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/kopfgo/kopfgo"
 )
 
 // TestOptionsFitTheirHandlerKinds checks that options are typed per handler
@@ -39,5 +44,62 @@ func TestSpawningOptionsFitTheirHandlerKinds(t *testing.T) {
 	}
 	if marked < 10 {
 		t.Fatalf("only %d misfit lines found", marked)
+	}
+}
+
+// Within a family of handler kinds, the options share one type, so an
+// option of one kind only compiles on its siblings: it is a registration
+// error, naming the handler and saying what to do, from Err and Run.
+func TestMisfitsWithinAFamilyAreRegistrationErrors(t *testing.T) {
+	spawn := func(ctx context.Context, s *kopfgo.Spawn) (any, error) { return nil, nil }
+	for _, tt := range []struct {
+		name     string
+		register func(r kopfgo.Registrar)
+		want     string
+	}{
+		{"optional on create", func(r kopfgo.Registrar) { r.Create("kex", namedChange, kopfgo.Optional()) },
+			`On.Create("kex") handler github.com/kopfgo/kopfgo_test.namedChange: kopfgo.Optional fits delete handlers only`},
+		{"optional on resume", func(r kopfgo.Registrar) { r.Resume("kex", namedChange, kopfgo.Optional()) },
+			`On.Resume("kex") handler github.com/kopfgo/kopfgo_test.namedChange: kopfgo.Optional fits delete handlers only`},
+		{"deleted on create", func(r kopfgo.Registrar) { r.Create("kex", namedChange, kopfgo.Deleted()) },
+			`On.Create("kex") handler github.com/kopfgo/kopfgo_test.namedChange: kopfgo.Deleted fits resume handlers only`},
+		{"deleted on field", func(r kopfgo.Registrar) { r.Field("kex", "spec.x", namedChange, kopfgo.Deleted()) },
+			`On.Field("kex") handler github.com/kopfgo/kopfgo_test.namedChange: kopfgo.Deleted fits resume handlers only`},
+		{"old value on delete", func(r kopfgo.Registrar) {
+			r.Delete("kex", namedChange, kopfgo.Field("spec.x"), kopfgo.OldValue("x"))
+		}, `On.Delete("kex") handler github.com/kopfgo/kopfgo_test.namedChange: `},
+		{"new value on resume", func(r kopfgo.Registrar) {
+			r.Resume("kex", namedChange, kopfgo.Field("spec.x"), kopfgo.NewValue("x"))
+		}, `On.Resume("kex") handler github.com/kopfgo/kopfgo_test.namedChange: `},
+		{"interval on a daemon", func(r kopfgo.Registrar) { r.Daemon("kex", namedSpawn, kopfgo.Interval(time.Second)) },
+			`On.Daemon("kex") handler github.com/kopfgo/kopfgo_test.namedSpawn: Interval, Idle and Sharp fit timers only`},
+		{"idle on a typed daemon", func(r kopfgo.Registrar) { kopfgo.OnDaemon(r, "kex", namedTypedSpawn, kopfgo.Idle(time.Second)) },
+			`On.Daemon("kex") handler github.com/kopfgo/kopfgo_test.namedTypedSpawn: Interval, Idle and Sharp fit timers only`},
+		{"sharp on a daemon", func(r kopfgo.Registrar) { r.Daemon("kex", spawn, kopfgo.ID("d"), kopfgo.Sharp()) },
+			`On.Daemon("kex") handler "d" (github.com/kopfgo/kopfgo_test.TestMisfitsWithinAFamilyAreRegistrationErrors.func1): Interval, Idle and Sharp fit timers only`},
+		{"cancellation on a timer", func(r kopfgo.Registrar) {
+			r.Timer("kex", namedSpawn, kopfgo.Interval(time.Second), kopfgo.CancellationTimeout(time.Second))
+		}, `On.Timer("kex") handler github.com/kopfgo/kopfgo_test.namedSpawn: CancellationBackoff, CancellationTimeout and CancellationPolling fit daemons only`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			op := kopfgo.New(kopfgo.Options{})
+			tt.register(op.On)
+			err := op.Err()
+			if !errors.Is(err, kopfgo.ErrRegistration) || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("Err = %v\nwant an ErrRegistration with %q", err, tt.want)
+			}
+			if n := strings.Count(err.Error(), "\n") + 1; n != 1 {
+				t.Errorf("%d errors, want one:\n%v", n, err)
+			}
+		})
+	}
+	// The same options where they fit are no mistake.
+	op := kopfgo.New(kopfgo.Options{})
+	op.On.Delete("kex", namedChange, kopfgo.Optional())
+	op.On.Resume("kex", namedChange, kopfgo.Deleted())
+	op.On.Daemon("kex", namedSpawn, kopfgo.CancellationBackoff(time.Second), kopfgo.CancellationTimeout(time.Second), kopfgo.CancellationPolling(time.Second))
+	op.On.Timer("kex", spawn, kopfgo.ID("t"), kopfgo.Interval(time.Second), kopfgo.Idle(time.Second), kopfgo.Sharp())
+	if err := op.Err(); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -53,7 +53,7 @@ func init() {
 	op.On.Delete("kex", fn, l, a, f, v, w, id, p, r, kopfgo.Optional(), kopfgo.WhenChange(chg))
 	op.On.Resume("kex", fn, l, a, f, v, w, id, p, r, kopfgo.Deleted(), kopfgo.WhenChange(chg))
 	op.On.Event("kex", efn, l, a, f, v, w, id, p)
-	_ = kopfgo.NewIndex(op, "pods", ifn, l, a, f, v, w, id, p, r, kopfgo.Errors(kopfgo.ErrorsPermanent), kopfgo.Backoff(1))
+	_ = kopfgo.OnIndex(op.On, "pods", ifn, l, a, f, v, w, id, p, r, kopfgo.Errors(kopfgo.ErrorsPermanent), kopfgo.Backoff(1))
 	_ = kopfgo.Subhandler(context.Background(), fn, l, f, kopfgo.OldValue(1), r, id)
 	op.On.Startup(func(ctx context.Context, a *kopfgo.Activity) error { return nil }, id, p, r)
 	op.On.Validate("kex", afn, l, a, f, v, w, id, p, kopfgo.Operations("CREATE"), kopfgo.SubResource("*"), kopfgo.Persistent(true))
@@ -61,16 +61,15 @@ func init() {
 }
 `
 	misfits := map[string]string{
-		"old value on delete":     `op.On.Delete("kex", fn, kopfgo.OldValue("x"))`,
-		"new value on resume":     `op.On.Resume("kex", fn, kopfgo.NewValue("x"))`,
 		"retries on events":       `op.On.Event("kex", efn, kopfgo.Retries(3))`,
 		"errors on events":        `op.On.Event("kex", efn, kopfgo.Errors(kopfgo.ErrorsIgnored))`,
 		"change filter on event":  `op.On.Event("kex", efn, kopfgo.WhenChange(chg))`,
-		"old value on index":      `_ = kopfgo.NewIndex(op, "pods", ifn, kopfgo.OldValue(1))`,
-		"optional on index":       `_ = kopfgo.NewIndex(op, "pods", ifn, kopfgo.Optional())`,
-		"deleted on create":       `op.On.Create("kex", fn, kopfgo.Deleted())`,
+		"old value on index":      `_ = kopfgo.OnIndex(op.On, "pods", ifn, kopfgo.OldValue(1))`,
+		"optional on index":       `_ = kopfgo.OnIndex(op.On, "pods", ifn, kopfgo.Optional())`,
 		"labels on startup":       `op.On.Startup(func(ctx context.Context, a *kopfgo.Activity) error { return nil }, kopfgo.Labels{"a": "b"})`,
 		"forged option":           `op.On.Create("kex", fn, forged{})`,
+		"optional on event":       `op.On.Event("kex", efn, kopfgo.Optional())`,
+		"global on create":        `op.On.Create("kex", fn, kopfgo.Global())`,
 		"retries on validate":     `op.On.Validate("kex", afn, kopfgo.Retries(3))`,
 		"change filter on mutate": `op.On.Mutate("kex", afn, kopfgo.WhenChange(chg))`,
 		"old value on validate":   `op.On.Validate("kex", afn, kopfgo.OldValue(1))`,

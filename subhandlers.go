@@ -57,9 +57,5 @@ func Execute(ctx context.Context, fns map[string]ChangeFunc) error {
 // itself; the rules of Execute apply (compat: handlers-subhandlers). A mistake
 // in the declaration is returned at once.
 func Subhandler(ctx context.Context, fn ChangeFunc, opts ...ChangeOption) error {
-	return handling.Register(ctx, fn, func(h *handling.Handler) {
-		for _, o := range opts {
-			o.applyChange(h)
-		}
-	})
+	return handling.Register(ctx, fn, changeConfig(opts))
 }

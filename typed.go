@@ -46,12 +46,44 @@ type FieldChange[T, V any] struct {
 	keep any
 }
 
-// typedArg is a typed handler's argument, which Adopt, Info and the other
-// helpers taking "the handler's c" accept as they accept a *Change.
-type typedArg interface{ untyped() *Change }
+// TypedSpawn is the argument of a typed daemon or timer: the untyped Spawn
+// (Stopped, Sleep, Live, Patch, …) and its object decoded into T at the
+// start of the invocation, as Spawn.Object is (Live() has the latest body;
+// Decode it for the latest T). Treat Obj as read-only, as TypedChange's.
+type TypedSpawn[T any] struct {
+	*Spawn
+	Obj T
 
-func (c *TypedChange[T]) untyped() *Change    { return c.Change }
-func (c *FieldChange[T, V]) untyped() *Change { return c.Change }
+	keep any
+}
+
+// TypedEvent is the argument of a typed event handler: the untyped
+// WatchEvent (Type, Raw, Patch, …) and the event's object decoded into T.
+type TypedEvent[T any] struct {
+	*WatchEvent
+	Obj T
+
+	keep any
+}
+
+// TypedObject is the argument of a typed indexing function: the untyped
+// Object and the object decoded into T.
+type TypedObject[T any] struct {
+	*Object
+	Obj T
+
+	keep any
+}
+
+// typedArg is a typed handler's argument, which Adopt, Info and the other
+// helpers taking "the handler's c" accept as they accept the untyped one.
+type typedArg interface{ object() *Object }
+
+func (c *TypedChange[T]) object() *Object    { return &c.Object }
+func (c *FieldChange[T, V]) object() *Object { return &c.Object }
+func (s *TypedSpawn[T]) object() *Object     { return &s.Object }
+func (e *TypedEvent[T]) object() *Object     { return &e.Object }
+func (o *TypedObject[T]) object() *Object    { return o.Object }
 
 // TypedChangeFunc is a typed resource-changing handler. Its result goes to
 // status.<handler-id> as an untyped handler's does; a struct is marshalled
@@ -60,6 +92,15 @@ type TypedChangeFunc[T any] func(ctx context.Context, c *TypedChange[T]) (any, e
 
 // FieldChangeFunc is a typed field handler.
 type FieldChangeFunc[T, V any] func(ctx context.Context, c *FieldChange[T, V]) (any, error)
+
+// TypedSpawnFunc is a typed daemon or timer.
+type TypedSpawnFunc[T any] func(ctx context.Context, s *TypedSpawn[T]) (any, error)
+
+// TypedEventFunc is a typed event handler.
+type TypedEventFunc[T any] func(ctx context.Context, e *TypedEvent[T]) (any, error)
+
+// TypedIndexFunc is a typed indexing function (see IndexFunc).
+type TypedIndexFunc[T any, K comparable, V any] func(ctx context.Context, o *TypedObject[T]) (map[K]V, error)
 
 // Typed adapts a typed handler to a ChangeFunc, for the places that take
 // one (Execute, Subhandler, On.Create with an explicit ID). The adapter has
@@ -113,48 +154,96 @@ func TypedField[T, V any](fn FieldChangeFunc[T, V]) ChangeFunc {
 // OnCreate registers a typed create handler on r (kopfgo.On or op.On); the
 // id derives from fn's name as On.Create's does.
 func OnCreate[T any](r Registrar, resource string, fn TypedChangeFunc[T], opts ...ChangeOption) {
-	r.addTyped(resource, causes.Create, "", false, Typed(fn), fn, func(h *handling.Handler) {
-		for _, o := range opts {
-			o.applyChange(h)
-		}
-	})
+	r.addTyped(resource, causes.Create, "", false, Typed(fn), fn, changeConfig(opts))
 }
 
 // OnUpdate registers a typed update handler (see Registrar.Update).
 func OnUpdate[T any](r Registrar, resource string, fn TypedChangeFunc[T], opts ...ChangeOption) {
-	r.addTyped(resource, causes.Update, "", false, Typed(fn), fn, func(h *handling.Handler) {
-		for _, o := range opts {
-			o.applyChange(h)
-		}
-	})
+	r.addTyped(resource, causes.Update, "", false, Typed(fn), fn, changeConfig(opts))
 }
 
 // OnDelete registers a typed delete handler (see Registrar.Delete).
-func OnDelete[T any](r Registrar, resource string, fn TypedChangeFunc[T], opts ...DeleteOption) {
-	r.addTyped(resource, causes.Delete, "", false, Typed(fn), fn, func(h *handling.Handler) {
-		for _, o := range opts {
-			o.applyDelete(h)
-		}
-	})
+func OnDelete[T any](r Registrar, resource string, fn TypedChangeFunc[T], opts ...ChangeOption) {
+	r.addTyped(resource, causes.Delete, "", false, Typed(fn), fn, changeConfig(opts))
 }
 
 // OnResume registers a typed resume handler (see Registrar.Resume).
-func OnResume[T any](r Registrar, resource string, fn TypedChangeFunc[T], opts ...ResumeOption) {
-	r.addTyped(resource, causes.Resume, "", false, Typed(fn), fn, func(h *handling.Handler) {
-		for _, o := range opts {
-			o.applyResume(h)
-		}
-	})
+func OnResume[T any](r Registrar, resource string, fn TypedChangeFunc[T], opts ...ChangeOption) {
+	r.addTyped(resource, causes.Resume, "", false, Typed(fn), fn, changeConfig(opts))
 }
 
 // OnField registers a typed field handler (see Registrar.Field): the field's
 // old and new values are decoded into V.
 func OnField[T, V any](r Registrar, resource, field string, fn FieldChangeFunc[T, V], opts ...ChangeOption) {
-	r.addTyped(resource, causes.Update, field, true, TypedField(fn), fn, func(h *handling.Handler) {
-		for _, o := range opts {
-			o.applyChange(h)
+	r.addTyped(resource, causes.Update, field, true, TypedField(fn), fn, changeConfig(opts))
+}
+
+// OnEvent registers a typed event handler (see Registrar.Event). An event
+// whose object does not decode into T is logged as the handler's error, as
+// event handlers' errors are, and skipped.
+func OnEvent[T any](r Registrar, resource string, fn TypedEventFunc[T], opts ...FilterOption) {
+	r.event(resource, typedEvent(fn), fn, opts)
+}
+
+// OnDaemon registers a typed daemon (see Registrar.Daemon). An object that
+// does not decode into T fails the invocation, retried per the daemon's
+// Errors, Retries and Backoff as any error.
+func OnDaemon[T any](r Registrar, resource string, fn TypedSpawnFunc[T], opts ...SpawnOption) {
+	r.spawn(handling.KindDaemon, resource, typedSpawn(fn), fn, opts)
+}
+
+// OnTimer registers a typed timer (see Registrar.Timer and OnDaemon).
+func OnTimer[T any](r Registrar, resource string, fn TypedSpawnFunc[T], opts ...SpawnOption) {
+	r.spawn(handling.KindTimer, resource, typedSpawn(fn), fn, opts)
+}
+
+// OnTypedIndex registers a typed index (see OnIndex): fn gets the object
+// decoded into T. An object that does not decode is an error of the
+// indexing function, treated per its errors mode as OnIndex says.
+func OnTypedIndex[T any, K comparable, V any](r Registrar, resource string, fn TypedIndexFunc[T, K, V], opts ...IndexOption) *Index[K, V] {
+	return index(r, resource, typedIndex(fn), fn, opts)
+}
+
+func typedIndex[T any, K comparable, V any](fn TypedIndexFunc[T, K, V]) IndexFunc[K, V] {
+	if fn == nil {
+		return nil
+	}
+	return func(ctx context.Context, o *Object) (map[K]V, error) {
+		to := &TypedObject[T]{Object: o}
+		var err error
+		if to.Obj, to.keep, err = decodeBody[T](o.Body); err != nil {
+			return nil, err
 		}
-	})
+		return fn(ctx, to)
+	}
+}
+
+func typedSpawn[T any](fn TypedSpawnFunc[T]) SpawnFunc {
+	if fn == nil {
+		return nil
+	}
+	return func(ctx context.Context, s *Spawn) (any, error) {
+		ts := &TypedSpawn[T]{Spawn: s}
+		var err error
+		if ts.Obj, ts.keep, err = decodeBody[T](s.Body); err != nil {
+			return nil, err
+		}
+		return typedResult(fn(ctx, ts))
+	}
+}
+
+func typedEvent[T any](fn TypedEventFunc[T]) EventFunc {
+	if fn == nil {
+		return nil
+	}
+	return func(ctx context.Context, e *WatchEvent) (any, error) {
+		te := &TypedEvent[T]{WatchEvent: e}
+		var err error
+		if te.Obj, te.keep, err = decodeBody[T](e.Body); err != nil {
+			return nil, err
+		}
+		return typedResult(fn(ctx, te))
+	}
 }
 
 // addTyped registers the adapter under the user's function's name and
@@ -167,13 +256,14 @@ func (r Registrar) addTyped(resource string, reason causes.Reason, field string,
 }
 
 // Decodable is what Decode reads an object from: the argument of a
-// changing handler, a daemon or timer, or an event handler.
+// changing handler, a daemon or timer, an event handler, or an indexing
+// function.
 type Decodable interface {
-	*Change | *Spawn | *WatchEvent
+	*Change | *Spawn | *WatchEvent | *Object
 }
 
 // Decode returns the handler's object decoded into T, for untyped handlers,
-// daemons, timers and event handlers: obj, err := kopfgo.Decode[*MyCR](c).
+// daemons, timers, event handlers and indexing functions: obj, err := kopfgo.Decode[*MyCR](c).
 // It shares the typed handlers' per-pass decoding (see TypedChange).
 func Decode[T any, A Decodable](a A) (T, error) {
 	var body map[string]any
@@ -183,6 +273,8 @@ func Decode[T any, A Decodable](a A) (T, error) {
 	case *Spawn:
 		body = x.Body
 	case *WatchEvent:
+		body = x.Body
+	case *Object:
 		body = x.Body
 	}
 	v, _, err := decodeBody[T](body)

@@ -30,17 +30,21 @@ const (
 	EventDeleted  = handlers.EventDeleted
 )
 
-// EventOption configures an event handler: ID, Param and the filters.
-type EventOption interface{ applyEvent(*handling.Handler) }
-
 // Event registers a handler for every watch event of the resource's objects,
 // the initial listing included (compat: handlers-event, handlers-event-relist).
 // Nothing is stored on the objects for it: no progress, no retries, no
 // diff-base; it must be idempotent, since it runs again for every object
 // whenever the operator starts. Filters that check a field check the object as
 // the event has it.
-func (r Registrar) Event(resource string, fn EventFunc, opts ...EventOption) {
-	r.op.reg.AddEvent(handling.EventRegistration{Resource: resource, Fn: fn, Configure: func(h *handling.Handler) {
+//
+// It takes FilterOptions only: ID, Param and the filters.
+func (r Registrar) Event(resource string, fn EventFunc, opts ...FilterOption) {
+	r.event(resource, fn, nil, opts)
+}
+
+// event registers fn, or the typed function named that fn adapts.
+func (r Registrar) event(resource string, fn EventFunc, named any, opts []FilterOption) {
+	r.op.reg.AddEvent(handling.EventRegistration{Resource: resource, Fn: fn, Named: named, Configure: func(h *handling.Handler) {
 		for _, o := range opts {
 			o.applyEvent(h)
 		}

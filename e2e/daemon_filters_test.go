@@ -22,7 +22,7 @@ func TestDaemonsAndTimersFollowTheirFilters(t *testing.T) {
 	stops := make(chan error, 10)
 	log := embedded(t, ns, func(op *kopfgo.Operator) {
 		cu.register(op)
-		op.Daemon("kopfexamples", func(ctx context.Context, s *kopfgo.Spawn) (any, error) {
+		op.On.Daemon("kopfexamples", func(ctx context.Context, s *kopfgo.Spawn) (any, error) {
 			starts.Add(1)
 			running.Add(1)
 			defer running.Add(-1)
@@ -30,7 +30,7 @@ func TestDaemonsAndTimersFollowTheirFilters(t *testing.T) {
 			stops <- context.Cause(ctx)
 			return nil, nil
 		}, kopfgo.ID("watcher"), kopfgo.Labels{"run": "yes"})
-		op.Timer("kopfexamples", func(ctx context.Context, s *kopfgo.Spawn) (any, error) {
+		op.On.Timer("kopfexamples", func(ctx context.Context, s *kopfgo.Spawn) (any, error) {
 			ticks.Add(1)
 			return nil, nil
 		}, kopfgo.ID("ticker"), kopfgo.Interval(500*time.Millisecond), kopfgo.Annotations{"tick": kopfgo.Present})

@@ -51,7 +51,7 @@ func TestManyDaemons(t *testing.T) {
 	var started, exiting atomic.Int64
 	begin := time.Now()
 	op := startOperator(t, ns, settings, func(op *kopfgo.Operator) {
-		op.Daemon("kopfexamples", func(ctx context.Context, d *kopfgo.Spawn) (any, error) {
+		op.On.Daemon("kopfexamples", func(ctx context.Context, d *kopfgo.Spawn) (any, error) {
 			started.Add(1)
 			for d.Sleep(ctx, time.Minute) {
 			}

@@ -165,7 +165,7 @@ func TestDaemonsAccompanyObjectsUntilDeleted(t *testing.T) {
 	}
 	begin := time.Now()
 	op := startOperator(t, ns, kopfgo.Settings{}, func(op *kopfgo.Operator) {
-		op.Daemon("kopfexamples", monitor, kopfgo.ID("monitor"))
+		op.On.Daemon("kopfexamples", monitor, kopfgo.ID("monitor"))
 	})
 	for i := 1; i <= 3; i++ {
 		name := fmt.Sprintf("pre-%d", i)
@@ -231,8 +231,8 @@ func TestUncooperativeDaemonsAreReportedAndReleased(t *testing.T) {
 	settings.Background.ExitTimeout = 2 * time.Second
 	op := startOperator(t, ns, settings,
 		func(op *kopfgo.Operator) {
-			op.Daemon("kopfexamples", stubborn, kopfgo.ID("stubborn"), kopfgo.CancellationTimeout(time.Second))
-			op.Daemon("kopfexamples", unbounded, kopfgo.ID("unbounded"))
+			op.On.Daemon("kopfexamples", stubborn, kopfgo.ID("stubborn"), kopfgo.CancellationTimeout(time.Second))
+			op.On.Daemon("kopfexamples", unbounded, kopfgo.ID("unbounded"))
 		})
 	createKex(t, ns, kexNamed(t, "a"))
 	createKex(t, ns, kexNamed(t, "b"))
@@ -276,7 +276,7 @@ func TestTimerFiresAboutOncePerSecondPerObject(t *testing.T) {
 		return out, total
 	}
 	startOperator(t, ns, kopfgo.Settings{}, func(op *kopfgo.Operator) {
-		op.Timer("kopfexamples", func(ctx context.Context, tm *kopfgo.Spawn) (any, error) {
+		op.On.Timer("kopfexamples", func(ctx context.Context, tm *kopfgo.Spawn) (any, error) {
 			mu.Lock()
 			counts[tm.Name]++
 			mu.Unlock()
@@ -320,7 +320,7 @@ func TestIdleTimerWaitsForTheObjectToSettle(t *testing.T) {
 		return fired
 	}
 	startOperator(t, ns, kopfgo.Settings{}, func(op *kopfgo.Operator) {
-		op.Timer("kopfexamples", func(ctx context.Context, tm *kopfgo.Spawn) (any, error) {
+		op.On.Timer("kopfexamples", func(ctx context.Context, tm *kopfgo.Spawn) (any, error) {
 			mu.Lock()
 			defer mu.Unlock()
 			fired++
@@ -358,7 +358,7 @@ func TestDaemonRestartsOnTemporaryErrorsAndEndsWhenItReturns(t *testing.T) {
 	}
 	var cu caughtUp
 	register := func(op *kopfgo.Operator) {
-		op.Daemon("kopfexamples", retrying, kopfgo.ID("retrying"))
+		op.On.Daemon("kopfexamples", retrying, kopfgo.ID("retrying"))
 		cu.register(op)
 	}
 	op := startOperator(t, ns, kopfgo.Settings{}, register)
@@ -406,17 +406,17 @@ func TestTimerAndDaemonErrorsModes(t *testing.T) {
 		return n
 	}
 	op := startOperator(t, ns, kopfgo.Settings{}, func(op *kopfgo.Operator) {
-		op.Timer("kopfexamples", func(ctx context.Context, tm *kopfgo.Spawn) (any, error) {
+		op.On.Timer("kopfexamples", func(ctx context.Context, tm *kopfgo.Spawn) (any, error) {
 			if n := note("flaky", tm); tm.Retry < 3 && n <= 4 {
 				return nil, fmt.Errorf("flaky %d", n)
 			}
 			return nil, nil
 		}, kopfgo.ID("flaky"), kopfgo.Interval(4*time.Second), kopfgo.Backoff(time.Second))
-		op.Timer("kopfexamples", func(ctx context.Context, tm *kopfgo.Spawn) (any, error) {
+		op.On.Timer("kopfexamples", func(ctx context.Context, tm *kopfgo.Spawn) (any, error) {
 			note("doomed", tm)
 			return nil, fmt.Errorf("broken")
 		}, kopfgo.ID("doomed"), kopfgo.Interval(time.Second), kopfgo.Errors(kopfgo.ErrorsPermanent))
-		op.Daemon("kopfexamples", func(ctx context.Context, d *kopfgo.Spawn) (any, error) {
+		op.On.Daemon("kopfexamples", func(ctx context.Context, d *kopfgo.Spawn) (any, error) {
 			note("ignored", d)
 			return nil, fmt.Errorf("shrugged off")
 		}, kopfgo.ID("ignored"), kopfgo.Errors(kopfgo.ErrorsIgnored))
@@ -459,7 +459,7 @@ func TestRestartRestartsDaemonsAndNeverTwiceAtOnce(t *testing.T) {
 	}
 	var cu caughtUp
 	register := func(op *kopfgo.Operator) {
-		op.Daemon("kopfexamples", monitor, kopfgo.ID("monitor"))
+		op.On.Daemon("kopfexamples", monitor, kopfgo.ID("monitor"))
 		cu.register(op)
 	}
 	names := []string{"x-1", "x-2", "x-3"}

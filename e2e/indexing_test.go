@@ -65,7 +65,7 @@ func TestIndexIsCompleteBeforeTheFirstHandler(t *testing.T) {
 	opts := kopfgo.Options{Namespaces: []string{ns}}
 	opts.Settings.Execution.MaxWorkers = 1
 	log := embeddedWith(t, opts, func(op *kopfgo.Operator) {
-		pods = kopfgo.NewIndex(op, "v1/pods", podsByParent, kopfgo.Labels{"parent": kopfgo.Present})
+		pods = kopfgo.OnIndex(op.On, "v1/pods", podsByParent, kopfgo.Labels{"parent": kopfgo.Present})
 		op.On.Create("kopfexamples", func(ctx context.Context, c *kopfgo.Change) (any, error) {
 			mu.Lock()
 			defer mu.Unlock()

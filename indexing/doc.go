@@ -14,5 +14,5 @@
 // indices (compat: indices-complete).
 //
 // The root package kopfgo re-exports Index, and registers indices with
-// kopfgo.NewIndex; prefer it.
+// kopfgo.OnIndex and kopfgo.OnTypedIndex; prefer them.
 package indexing

@@ -256,7 +256,7 @@ func TestRegisterNamesTheIndexer(t *testing.T) {
 				}
 				return
 			}
-			if err == nil || !strings.Contains(err.Error(), tt.want) || !strings.Contains(err.Error(), `NewIndex("pods") indexer`) {
+			if err == nil || !strings.Contains(err.Error(), tt.want) || !strings.Contains(err.Error(), `OnIndex("pods") indexer`) {
 				t.Errorf("err = %v, want it to name the indexer and mention %q", err, tt.want)
 			}
 			if index == nil {

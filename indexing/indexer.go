@@ -218,7 +218,14 @@ func keyOf(body map[string]any) objectKey {
 // are returned too, and kept in reg for Run to report. It returns the index
 // handlers read and the indexer as the reactor runs it.
 func Register[K comparable, V any](reg *handling.Registry, resource string, fn Func[K, V], configure func(*handling.Handler)) (*Index[K, V], Runner, error) {
-	spec, err := reg.AddIndex(resource, fn, configure)
+	return RegisterAdapted(reg, resource, fn, nil, configure)
+}
+
+// RegisterAdapted is Register for a function fn that adapts the user's
+// function named (a typed index): the index is named after named, as the
+// adapters of all typed indices share one name. nil named is Register.
+func RegisterAdapted[K comparable, V any](reg *handling.Registry, resource string, fn Func[K, V], named any, configure func(*handling.Handler)) (*Index[K, V], Runner, error) {
+	spec, err := reg.AddIndex(resource, fn, named, configure)
 	ix := newIndexer(spec, fn)
 	return ix.index, ix, err
 }

@@ -11,8 +11,8 @@ import (
 	"github.com/kopfgo/kopfgo"
 )
 
-func init() {
-	kopfgo.On.Create("kopfexamples", createFn, kopfgo.ID("create_fn"))
+func Register(r kopfgo.Registrar) {
+	r.Create("kopfexamples", createFn, kopfgo.ID("create_fn"))
 }
 
 func createFn(ctx context.Context, c *kopfgo.Change) (any, error) {

@@ -26,8 +26,8 @@ type KopfExample struct {
 	} `json:"spec"`
 }
 
-func init() {
-	kopfgo.OnCreate(kopfgo.On, "kopf.dev/v1/kopfexamples", createFn, kopfgo.ID("create_fn"))
+func Register(r kopfgo.Registrar) {
+	kopfgo.OnCreate(r, "kopf.dev/v1/kopfexamples", createFn, kopfgo.ID("create_fn"))
 }
 
 func createFn(ctx context.Context, c *kopfgo.TypedChange[*KopfExample]) (any, error) {

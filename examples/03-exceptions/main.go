@@ -13,14 +13,14 @@ import (
 	"github.com/kopfgo/kopfgo"
 )
 
-func init() {
-	kopfgo.On.Create("kopfexamples", instantFailureWithOnlyAMessage,
+func Register(r kopfgo.Registrar) {
+	r.Create("kopfexamples", instantFailureWithOnlyAMessage,
 		kopfgo.ID("instant_failure_with_only_a_message"))
-	kopfgo.On.Create("kopfexamples", eventualSuccessWithAFewMessages,
+	r.Create("kopfexamples", eventualSuccessWithAFewMessages,
 		kopfgo.ID("eventual_success_with_a_few_messages"))
-	kopfgo.On.Create("kopfexamples", eventualFailureWithTracebacks,
+	r.Create("kopfexamples", eventualFailureWithTracebacks,
 		kopfgo.ID("eventual_failure_with_tracebacks"), kopfgo.Retries(3), kopfgo.Backoff(time.Second))
-	kopfgo.On.Create("kopfexamples", instantFailureWithTraceback,
+	r.Create("kopfexamples", instantFailureWithTraceback,
 		kopfgo.ID("instant_failure_with_traceback"), kopfgo.Errors(kopfgo.ErrorsPermanent), kopfgo.Backoff(time.Second))
 }
 

@@ -13,15 +13,15 @@ import (
 
 const resource = "kopfexamples"
 
-func init() {
-	kopfgo.On.Resume(resource, resumeFn1, kopfgo.ID("resume_fn_1"))
-	kopfgo.On.Create(resource, createFn1, kopfgo.ID("create_fn_1"))
-	kopfgo.On.Resume(resource, resumeFn2, kopfgo.ID("resume_fn_2"))
-	kopfgo.On.Create(resource, createFn2, kopfgo.ID("create_fn_2"))
-	kopfgo.On.Update(resource, updateFn, kopfgo.ID("update_fn"))
-	kopfgo.On.Delete(resource, deleteFn1, kopfgo.ID("delete_fn_1"))
-	kopfgo.On.Delete(resource, deleteFn2, kopfgo.ID("delete_fn_2"))
-	kopfgo.On.Field(resource, "spec.field", fieldFn, kopfgo.ID("field_fn"))
+func Register(r kopfgo.Registrar) {
+	r.Resume(resource, resumeFn1, kopfgo.ID("resume_fn_1"))
+	r.Create(resource, createFn1, kopfgo.ID("create_fn_1"))
+	r.Resume(resource, resumeFn2, kopfgo.ID("resume_fn_2"))
+	r.Create(resource, createFn2, kopfgo.ID("create_fn_2"))
+	r.Update(resource, updateFn, kopfgo.ID("update_fn"))
+	r.Delete(resource, deleteFn1, kopfgo.ID("delete_fn_1"))
+	r.Delete(resource, deleteFn2, kopfgo.ID("delete_fn_2"))
+	r.Field(resource, "spec.field", fieldFn, kopfgo.ID("field_fn"))
 }
 
 func resumeFn1(ctx context.Context, c *kopfgo.Change) (any, error) {

@@ -13,9 +13,9 @@ import (
 	"github.com/kopfgo/kopfgo"
 )
 
-func init() {
-	kopfgo.On.Event("kopf.dev/v1/kopfexamples", eventFnWithError, kopfgo.ID("event_fn_with_error"))
-	kopfgo.On.Event("kopf.dev/v1/kopfexamples", normalEventFn, kopfgo.ID("normal_event_fn"))
+func Register(r kopfgo.Registrar) {
+	r.Event("kopf.dev/v1/kopfexamples", eventFnWithError, kopfgo.ID("event_fn_with_error"))
+	r.Event("kopf.dev/v1/kopfexamples", normalEventFn, kopfgo.ID("normal_event_fn"))
 }
 
 // eventFnWithError fails on every event: the error is logged and ignored,

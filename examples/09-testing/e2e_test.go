@@ -42,9 +42,11 @@ func TestResourceLifecycle(t *testing.T) {
 	}
 	kexes := dynamic.NewForConfigOrDie(kopfgotest.Cluster(t).RESTConfig()).Resource(kexGVR).Namespace("default")
 
-	// The operator of this package (registered on the default operator in
-	// init), as `kopfgo run -A --verbose --standalone` runs it.
-	runner := kopfgotest.Run(t, kopfgo.Default(), "--all-namespaces", "--verbose", "--standalone")
+	// The operator of this package, as `kopfgo run -A --verbose --standalone`
+	// runs it: Register on an operator of the test's own.
+	op := kopfgo.New(kopfgo.Options{})
+	Register(op.On)
+	runner := kopfgotest.Run(t, op, "--all-namespaces", "--verbose", "--standalone")
 	if _, err := kexes.Create(context.Background(), obj, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}

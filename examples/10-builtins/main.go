@@ -21,10 +21,10 @@ import (
 	"github.com/kopfgo/kopfgo"
 )
 
-func init() {
-	kopfgo.On.Resume("v1/pods", podInSight, kopfgo.ID("pod_in_sight"))
-	kopfgo.On.Create("v1/pods", podInSight, kopfgo.ID("pod_in_sight"))
-	kopfgo.On.Delete("v1/pods", podDeleted, kopfgo.ID("pod_deleted"))
+func Register(r kopfgo.Registrar) {
+	r.Resume("v1/pods", podInSight, kopfgo.ID("pod_in_sight"))
+	r.Create("v1/pods", podInSight, kopfgo.ID("pod_in_sight"))
+	r.Delete("v1/pods", podDeleted, kopfgo.ID("pod_deleted"))
 }
 
 // timeout is how long a pod may live: 30s, or POD_TTL (a Go duration).

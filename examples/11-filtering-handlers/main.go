@@ -15,48 +15,48 @@ import (
 
 const kex = "kopfexamples"
 
-func init() {
-	kopfgo.On.Create(kex, logs("Label is matching."), kopfgo.ID("create_with_labels_matching"),
+func Register(r kopfgo.Registrar) {
+	r.Create(kex, logs("Label is matching."), kopfgo.ID("create_with_labels_matching"),
 		kopfgo.Labels{"somelabel": "somevalue"})
-	kopfgo.On.Create(kex, logs("Label is present."), kopfgo.ID("create_with_labels_present"),
+	r.Create(kex, logs("Label is present."), kopfgo.ID("create_with_labels_present"),
 		kopfgo.Labels{"somelabel": kopfgo.Present})
-	kopfgo.On.Create(kex, logs("Label is absent."), kopfgo.ID("create_with_labels_absent"),
+	r.Create(kex, logs("Label is absent."), kopfgo.ID("create_with_labels_absent"),
 		kopfgo.Labels{"nonexistent": kopfgo.Absent})
 	// Kopf's callbacks (say_yes, say_no) see the value and the spec; a
 	// kopfgo value callback sees the value only, so the check of the spec
 	// goes to When, which runs after all other filters: the same verdict.
-	kopfgo.On.Create(kex, logs("Label callback matching."), kopfgo.ID("create_with_labels_callback_matching"),
+	r.Create(kex, logs("Label callback matching."), kopfgo.ID("create_with_labels_callback_matching"),
 		kopfgo.Labels{"somelabel": sayYes}, kopfgo.When(hasField))
 
-	kopfgo.On.Create(kex, logs("Annotation is matching."), kopfgo.ID("create_with_annotations_matching"),
+	r.Create(kex, logs("Annotation is matching."), kopfgo.ID("create_with_annotations_matching"),
 		kopfgo.Annotations{"someannotation": "somevalue"})
-	kopfgo.On.Create(kex, logs("Annotation is present."), kopfgo.ID("create_with_annotations_present"),
+	r.Create(kex, logs("Annotation is present."), kopfgo.ID("create_with_annotations_present"),
 		kopfgo.Annotations{"someannotation": kopfgo.Present})
-	kopfgo.On.Create(kex, logs("Annotation is absent."), kopfgo.ID("create_with_annotations_absent"),
+	r.Create(kex, logs("Annotation is absent."), kopfgo.ID("create_with_annotations_absent"),
 		kopfgo.Annotations{"nonexistent": kopfgo.Absent})
-	kopfgo.On.Create(kex, logs("Annotation callback mismatch."), kopfgo.ID("create_with_annotations_callback_matching"),
+	r.Create(kex, logs("Annotation callback mismatch."), kopfgo.ID("create_with_annotations_callback_matching"),
 		kopfgo.Annotations{"someannotation": sayYes}, kopfgo.When(hasNotThisValue))
 
-	kopfgo.On.Create(kex, logs("Filter satisfied."), kopfgo.ID("create_with_filter_satisfied"),
+	r.Create(kex, logs("Filter satisfied."), kopfgo.ID("create_with_filter_satisfied"),
 		kopfgo.When(func(o *kopfgo.Object) bool { return true }))
-	kopfgo.On.Create(kex, logs("Filter not satisfied."), kopfgo.ID("create_with_filter_not_satisfied"),
+	r.Create(kex, logs("Filter not satisfied."), kopfgo.ID("create_with_filter_not_satisfied"),
 		kopfgo.When(func(o *kopfgo.Object) bool { return false }))
 
-	kopfgo.On.Create(kex, logs("Field value is satisfied."), kopfgo.ID("create_with_field_value_satisfied"),
+	r.Create(kex, logs("Field value is satisfied."), kopfgo.ID("create_with_field_value_satisfied"),
 		kopfgo.Field("spec.field"), kopfgo.Value("value"))
-	kopfgo.On.Create(kex, logs("Field value is not satisfied."), kopfgo.ID("create_with_field_value_not_satisfied"),
+	r.Create(kex, logs("Field value is not satisfied."), kopfgo.ID("create_with_field_value_not_satisfied"),
 		kopfgo.Field("spec.field"), kopfgo.Value("something-else"))
-	kopfgo.On.Create(kex, logs("Field presence is satisfied."), kopfgo.ID("create_with_field_presence_satisfied"),
+	r.Create(kex, logs("Field presence is satisfied."), kopfgo.ID("create_with_field_presence_satisfied"),
 		kopfgo.Field("spec.field"), kopfgo.Value(kopfgo.Present))
-	kopfgo.On.Create(kex, logs("Field presence is not satisfied."), kopfgo.ID("create_with_field_presence_not_satisfied"),
+	r.Create(kex, logs("Field presence is not satisfied."), kopfgo.ID("create_with_field_presence_not_satisfied"),
 		kopfgo.Field("spec.inexistent"), kopfgo.Value(kopfgo.Present))
 
-	kopfgo.On.Update(kex, logs("Field change is satisfied."), kopfgo.ID("update_with_field_change_satisfied"),
+	r.Update(kex, logs("Field change is satisfied."), kopfgo.ID("update_with_field_change_satisfied"),
 		kopfgo.Field("spec.field"), kopfgo.OldValue("value"), kopfgo.NewValue("changed"))
 
 	// A daemon runs only while its filters match: it stops (with
 	// ErrFiltersMismatch) when spec.field changes away from "value".
-	kopfgo.Daemon(kex, fieldDaemon, kopfgo.ID("daemon_with_field"),
+	r.Daemon(kex, fieldDaemon, kopfgo.ID("daemon_with_field"),
 		kopfgo.Field("spec.field"), kopfgo.Value("value"))
 }
 

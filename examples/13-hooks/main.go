@@ -28,14 +28,14 @@ var tasks struct {
 	wg       sync.WaitGroup
 }
 
-func init() {
-	kopfgo.On.Startup(startupFnSimple, kopfgo.ID("startup_fn_simple"))
-	kopfgo.On.Startup(startupFnRetried, kopfgo.ID("startup_fn_retried"))
-	kopfgo.On.Cleanup(cleanupFn, kopfgo.ID("cleanup_fn"))
-	kopfgo.On.Login(loginFn, kopfgo.ID("login_fn"), kopfgo.Errors(kopfgo.ErrorsPermanent))
-	kopfgo.On.Probe(tasksCount, kopfgo.ID("tasks_count"))
-	kopfgo.On.Probe(monitoredObjects, kopfgo.ID("monitored_objects"))
-	kopfgo.On.Event("pods", podTask, kopfgo.ID("pod_task"))
+func Register(r kopfgo.Registrar) {
+	r.Startup(startupFnSimple, kopfgo.ID("startup_fn_simple"))
+	r.Startup(startupFnRetried, kopfgo.ID("startup_fn_retried"))
+	r.Cleanup(cleanupFn, kopfgo.ID("cleanup_fn"))
+	r.Login(loginFn, kopfgo.ID("login_fn"), kopfgo.Errors(kopfgo.ErrorsPermanent))
+	r.Probe(tasksCount, kopfgo.ID("tasks_count"))
+	r.Probe(monitoredObjects, kopfgo.ID("monitored_objects"))
+	r.Event("pods", podTask, kopfgo.ID("pod_task"))
 }
 
 func startupFnSimple(ctx context.Context, a *kopfgo.Activity) error {

@@ -13,9 +13,9 @@ import (
 	"github.com/kopfgo/kopfgo"
 )
 
-func init() {
-	kopfgo.Daemon("kopfexamples", backgroundSync, kopfgo.ID("background_sync"), kopfgo.Backoff(3*time.Second))
-	kopfgo.Daemon("kopfexamples", backgroundAsync, kopfgo.ID("background_async"), kopfgo.Backoff(3*time.Second),
+func Register(r kopfgo.Registrar) {
+	r.Daemon("kopfexamples", backgroundSync, kopfgo.ID("background_sync"), kopfgo.Backoff(3*time.Second))
+	r.Daemon("kopfexamples", backgroundAsync, kopfgo.ID("background_async"), kopfgo.Backoff(3*time.Second),
 		kopfgo.CancellationBackoff(time.Second), kopfgo.CancellationTimeout(500*time.Millisecond),
 		kopfgo.Annotations{"someannotation": "somevalue"})
 }

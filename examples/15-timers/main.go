@@ -12,10 +12,10 @@ import (
 	"github.com/kopfgo/kopfgo"
 )
 
-func init() {
-	kopfgo.Timer("kopfexamples", everyFewSecondsSync, kopfgo.ID("every_few_seconds_sync"),
+func Register(r kopfgo.Registrar) {
+	r.Timer("kopfexamples", everyFewSecondsSync, kopfgo.ID("every_few_seconds_sync"),
 		kopfgo.Idle(5*time.Second), kopfgo.Interval(2*time.Second))
-	kopfgo.Timer("kopfexamples", everyFewSecondsAsync, kopfgo.ID("every_few_seconds_async"),
+	r.Timer("kopfexamples", everyFewSecondsAsync, kopfgo.ID("every_few_seconds_async"),
 		kopfgo.Idle(10*time.Second), kopfgo.Interval(4*time.Second))
 }
 

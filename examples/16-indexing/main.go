@@ -21,20 +21,23 @@ type PodKey struct{ Namespace, Name string }
 
 type LabelKey struct{ Label, Value string }
 
+// The indices, registered by Register; the handlers close over them.
 var (
 	// isRunning: {(namespace, name): running?} for every pod.
-	isRunning = kopfgo.NewIndex(kopfgo.Default(), "pods", indexIsRunning, kopfgo.ID("is_running"))
+	isRunning *kopfgo.Index[PodKey, bool]
 	// byLabel: {(label, value): [pod names]}.
-	byLabel = kopfgo.NewIndex(kopfgo.Default(), "pods", indexByLabel, kopfgo.ID("by_label"))
+	byLabel *kopfgo.Index[LabelKey, string]
 )
 
-func init() {
+func Register(r kopfgo.Registrar) {
+	isRunning = kopfgo.OnIndex(r, "pods", indexIsRunning, kopfgo.ID("is_running"))
+	byLabel = kopfgo.OnIndex(r, "pods", indexByLabel, kopfgo.ID("by_label"))
 	// Probes: served with --liveness=http://0.0.0.0:8080/healthz. Indices
 	// are usable from operator-level handlers too, though these may run
 	// before the indices are complete.
-	kopfgo.On.Probe(podCount, kopfgo.ID("pod_count"))
-	kopfgo.On.Probe(podNames, kopfgo.ID("pod_names"))
-	kopfgo.Timer("kex", intervalled, kopfgo.ID("intervalled"), kopfgo.Interval(5*time.Second))
+	r.Probe(podCount, kopfgo.ID("pod_count"))
+	r.Probe(podNames, kopfgo.ID("pod_names"))
+	r.Timer("kex", intervalled, kopfgo.ID("intervalled"), kopfgo.Interval(5*time.Second))
 }
 
 // reportedNamespaces are the namespaces whose running pods go to the

@@ -13,13 +13,13 @@ import (
 	"github.com/kopfgo/kopfgo"
 )
 
-func init() {
-	kopfgo.On.Startup(config, kopfgo.ID("config"))
-	kopfgo.On.Validate("kex", authhook, kopfgo.ID("authhook"))
-	kopfgo.On.Validate("kex", validate1, kopfgo.ID("validate1"))
-	kopfgo.On.Validate("kex", validate2, kopfgo.ID("validate2"), kopfgo.Field("spec.field"), kopfgo.Value("not-allowed"))
-	kopfgo.On.Validate("kex", validateSubresources, kopfgo.ID("validate_subresources"), kopfgo.SubResource("*"))
-	kopfgo.On.Mutate("kex", mutate1, kopfgo.ID("mutate1"), kopfgo.Labels{"somelabel": "somevalue"})
+func Register(r kopfgo.Registrar) {
+	r.Startup(config, kopfgo.ID("config"))
+	r.Validate("kex", authhook, kopfgo.ID("authhook"))
+	r.Validate("kex", validate1, kopfgo.ID("validate1"))
+	r.Validate("kex", validate2, kopfgo.ID("validate2"), kopfgo.Field("spec.field"), kopfgo.Value("not-allowed"))
+	r.Validate("kex", validateSubresources, kopfgo.ID("validate_subresources"), kopfgo.SubResource("*"))
+	r.Mutate("kex", mutate1, kopfgo.ID("mutate1"), kopfgo.Labels{"somelabel": "somevalue"})
 }
 
 // config chooses the webhook server, as Kopf's example does at startup. Its

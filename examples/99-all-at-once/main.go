@@ -22,20 +22,20 @@ import (
 
 const resource = "kopf.dev/v1/kopfexamples"
 
-func init() {
-	kopfgo.On.Startup(startupFnSimple, kopfgo.ID("startup_fn_simple"))
-	kopfgo.On.Startup(startupFnRetried, kopfgo.ID("startup_fn_retried"))
-	kopfgo.On.Cleanup(cleanupFn, kopfgo.ID("cleanup_fn"))
-	kopfgo.On.Create(resource, create1, kopfgo.ID("create_1"))
+func Register(r kopfgo.Registrar) {
+	r.Startup(startupFnSimple, kopfgo.ID("startup_fn_simple"))
+	r.Startup(startupFnRetried, kopfgo.ID("startup_fn_retried"))
+	r.Cleanup(cleanupFn, kopfgo.ID("cleanup_fn"))
+	r.Create(resource, create1, kopfgo.ID("create_1"))
 	// Kopf's create_2 has no backoff of its own: its e2e suite runs the
 	// examples with the default backoff set to 1 s, which `kopfgo run` cannot
 	// set from outside, so the port carries the 1 s itself.
-	kopfgo.On.Create(resource, create2, kopfgo.ID("create_2"), kopfgo.Backoff(time.Second))
-	kopfgo.On.Update(resource, update, kopfgo.ID("update"))
-	kopfgo.On.Field(resource, "spec.lst", updateLst, kopfgo.ID("update_lst"))
-	kopfgo.On.Delete(resource, deleteFn, kopfgo.ID("delete"))
-	kopfgo.On.Create(resource, createPod, kopfgo.ID("create_pod"))
-	kopfgo.On.Event("v1/pods", examplePodChange, kopfgo.ID("example_pod_change"),
+	r.Create(resource, create2, kopfgo.ID("create_2"), kopfgo.Backoff(time.Second))
+	r.Update(resource, update, kopfgo.ID("update"))
+	r.Field(resource, "spec.lst", updateLst, kopfgo.ID("update_lst"))
+	r.Delete(resource, deleteFn, kopfgo.ID("delete"))
+	r.Create(resource, createPod, kopfgo.ID("create_pod"))
+	r.Event("v1/pods", examplePodChange, kopfgo.ID("example_pod_change"),
 		kopfgo.Labels{"application": "kopf-example-10"})
 }
 

@@ -17,7 +17,7 @@ import (
 // kind it is made in, and only what differs between the kinds is here.
 type registration struct {
 	// call is how the user registered it, for messages: `On.Create("kex")`,
-	// `Daemon("kex")`, `On.Startup`, `Subhandler of "create_fn"`.
+	// `On.Daemon("kex")`, `On.Startup`, `Subhandler of "create_fn"`.
 	call string
 	// noun is "handler", or "indexer" for an index.
 	noun string
@@ -33,6 +33,10 @@ type registration struct {
 	// update: the handler sees a change (update and field handlers), so
 	// OldValue and NewValue fit.
 	update bool
+	// optional, deleted: the Optional (delete handlers) and Deleted
+	// (resume handlers) options fit. They share ChangeOption with the
+	// other changing handlers' options, so a misfit is caught here.
+	optional, deleted bool
 	// keepID: a Field does not suffix the id (an index's name).
 	keepID bool
 	// check adds the kind's own checks (a timer's schedule, …).
@@ -45,6 +49,8 @@ const (
 	msgClosure  = `a closure or function literal has no stable name; give it kopfgo.ID("..."), because the id keys what is kept for it (its progress, its result in status, an index's name)`
 	msgNegative = "Retries, Backoff and Timeout must not be negative"
 	msgFieldArg = "On.Field takes its field as an argument; remove the kopfgo.Field option"
+	msgOptional = "kopfgo.Optional fits delete handlers only; remove it"
+	msgDeleted  = "kopfgo.Deleted fits resume handlers only; remove it"
 )
 
 // validate completes the spec h from the registration (function name, id,
@@ -95,6 +101,12 @@ func (h *Handler) validate(reg registration) (what string, errs []error) {
 	}
 	h.ID = id
 	errs = append(errs, h.Filters.validate(len(h.Field) > 0, reg.update)...)
+	if h.Optional && !reg.optional {
+		errs = append(errs, errors.New(msgOptional))
+	}
+	if h.Deleted && !reg.deleted {
+		errs = append(errs, errors.New(msgDeleted))
+	}
 	if h.Retries < 0 || h.Backoff < 0 || h.Timeout < 0 {
 		errs = append(errs, errors.New(msgNegative))
 	}
@@ -152,16 +164,29 @@ func (r *Registry) record(group string, sel resources.Selector, what string, h *
 // (compat: indices-errors). The spec is returned even with errors, so that
 // the index exists; the errors, each naming the indexer, are returned and
 // kept for Run to report.
-func (r *Registry) AddIndex(resource string, fn any, configure func(*Handler)) (*Handler, error) {
+//
+// named is the user's function when fn adapts it (typed indices), as in
+// Registration; nil: fn.
+func (r *Registry) AddIndex(resource string, fn, named any, configure func(*Handler)) (*Handler, error) {
 	h := &Handler{Errors: handlers.ErrorsIgnored}
 	if configure != nil {
 		configure(h)
 	}
 	what, errs := h.validate(registration{
-		call: fmt.Sprintf("NewIndex(%q)", resource), noun: "indexer", fn: fn,
+		call: fmt.Sprintf("OnIndex(%q)", resource), noun: "indexer", fn: adaptedFrom(fn, named),
 		resource: resource, scoped: true, keepID: true,
 	})
 	return h, r.record("index", resources.Selector{}, what, h, errs)
+}
+
+// adaptedFrom is the function a handler is named and deduplicated after: the
+// user's own (named) when the registered one adapts it, as the typed
+// handlers' adapters do (they all share one name), else fn.
+func adaptedFrom(fn, named any) any {
+	if named != nil {
+		return named
+	}
+	return fn
 }
 
 func duplicate(id, other string) error {

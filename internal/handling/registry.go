@@ -52,14 +52,11 @@ func (r *Registry) AddChanging(reg Registration) {
 	if reg.IsField {
 		call = "On.Field"
 	}
-	var named any = reg.Fn
-	if reg.Named != nil {
-		named = reg.Named
-	}
 	what, errs := h.validate(registration{
-		call: fmt.Sprintf("%s(%q)", call, reg.Resource), noun: "handler", fn: named,
+		call: fmt.Sprintf("%s(%q)", call, reg.Resource), noun: "handler", fn: adaptedFrom(reg.Fn, reg.Named),
 		resource: reg.Resource, scoped: true, field: reg.Field, isField: reg.IsField,
-		update: reg.Reason == causes.Update,
+		update:   reg.Reason == causes.Update,
+		optional: reg.Reason == causes.Delete, deleted: reg.Reason == causes.Resume,
 	})
 	// The same function may serve several causes (deduplicated at run).
 	if r.record("changing "+string(reg.Reason), h.Selector, what, h, errs) == nil {

@@ -76,6 +76,9 @@ type SpawnRegistration struct {
 	Resource string
 	Kind     SpawnKind
 	Fn       handlers.SpawnFunc
+	// Named is the user's function when Fn adapts it (typed daemons and
+	// timers), as in Registration. Nil: Fn.
+	Named any
 	// Configure applies the options; an ID it sets is the explicit id.
 	Configure func(*Spawning)
 }
@@ -87,7 +90,7 @@ func (r *Registry) AddSpawning(reg SpawnRegistration) {
 		reg.Configure(s)
 	}
 	what, errs := s.validate(registration{
-		call: fmt.Sprintf("%s(%q)", reg.Kind, reg.Resource), noun: "handler", fn: reg.Fn,
+		call: fmt.Sprintf("On.%s(%q)", reg.Kind, reg.Resource), noun: "handler", fn: adaptedFrom(reg.Fn, reg.Named),
 		resource: reg.Resource, scoped: true, check: s.check,
 	})
 	// A daemon and a timer of one object share one namespace of ids: their
@@ -111,9 +114,17 @@ func (s *Spawning) check() []error {
 	add(s.CancellationBackoff < 0 || s.CancellationTimeout < 0 || s.CancellationPolling < 0,
 		"CancellationBackoff, CancellationTimeout and CancellationPolling must not be negative")
 	add(s.Interval < 0 || s.Idle < 0, "Interval and Idle must not be negative")
-	if s.Kind == KindTimer {
+	switch s.Kind {
+	case KindTimer:
 		add(s.Interval == 0 && s.Idle == 0, "a timer needs an Interval, an Idle time, or both; for a function that runs once per object, register a Daemon")
 		add(s.Sharp && s.Interval == 0, "Sharp needs an Interval: it keeps the invocations on the interval's grid")
+		// The daemons' options share SpawnOption with the timers' (one
+		// option type per family of kinds), so a misfit is caught here.
+		add(s.CancellationBackoff != 0 || s.CancellationTimeout != 0 || s.CancellationPolling != 0,
+			"CancellationBackoff, CancellationTimeout and CancellationPolling fit daemons only; remove them or register a Daemon")
+	case KindDaemon:
+		add(s.Interval != 0 || s.Idle != 0 || s.Sharp,
+			"Interval, Idle and Sharp fit timers only: a daemon runs once per object until stopped; remove them or register a Timer")
 	}
 	return errs
 }

@@ -66,7 +66,7 @@ func TestSpawningIDsAndDuplicates(t *testing.T) {
 	// results both go to status.<id>.
 	r.AddSpawning(SpawnRegistration{Resource: "kopfexamples", Kind: KindTimer, Fn: monitorFn,
 		Configure: func(s *Spawning) { s.Interval = time.Second }})
-	if err := r.Err(); err == nil || !strings.Contains(err.Error(), `duplicate id "monitorFn" (also Daemon`) {
+	if err := r.Err(); err == nil || !strings.Contains(err.Error(), `duplicate id "monitorFn" (also On.Daemon`) {
 		t.Fatalf("err = %v, want a duplicate id", err)
 	}
 	if sels := r.Selectors(); len(sels) != 1 {

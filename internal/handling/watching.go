@@ -25,8 +25,11 @@ func (e *EventHandler) spec() *Handler { return &e.Handler }
 
 // EventRegistration is what the public API hands over for an event handler.
 type EventRegistration struct {
-	Resource  string
-	Fn        handlers.EventFunc
+	Resource string
+	Fn       handlers.EventFunc
+	// Named is the user's function when Fn adapts it (typed event
+	// handlers), as in Registration. Nil: Fn.
+	Named     any
 	Configure func(*Handler)
 }
 
@@ -37,7 +40,7 @@ func (r *Registry) AddEvent(reg EventRegistration) {
 		reg.Configure(&e.Handler)
 	}
 	what, errs := e.validate(registration{
-		call: fmt.Sprintf("On.Event(%q)", reg.Resource), noun: "handler", fn: reg.Fn,
+		call: fmt.Sprintf("On.Event(%q)", reg.Resource), noun: "handler", fn: adaptedFrom(reg.Fn, reg.Named),
 		resource: reg.Resource, scoped: true,
 	})
 	if r.record("event", e.Selector, what, &e.Handler, errs) == nil {

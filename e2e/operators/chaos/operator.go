@@ -63,9 +63,9 @@ func init() {
 	kopfgo.On.Update("kopfexamples", update, kopfgo.ID("update_fn"))
 	kopfgo.On.Field("kopfexamples", "spec.field", field, kopfgo.ID("field_fn"))
 	kopfgo.On.Delete("kopfexamples", remove, kopfgo.ID("delete_fn"))
-	kopfgo.Daemon("kopfexamples", daemon, kopfgo.ID("daemon_fn"), kopfgo.CancellationTimeout(2*time.Second))
+	kopfgo.On.Daemon("kopfexamples", daemon, kopfgo.ID("daemon_fn"), kopfgo.CancellationTimeout(2*time.Second))
 	if os.Getenv("KOPFGO_CHAOS_NO_TIMER") == "" {
-		kopfgo.Timer("kopfexamples", timer, kopfgo.ID("timer_fn"), kopfgo.Interval(2*time.Second))
+		kopfgo.On.Timer("kopfexamples", timer, kopfgo.ID("timer_fn"), kopfgo.Interval(2*time.Second))
 	}
 }
 

@@ -11,7 +11,7 @@ import (
 	"github.com/kopfgo/kopfgo"
 )
 
-var byField = kopfgo.NewIndex(kopfgo.Default(), "kopfexamples", indexByField, kopfgo.ID("by_field"))
+var byField = kopfgo.OnIndex(kopfgo.On, "kopfexamples", indexByField, kopfgo.ID("by_field"))
 
 func init() {
 	kopfgo.On.Create("kopfexamples", create, kopfgo.ID("create"))
@@ -19,8 +19,8 @@ func init() {
 	kopfgo.On.Field("kopfexamples", "spec.field", field, kopfgo.ID("field"))
 	kopfgo.On.Delete("kopfexamples", deleteFn, kopfgo.ID("delete"))
 	kopfgo.On.Event("kopfexamples", event, kopfgo.ID("event"))
-	kopfgo.Daemon("kopfexamples", daemon, kopfgo.ID("daemon"))
-	kopfgo.Timer("kopfexamples", timer, kopfgo.ID("timer"), kopfgo.Interval(time.Second))
+	kopfgo.On.Daemon("kopfexamples", daemon, kopfgo.ID("daemon"))
+	kopfgo.On.Timer("kopfexamples", timer, kopfgo.ID("timer"), kopfgo.Interval(time.Second))
 }
 
 func indexByField(ctx context.Context, o *kopfgo.Object) (map[string]string, error) {

@@ -21,8 +21,8 @@ func init() {
 	kopfgo.On.Create("kopfexamples", doomed, kopfgo.ID("doomed"))
 	kopfgo.On.Create("kopfexamples", broken, kopfgo.ID("broken"), kopfgo.Retries(1))
 	kopfgo.On.Event("kopfexamples", watch, kopfgo.ID("watch"))
-	kopfgo.Daemon("kopfexamples", once, kopfgo.ID("once"))
-	kopfgo.Timer("kopfexamples", tick, kopfgo.ID("tick"), kopfgo.Interval(time.Second))
+	kopfgo.On.Daemon("kopfexamples", once, kopfgo.ID("once"))
+	kopfgo.On.Timer("kopfexamples", tick, kopfgo.ID("tick"), kopfgo.Interval(time.Second))
 }
 
 func watch(ctx context.Context, e *kopfgo.WatchEvent) (any, error) { return nil, nil }
