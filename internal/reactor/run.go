@@ -74,9 +74,9 @@ type run struct {
 	poster *posting.Poster
 	// daemons runs the daemons and timers of every object.
 	daemons *daemons.Manager
-	// invoke wraps every handler call: it caps their concurrency at
-	// Execution.MaxWorkers; nil calls handlers directly.
-	invoke func(ctx context.Context, call func())
+	// slots bound the passes in flight, every resource's together
+	// (slots.go).
+	slots *slots
 	// ready, when set, holds every handler until it is closed: until all
 	// indices have seen the initial listings (compat: indices-complete).
 	ready <-chan struct{}
@@ -122,9 +122,10 @@ func Run(ctx context.Context, cfg Config) error {
 				cfg.hooks().Handler(id, causes.Reason(kind), err, retry, d) // hook: handler invocations
 			},
 		}),
-		invoke:     limiter(cfg.Settings.Execution.MaxWorkers),
+		slots:      newSlots(passLimit(cfg.Settings.Execution.MaxWorkers, nil)),
 		handlerCtx: hctx,
 	}
+	cfg.hooks().Waiting(r.slots.Waiting) // hook: objects waiting for a pass
 	if len(cfg.Indexers) > 0 {
 		r.ready = ready
 	}
@@ -176,23 +177,28 @@ func Run(ctx context.Context, cfg Config) error {
 	return nil
 }
 
-// limiter caps concurrent handler invocations at n (Execution.MaxWorkers);
-// nil, with no cap.
-func limiter(n int) func(ctx context.Context, call func()) {
-	if n <= 0 {
+// passLimit is the bound of passes in flight: Execution.MaxWorkers when
+// set; otherwise it follows the API's flow control, passesPerWrite passes
+// per write the API server takes now (a pass spends part of its time
+// decoding, detecting and in its handler, not writing), and never fewer
+// than minPasses. Nil (no bound) without flow control: fake clients.
+func passLimit(maxWorkers int, flow writeLimiter) func() int {
+	if maxWorkers > 0 {
+		return func() int { return maxWorkers }
+	}
+	if flow == nil {
 		return nil
 	}
-	slots := make(chan struct{}, n)
-	return func(ctx context.Context, call func()) {
-		select {
-		case slots <- struct{}{}:
-			defer func() { <-slots }()
-			call()
-		case <-ctx.Done():
-			call() // the handler sees the cancelled ctx and should return at once
-		}
-	}
+	return func() int { return max(minPasses, passesPerWrite*flow.WriteLimit()) }
 }
+
+// writeLimiter is the API's flow control as passes follow it.
+type writeLimiter interface{ WriteLimit() int }
+
+const (
+	passesPerWrite = 2
+	minPasses      = 8
+)
 
 // startPosting runs the poster and puts it into ctx, so that handlers can
 // post Kubernetes Events. stop lets the poster post what is still queued,

@@ -360,7 +360,7 @@ func (w *watcher) dispatch(ctx context.Context, wk *worker) {
 		pt := &patch.Patch{}
 		handling.HandleEvent(hctx, w.watching, ob.typ, &handling.Cause{
 			Body: u.Object, Resource: w.res, Patch: pt, Logger: log, Memo: ob.state.memo,
-		}, w.invoke, func(id string, err error, d time.Duration) {
+		}, func(id string, err error, d time.Duration) {
 			w.hooks().Handler(id, eventCause, err, 0, d) // hook: handler invocations
 		})
 		// Results and patches of watching handlers are applied as Kopf
