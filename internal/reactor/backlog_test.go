@@ -127,11 +127,21 @@ func TestFailedRereadWaitsInsteadOfRunningTheHandlerAgain(t *testing.T) {
 	}
 }
 
-// waitingHooks records the reactor's count of objects waiting for a pass.
+// waitingHooks records the reactor's count of objects waiting for a pass,
+// and counts the watch events it observes.
 type waitingHooks struct {
 	nopHooks
 	mu      sync.Mutex
 	waiting func() int
+	events  atomic.Int32
+	news    func() // told of each watch event
+}
+
+func (h *waitingHooks) WatchEvent(string, string) {
+	h.events.Add(1)
+	if h.news != nil {
+		h.news()
+	}
 }
 
 func (h *waitingHooks) Waiting(f func() int) {
@@ -234,9 +244,7 @@ func TestPassesAreBoundedAndWaitingObjectsHoldNoGoroutine(t *testing.T) {
 			t.Errorf("kex%03d: handler called %d times, want 1", i, n)
 		}
 	}
-	if n := hooks.count(); n != 0 {
-		t.Errorf("%d objects still waiting", n)
-	}
+	s.until("nothing waiting", func() bool { return hooks.count() == 0 })
 }
 
 // workerGoroutines counts the goroutines of object workers.
@@ -248,5 +256,67 @@ func workerGoroutines() int {
 			return strings.Count(string(buf[:n]), "reactor.(*watcher).work(")
 		}
 		buf = make([]byte, 2*len(buf))
+	}
+}
+
+// With an interval between one object's passes, news that comes sooner
+// waits for the rest of it and is handled in one pass.
+func TestObjectIntervalCoalescesNewsIntoOnePass(t *testing.T) {
+	s := newScenario(t)
+	s.settings.Queueing.ObjectInterval = 10 * time.Second
+	hooks := &waitingHooks{news: s.poke}
+	s.hooks = hooks
+	var updates counter
+	var saw atomic.Value
+	s.on(causes.Create, "create_fn", func(ctx context.Context, c *handlers.Change) (any, error) { return nil, nil })
+	s.on(causes.Update, "update_fn", func(ctx context.Context, c *handlers.Change) (any, error) {
+		updates.inc(c.Name)
+		saw.Store(fmt.Sprint(c.Spec["field"]))
+		return nil, nil
+	})
+	s.create("kex1", map[string]any{"field": "x"})
+	s.start()
+	s.stepUntil(10*time.Second, "we are not interested")
+	waits, events := s.waits.Load(), hooks.events.Load()
+	for _, v := range []string{"a", "b"} {
+		s.update("kex1", func(u *unstructured.Unstructured) { u.Object["spec"] = map[string]any{"field": v} })
+	}
+	// Each update is two watch events (see versioned); once the last is
+	// observed, the informer's store has b.
+	s.until("the updates observed, the worker waiting for its interval", func() bool {
+		return hooks.events.Load() >= events+4 && s.waits.Load() > waits
+	})
+	if n := updates.get("kex1"); n != 0 {
+		t.Fatalf("update handler ran %d times before the interval passed", n)
+	}
+	s.stepUntil(10*time.Second, "Updating is processed")
+	if n := updates.get("kex1"); n != 1 || saw.Load() != "b" {
+		t.Errorf("update handler ran %d times and saw %v, want once with the latest spec (b)", n, saw.Load())
+	}
+}
+
+// A resource's passes per second are capped: with one a second and no
+// burst, the second object waits for the clock.
+func TestResourceRateCapsPassesPerSecond(t *testing.T) {
+	s := newScenario(t)
+	s.settings.Queueing.ResourceRate = 1
+	s.on(causes.Create, "create_fn", func(ctx context.Context, c *handlers.Change) (any, error) { return nil, nil })
+	s.create("kex1", nil)
+	s.create("kex2", nil)
+	s.create("kex3", nil)
+	waits := s.waits.Load()
+	s.start()
+	s.until("one handled and the others waiting for the rate", func() bool {
+		return s.log.Count("Creation is processed") == 1 && s.waits.Load() > waits
+	})
+	if n := s.log.Count("Creation is processed"); n != 1 {
+		t.Fatalf("%d creations processed before the clock moved, want 1", n)
+	}
+	for s.log.Count("Creation is processed") < 3 {
+		waits := s.waits.Load()
+		s.clock.Step(time.Second)
+		s.until("a worker waiting again, or all handled", func() bool {
+			return s.waits.Load() > waits || s.log.Count("Creation is processed") == 3
+		})
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/time/rate"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/clock"
 
@@ -77,6 +78,10 @@ type run struct {
 	// slots bound the passes in flight, every resource's together
 	// (slots.go).
 	slots *slots
+	// rates cap the passes started per second of each resource
+	// (Queueing.ResourceRate), by the resource's name.
+	ratesMu sync.Mutex
+	rates   map[string]*rate.Limiter
 	// ready, when set, holds every handler until it is closed: until all
 	// indices have seen the initial listings (compat: indices-complete).
 	ready <-chan struct{}
@@ -89,6 +94,9 @@ type run struct {
 // Run serves every resource the registered handlers select until ctx ends,
 // and returns after every goroutine it started has stopped.
 func Run(ctx context.Context, cfg Config) error {
+	if err := cfg.Settings.Validate(); err != nil {
+		return err
+	}
 	client := cfg.Client
 	if client == nil {
 		var err error
@@ -190,6 +198,28 @@ func passLimit(maxWorkers int, flow writeLimiter) func() int {
 		return nil
 	}
 	return func() int { return max(minPasses, passesPerWrite*flow.WriteLimit()) }
+}
+
+// rateOf is the bucket of a resource's passes; nil without a cap.
+func (r *run) rateOf(res resources.Resource) *rate.Limiter {
+	q := r.Settings.Queueing
+	if q.ResourceRate <= 0 {
+		return nil
+	}
+	r.ratesMu.Lock()
+	defer r.ratesMu.Unlock()
+	if r.rates == nil {
+		r.rates = map[string]*rate.Limiter{}
+	}
+	key := res.String()
+	if r.rates[key] == nil {
+		burst := q.ResourceBurst
+		if burst <= 0 {
+			burst = max(1, int(q.ResourceRate))
+		}
+		r.rates[key] = rate.NewLimiter(rate.Limit(q.ResourceRate), burst)
+	}
+	return r.rates[key]
 }
 
 // writeLimiter is the API's flow control as passes follow it.

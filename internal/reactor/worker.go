@@ -47,6 +47,9 @@ type worker struct {
 	// and its next pass uses it. Guarded by the watcher's mu.
 	admitting bool
 	held      bool
+	// lastPass is when the worker's last pass started
+	// (Queueing.ObjectInterval); only its goroutine uses it.
+	lastPass time.Time
 }
 
 // parking is a parked worker's retirement: its identity tells a timer that
@@ -361,6 +364,37 @@ func (w *watcher) slot(ctx context.Context, wk *worker) bool {
 	return held || w.slots.acquire(ctx)
 }
 
+// paced waits until the worker's next pass may start under the caps of
+// the resource's passes per second and the object's interval between
+// passes; false if ctx ends first. A slot held meanwhile goes back to the
+// queue: waiting here, the object must not keep other resources' objects
+// waiting too.
+func (w *watcher) paced(ctx context.Context, wk *worker) bool {
+	now := w.Clock.Now()
+	var d time.Duration
+	if w.rate != nil {
+		d = w.rate.ReserveN(now, 1).DelayFrom(now)
+	}
+	if iv := w.Settings.Queueing.ObjectInterval; iv > 0 && !wk.lastPass.IsZero() {
+		d = max(d, wk.lastPass.Add(iv).Sub(now))
+	}
+	if d <= 0 {
+		return true
+	}
+	w.unhold(wk)
+	t := w.Clock.NewTimer(d)
+	defer t.Stop()
+	if w.onWait != nil {
+		w.onWait()
+	}
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C():
+		return true
+	}
+}
+
 // holding reports whether the worker holds a slot for its next pass.
 func (w *watcher) holding(wk *worker) bool {
 	w.mu.Lock()
@@ -459,9 +493,10 @@ func (w *watcher) work(ctx context.Context, wk *worker) {
 // object's queued observations for the watching handlers first, in order,
 // then the pass over its latest state (pass.go).
 func (w *watcher) pass(ctx context.Context, wk *worker) (n next) {
-	if !w.slot(ctx, wk) {
+	if !w.paced(ctx, wk) || !w.slot(ctx, wk) {
 		return onNews // stopping
 	}
+	wk.lastPass = w.Clock.Now()
 	defer w.slots.release()
 	w.hooks().Busy(1) // hook: objects in flight
 	defer w.hooks().Busy(-1)
