@@ -141,9 +141,27 @@ func (op *Operator) applyFlags(flags *cli.RunFlags, stderr io.Writer) *slog.Logg
 	if flags.MemoryLimitRatio != 0 {
 		op.opts.Settings.Process.MemoryLimitRatio = flags.MemoryLimitRatio
 	}
+	applyPassCaps(&op.opts.Settings, flags)
 	applyLeaderElection(&op.opts.LeaderElection, flags)
 	applySharding(&op.opts.Sharding, flags)
 	return logger
+}
+
+// applyPassCaps sets the caps on passes given on the command line; Run
+// rejects negative ones, naming the setting.
+func applyPassCaps(s *Settings, flags *cli.RunFlags) {
+	if flags.MaxWorkers != 0 {
+		s.Execution.MaxWorkers = flags.MaxWorkers
+	}
+	if flags.ResourceRate != 0 {
+		s.Queueing.ResourceRate = flags.ResourceRate
+	}
+	if flags.ResourceBurst != 0 {
+		s.Queueing.ResourceBurst = flags.ResourceBurst
+	}
+	if flags.ObjectInterval != 0 {
+		s.Queueing.ObjectInterval = flags.ObjectInterval
+	}
 }
 
 // newRBACCommand is `BIN rbac`: the RBAC the handlers need, which `kopfgo

@@ -118,6 +118,12 @@ func (obs *observability) Daemons(running func() int) {
 	}
 }
 
+func (obs *observability) Waiting(waiting func() int) {
+	if obs.metrics != nil {
+		obs.metrics.Waiting(waiting)
+	}
+}
+
 // outcome names a handler's error as the metrics do, by the error's kind
 // (as Judge tells them apart).
 func outcome(err error) string {

@@ -37,6 +37,13 @@ type RunFlags struct {
 	// negative off (see Settings.Process.MemoryLimitRatio).
 	MemoryLimitRatio float64
 
+	// The caps on passes (kopfgo's own; see Settings.Execution.MaxWorkers
+	// and Settings.Queueing): 0 not given.
+	MaxWorkers     int           // --max-workers
+	ResourceRate   float64       // --resource-rate
+	ResourceBurst  int           // --resource-burst
+	ObjectInterval time.Duration // --object-interval
+
 	// Leader election (kopfgo's own; see kopfgo.LeaderElection).
 	LeaderElect              bool          // --leader-elect
 	LeaderElectLease         string        // --leader-elect-lease
@@ -77,6 +84,10 @@ var envNames = map[string]string{
 	"liveness":           "KOPF_RUN_LIVENESS_ENDPOINT",
 	"metrics-addr":       "KOPFGO_METRICS_ADDR",
 	"memory-limit-ratio": "KOPFGO_MEMORY_LIMIT_RATIO",
+	"max-workers":        "KOPFGO_MAX_WORKERS",
+	"resource-rate":      "KOPFGO_RESOURCE_RATE",
+	"resource-burst":     "KOPFGO_RESOURCE_BURST",
+	"object-interval":    "KOPFGO_OBJECT_INTERVAL",
 
 	"leader-elect":                "KOPFGO_LEADER_ELECT",
 	"leader-elect-lease":          "KOPFGO_LEADER_ELECT_LEASE",
@@ -139,6 +150,15 @@ func (f *RunFlags) Bind(fs *pflag.FlagSet) {
 	fs.Var(&ratioValue{&f.MemoryLimitRatio}, "memory-limit-ratio", usage("memory-limit-ratio",
 		"give Go's garbage collector this share of the container's (cgroup's) memory limit as its soft limit, "+
 			"unless GOMEMLIMIT is set; off to leave it alone (default 0.9)"))
+	fs.IntVar(&f.MaxWorkers, "max-workers", 0, usage("max-workers",
+		"run at most this many objects' passes (and so their handlers) at once; the others wait in one queue "+
+			"(default: follow the API server's capacity, as the flow control measures it)"))
+	fs.Float64Var(&f.ResourceRate, "resource-rate", 0, usage("resource-rate",
+		"start at most this many passes per second for each resource (default: no cap)"))
+	fs.IntVar(&f.ResourceBurst, "resource-burst", 0, usage("resource-burst",
+		"with --resource-rate, allow bursts of this many passes (default: the rate)"))
+	fs.DurationVar(&f.ObjectInterval, "object-interval", 0, usage("object-interval",
+		"start one object's passes at least this long apart; changes that come sooner are handled together (default: none)"))
 	fs.BoolVar(&f.LeaderElect, "leader-elect", false, usage("leader-elect",
 		"run as one of several replicas: only the holder of a Lease serves, the others stand by (no peering)"))
 	fs.StringVar(&f.LeaderElectLease, "leader-elect-lease", "", usage("leader-elect-lease",

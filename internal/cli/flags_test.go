@@ -73,6 +73,10 @@ func TestRunFlags(t *testing.T) {
 		{"--memory-limit-ratio off", []string{"--memory-limit-ratio=off"}, nil, with(func(f *RunFlags) { f.MemoryLimitRatio = -1 })},
 		{"--memory-limit-ratio 0 is off", []string{"--memory-limit-ratio=0"}, nil, with(func(f *RunFlags) { f.MemoryLimitRatio = -1 })},
 		{"env memory limit ratio", nil, map[string]string{"KOPFGO_MEMORY_LIMIT_RATIO": "0.5"}, with(func(f *RunFlags) { f.MemoryLimitRatio = 0.5 })},
+		{"pass caps", []string{"--max-workers", "16", "--resource-rate", "2.5", "--resource-burst", "10", "--object-interval", "3s"}, nil,
+			with(func(f *RunFlags) { f.MaxWorkers, f.ResourceRate, f.ResourceBurst, f.ObjectInterval = 16, 2.5, 10, 3e9 })},
+		{"env pass caps", nil, map[string]string{"KOPFGO_MAX_WORKERS": "4", "KOPFGO_RESOURCE_RATE": "1", "KOPFGO_OBJECT_INTERVAL": "1s"},
+			with(func(f *RunFlags) { f.MaxWorkers, f.ResourceRate, f.ObjectInterval = 4, 1, 1e9 })},
 		{"env peering and priority", nil, map[string]string{"KOPF_RUN_PEERING": "team", "KOPF_RUN_PRIORITY": "-5", "KOPF_RUN_DEV": "true"}, with(func(f *RunFlags) {
 			f.Peering, f.Priority, f.Dev = "team", ptr(-5), true
 		})},

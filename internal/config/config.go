@@ -1,6 +1,8 @@
 package config
 
 import (
+	"errors"
+	"fmt"
 	"time"
 
 	"github.com/kopfgo/kopfgo/diffbase"
@@ -50,8 +52,12 @@ type Execution struct {
 	// DefaultBackoff is the retry delay after an arbitrary error of a handler
 	// without its own Backoff. Default 60s.
 	DefaultBackoff time.Duration
-	// MaxWorkers caps concurrent handler invocations across objects; 0 means
-	// no cap (Kopf's thread pool has no Go equivalent).
+	// MaxWorkers caps the passes in flight across objects, and so the
+	// handlers running at once (a pass runs at most one changing handler,
+	// plus the watching handlers of its observations); objects past it wait
+	// in one queue, in the order their news came. 0: the cap follows the
+	// API's flow control, two passes per write the API server takes now
+	// (Kopf has no cap: docs/kopf-compatibility.md, flow-control).
 	MaxWorkers int
 }
 
@@ -67,6 +73,16 @@ type Queueing struct {
 	// stops, before their ctx is cancelled. Default 2s (Kopf's
 	// queueing.exit_timeout); negative: cancel at once.
 	ExitTimeout time.Duration
+	// ResourceRate caps the passes started per second for each resource
+	// (all its objects together), with bursts of ResourceBurst (default:
+	// the rate, at least 1), like controller-runtime's overall bucket.
+	// 0: no cap. ErrorDelays are the per-object backoff.
+	ResourceRate  float64
+	ResourceBurst int
+	// ObjectInterval is the least time between the starts of two passes of
+	// one object: news that comes sooner waits for the rest of it, and
+	// everything that came meanwhile is handled in one pass. 0: none.
+	ObjectInterval time.Duration
 }
 
 // Watching tunes the watch streams. Reconnecting after errors follows
@@ -127,4 +143,28 @@ func (s Settings) WithDefaults() Settings {
 	s.Posting = s.Posting.withDefaults()
 	s.Background = s.Background.withDefaults()
 	return s
+}
+
+// ErrSettings marks settings that cannot work.
+var ErrSettings = errors.New("invalid settings")
+
+// Validate reports the settings that cannot work, naming each.
+func (s Settings) Validate() error {
+	var errs []error
+	bad := func(name string, v any, want string) {
+		errs = append(errs, fmt.Errorf("%w: %s is %v; %s", ErrSettings, name, v, want))
+	}
+	if s.Execution.MaxWorkers < 0 {
+		bad("Execution.MaxWorkers", s.Execution.MaxWorkers, "give a positive number, or 0 to follow the API's flow control")
+	}
+	if s.Queueing.ResourceRate < 0 {
+		bad("Queueing.ResourceRate", s.Queueing.ResourceRate, "give passes per second, or 0 for no cap")
+	}
+	if s.Queueing.ResourceBurst < 0 {
+		bad("Queueing.ResourceBurst", s.Queueing.ResourceBurst, "give a positive number, or 0 for the rate")
+	}
+	if s.Queueing.ObjectInterval < 0 {
+		bad("Queueing.ObjectInterval", s.Queueing.ObjectInterval, "give a duration, or 0 for none")
+	}
+	return errors.Join(errs...)
 }

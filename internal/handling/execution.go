@@ -58,9 +58,6 @@ type Cycle struct {
 	// DefaultBackoff is the retry delay after arbitrary errors of handlers
 	// without their own Backoff.
 	DefaultBackoff time.Duration
-	// Invoke wraps each handler call, e.g. to limit concurrency; nil calls
-	// the handler directly.
-	Invoke func(ctx context.Context, call func())
 	// Observe, when set, is told of each handler call: its error (nil on
 	// success), the attempt's number (0: the first) and its duration.
 	Observe func(id string, reason causes.Reason, err error, retry int, d time.Duration)
@@ -369,18 +366,11 @@ func (c *Cycle) invoke(ctx context.Context, h *Handler, rec persistence.Record, 
 	}
 	sub = &scope{cycle: c, parent: h, arg: arg, up: c.parent}
 	ctx = context.WithValue(ctx, scopeKey{}, sub)
-	call := func() {
-		result, err = safeCall(ctx, h.Fn, arg)
-		if err == nil && len(sub.registered) > 0 && !sub.executed {
-			// Children declared with Register run after their parent
-			// returns, unless it ran them itself (compat: handlers-subhandlers).
-			err = Execute(ctx, nil)
-		}
-	}
-	if c.Invoke != nil {
-		c.Invoke(ctx, call)
-	} else {
-		call()
+	result, err = safeCall(ctx, h.Fn, arg)
+	if err == nil && len(sub.registered) > 0 && !sub.executed {
+		// Children declared with Register run after their parent
+		// returns, unless it ran them itself (compat: handlers-subhandlers).
+		err = Execute(ctx, nil)
 	}
 	return result, sub, err
 }

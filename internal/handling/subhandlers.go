@@ -189,12 +189,11 @@ func (s *scope) addRef(id string) {
 }
 
 // sub returns the cycle that runs the children of a scope: the same object,
-// patch and storage, the parent's view of the change, and no invocation
-// wrapper (the children run within the parent's slot of the worker limit,
-// and taking another would deadlock at a limit of one).
+// patch and storage, and the parent's view of the change; the children run
+// within the parent's pass, and so within its slot of the pass limit.
 func (c *Cycle) sub(s *scope) *Cycle {
 	sc := *c
-	sc.Handlers, sc.Known, sc.Invoke, sc.stale = nil, nil, nil, nil
+	sc.Handlers, sc.Known, sc.stale = nil, nil, nil
 	sc.parent = s
 	return &sc
 }

@@ -245,34 +245,6 @@ func TestSubhandlersSeeTheParentsFieldChange(t *testing.T) {
 	}
 }
 
-func TestSubhandlersRunInTheParentsWorkerSlot(t *testing.T) {
-	w := newWorld(t)
-	slots := make(chan struct{}, 1) // MaxWorkers=1: a second acquisition would block forever
-	parent := w.handler("create", nil)
-	parent.Fn = func(ctx context.Context, c *handlers.Change) (any, error) {
-		return nil, Execute(ctx, map[string]handlers.ChangeFunc{"a": func(ctx context.Context, c *handlers.Change) (any, error) { return nil, nil }})
-	}
-	c := &Cycle{
-		Reason: "create", Handlers: []*Handler{parent}, Body: w.body, Patch: &patch.Patch{},
-		Storage: persistence.NewAnnotationsStorage(), Clock: w.clock, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
-		Invoke: func(ctx context.Context, call func()) {
-			slots <- struct{}{}
-			defer func() { <-slots }()
-			call()
-		},
-	}
-	done := make(chan Outcome, 1)
-	go func() { done <- c.Run(context.Background()) }()
-	select {
-	case out := <-done:
-		if !out.Done {
-			t.Errorf("outcome = %+v, want done", out)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("deadlock: the child waited for the worker slot its parent holds")
-	}
-}
-
 func TestSubhandlerDeclarationErrors(t *testing.T) {
 	if err := Execute(context.Background(), map[string]handlers.ChangeFunc{"a": namedFn}); !errors.Is(err, handlers.ErrNoParentHandler) {
 		t.Errorf("Execute outside a handler: err = %v, want ErrNoParentHandler", err)

@@ -71,12 +71,11 @@ func EventsFor(all []*EventHandler, res resources.Resource) []*EventHandler {
 // HandleEvent invokes the event handlers whose filters match, one after
 // another in registration order, deduplicated by function and id. Results
 // go into c.Patch; errors are logged and otherwise ignored, since nothing is
-// kept to retry them with (compat: handlers-event). invoke wraps each call (nil: call
-// directly), as Cycle.Invoke does.
+// kept to retry them with (compat: handlers-event).
 //
 // observe, when set, is told of each handler's call: its error (nil on
 // success) and how long it ran, for the metrics.
-func HandleEvent(ctx context.Context, hs []*EventHandler, typ handlers.EventType, c *Cause, invoke func(context.Context, func()), observe func(id string, err error, d time.Duration)) {
+func HandleEvent(ctx context.Context, hs []*EventHandler, typ handlers.EventType, c *Cause, observe func(id string, err error, d time.Duration)) {
 	type key struct {
 		fn uintptr
 		id string
@@ -102,13 +101,8 @@ func HandleEvent(ctx context.Context, hs []*EventHandler, typ handlers.EventType
 			err    error
 		)
 		c.Logger.Debug(fmt.Sprintf("Handler '%s' is invoked.", h.ID))
-		call := func() { result, err = safeEvent(ctx, h.Fn, arg) }
 		start := time.Now()
-		if invoke != nil {
-			invoke(ctx, call)
-		} else {
-			call()
-		}
+		result, err = safeEvent(ctx, h.Fn, arg)
 		if observe != nil {
 			observe(h.ID, err, time.Since(start))
 		}

@@ -39,6 +39,8 @@ type Metrics struct {
 	events        *prometheus.CounterVec
 
 	daemonsOnce sync.Once
+	waitingOnce sync.Once
+	waiting     atomic.Pointer[func() int]
 	leaderOnce  sync.Once
 	leader      prometheus.Gauge
 	shardsOnce  sync.Once
@@ -191,6 +193,18 @@ func (m *Metrics) Daemons(running func() int) {
 			Name: "kopfgo_daemons_running",
 			Help: "Daemons and timers running, across all objects.",
 		}, func() float64 { return float64(running()) }))
+	})
+}
+
+// Waiting exports waiting() as kopfgo_objects_waiting: the latest reactor's
+// count, should the operator start its reactor again.
+func (m *Metrics) Waiting(waiting func() int) {
+	m.waiting.Store(&waiting)
+	m.waitingOnce.Do(func() {
+		m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "kopfgo_objects_waiting",
+			Help: "Objects waiting for a pass: their news came, and the passes in flight are at their limit (kopfgo_queue_wait_seconds has how long they wait).",
+		}, func() float64 { return float64((*m.waiting.Load())()) }))
 	})
 }
 

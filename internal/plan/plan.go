@@ -8,6 +8,10 @@ import (
 
 // Facts are what a pass knows about an object when it plans.
 type Facts struct {
+	// Unwritten: an earlier pass's patch failed, and its outcome (the
+	// handlers' progress and results, the diff-base) waits in memory to be
+	// written; the handlers must not run again before it is.
+	Unwritten bool
 	// Stale: the body is older than the latest version the watch has
 	// delivered; that version's pass is coming.
 	Stale bool
@@ -79,6 +83,9 @@ const (
 	Free
 	// Handle: run the handling cycle for Step.Reason, then plan with After.
 	Handle
+	// Rewrite: send the patch an earlier pass failed to write; the next
+	// pass comes with its news (or after a delay if it fails again).
+	Rewrite
 
 	// The steps that end a pass whose cycle has run (After). Each applies
 	// the cycle's patch.
@@ -100,7 +107,7 @@ const (
 	Discard
 )
 
-var actionNames = [...]string{"nothing", "wait", "add finalizer", "remove finalizer", "release", "noop", "free", "handle",
+var actionNames = [...]string{"nothing", "wait", "add finalizer", "remove finalizer", "release", "noop", "free", "handle", "rewrite",
 	"apply", "sleep", "store", "hold", "discard"}
 
 func (a Action) String() string {
@@ -121,6 +128,8 @@ type Step struct {
 
 // Pass is the step a pass takes, checked in this order:
 //
+//  0. an outcome that an earlier pass failed to write is written first:
+//     Rewrite (whatever the body, which only names the object then);
 //  1. a stale body waits for the newer version's pass: Nothing; a body from
 //     before the operator's own patch waits for it: Wait;
 //  2. an object being deleted (see deletion);
@@ -135,6 +144,8 @@ type Step struct {
 // non-optional delete handler has it in scope.
 func Pass(f Facts) Step {
 	switch {
+	case f.Unwritten:
+		return Step{Action: Rewrite}
 	case f.Stale:
 		return Step{Action: Nothing}
 	case f.Pending > 0:

@@ -20,7 +20,14 @@ func TestPass(t *testing.T) {
 		f    Facts
 		want Step
 	}{
-		// Consistency comes before anything else.
+		// An outcome not written yet comes before anything else: the
+		// handlers that made it must not run again.
+		{"unwritten outcome", with(handled, func(f *Facts) { f.Unwritten, f.Reason = true, causes.Create }), Step{Action: Rewrite}},
+		{"unwritten outcome, stale body", Facts{Unwritten: true, Stale: true}, Step{Action: Rewrite}},
+		{"unwritten outcome, own patch not back", Facts{Unwritten: true, Pending: d}, Step{Action: Rewrite}},
+		{"unwritten outcome, deleting", Facts{Unwritten: true, Deleting: true, HasFinalizer: true, Changing: true, InScope: true}, Step{Action: Rewrite}},
+
+		// Consistency comes next.
 		{"stale body", with(handled, func(f *Facts) { f.Stale, f.Reason = true, causes.Create }), Step{Action: Nothing}},
 		{"stale body while waiting for the own patch", Facts{Stale: true, Pending: d}, Step{Action: Nothing}},
 		{"own patch not back yet", with(handled, func(f *Facts) { f.Pending, f.Reason = d, causes.Update }), Step{Action: Wait, Wait: d}},

@@ -77,9 +77,8 @@ func (w *watcher) apply(ctx context.Context, u *unstructured.Unstructured, st *s
 		return patched{conflict: true} // a guarded patch: the caller re-reads and retries
 	}
 	if err != nil {
-		delays := w.Settings.Queueing.ErrorDelays
-		d := delays[min(st.errors, len(delays)-1)]
-		st.errors++
+		st.keep(pt)
+		d := w.throttle(st)
 		log.Error(fmt.Sprintf("Throttling for %g seconds due to an unexpected error: %v", d.Seconds(), err))
 		return patched{throttled: true, delay: d}
 	}
@@ -88,6 +87,55 @@ func (w *watcher) apply(ctx context.Context, u *unstructured.Unstructured, st *s
 	}
 	st.errors = 0
 	return patched{}
+}
+
+// throttle is how long an object waits after another unexpected error in a
+// row. Callers hold st.mu.
+func (w *watcher) throttle(st *state) time.Duration {
+	delays := w.Settings.Queueing.ErrorDelays
+	d := delays[min(st.errors, len(delays)-1)]
+	st.errors++
+	return d
+}
+
+// keep remembers a patch that failed to be written, for the next pass to
+// write before anything else (plan.Rewrite), together with any kept
+// before. A finalizer patch's guard (the resourceVersion it was computed
+// from) and its finalizers are not kept: they would conflict later, and
+// the pass after the rewrite works the finalizers out anew from the
+// outcome written. Callers hold st.mu.
+func (st *state) keep(pt *patch.Patch) {
+	kept := pt
+	if pt.Has("metadata", "resourceVersion") {
+		kept = &patch.Patch{Fns: pt.Fns}
+		kept.Merge(pt)
+		meta := kept.Meta()
+		delete(meta, "resourceVersion")
+		delete(meta, "finalizers")
+		if len(meta) == 0 {
+			delete(kept.Map(), "metadata")
+		}
+	}
+	if kept.IsEmpty() && len(kept.Fns) == 0 {
+		return
+	}
+	if st.unwritten == nil {
+		st.unwritten = kept
+		return
+	}
+	st.unwritten.Merge(kept)
+	st.unwritten.Fns = append(st.unwritten.Fns, kept.Fns...)
+}
+
+// rewrite sends the patch of an earlier pass that failed to be written.
+func (w *watcher) rewrite(ctx context.Context, ps *pass) next {
+	st := ps.state
+	st.mu.Lock()
+	pt := st.unwritten
+	st.unwritten = nil
+	st.mu.Unlock()
+	ps.log.Debug("Writing the outcome of the last pass again: its patch failed.")
+	return w.apply(ctx, ps.obj, st, ps.log, pt).then(onNews)
 }
 
 // expectable is the version of an own write that the next pass waits for
@@ -181,24 +229,22 @@ func (w *watcher) touch(ctx context.Context, wk *worker) {
 }
 
 // reread gets the object from the API when the watch lags behind the
-// operator's own patches. It returns the cached object if the API cannot
-// answer (the pass then goes on as Kopf's would), and false if the object is
-// gone or has been replaced by another of the same name.
-func (w *watcher) reread(ctx context.Context, u *unstructured.Unstructured, log *slog.Logger) (*unstructured.Unstructured, bool) {
+// operator's own patches: nil if the object is gone or has been replaced by
+// another of the same name, an error if the API cannot answer.
+func (w *watcher) reread(ctx context.Context, u *unstructured.Unstructured) (*unstructured.Unstructured, error) {
 	fresh, err := w.client.Get(ctx, w.res, u.GetNamespace(), u.GetName())
 	switch {
 	case errors.Is(err, kube.ErrGone):
-		return nil, false
+		return nil, nil
 	case err != nil:
-		log.Warn(fmt.Sprintf("Cannot re-read the object; going on with its cached state: %v", err))
-		return u, true
+		return nil, err
 	case fresh.GetUID() != u.GetUID():
-		return nil, false // its watch observations are on the way
+		return nil, nil // its watch observations are on the way
 	}
 	if !w.Settings.Watching.KeepManagedFields {
 		kube.DropManagedFields(fresh) // as the watched objects are
 	}
-	return fresh, true
+	return fresh, nil
 }
 
 // logPatch logs a patch at debug level, encoding it only when that level is

@@ -42,6 +42,8 @@ type Hooks interface {
 	EventPosted(err error)
 	// Daemons gives a count of the running daemons and timers.
 	Daemons(running func() int)
+	// Waiting gives a count of the objects waiting for a pass slot.
+	Waiting(waiting func() int)
 }
 
 // nopHooks is the Hooks of a Config without any.
@@ -59,6 +61,7 @@ func (nopHooks) QueueWait(time.Duration)                                  {}
 func (nopHooks) Handler(string, causes.Reason, error, int, time.Duration) {}
 func (nopHooks) EventPosted(error)                                        {}
 func (nopHooks) Daemons(func() int)                                       {}
+func (nopHooks) Waiting(func() int)                                       {}
 
 // countingClient tells the hooks of each Event posted.
 type countingClient struct {

@@ -11,6 +11,7 @@ import (
 	"github.com/kopfgo/kopfgo/diffbase"
 	"github.com/kopfgo/kopfgo/handlers"
 	"github.com/kopfgo/kopfgo/internal/handling"
+	"github.com/kopfgo/kopfgo/internal/kube"
 	"github.com/kopfgo/kopfgo/internal/plan"
 	"github.com/kopfgo/kopfgo/internal/pyrepr"
 	"github.com/kopfgo/kopfgo/patch"
@@ -54,6 +55,12 @@ func (w *watcher) read(ctx context.Context, wk *worker) (*pass, bool) {
 		return nil, false
 	}
 	ps := &pass{obj: u, state: st, log: w.objectLogger(u)}
+	st.mu.Lock()
+	ps.facts.Unwritten = st.unwritten != nil && !st.released
+	st.mu.Unlock()
+	if ps.facts.Unwritten {
+		return ps, true // the body only names the object to write to
+	}
 	if !w.consistent(ctx, ps) {
 		return ps, ps.obj != nil
 	}
@@ -112,17 +119,29 @@ func (w *watcher) consistent(ctx context.Context, ps *pass) bool {
 	// The cached state predates the operator's own patch: acting on it
 	// could run the handlers it already ran. The API has the truth.
 	ps.log.Debug(fmt.Sprintf("The operator's own patch (resourceVersion %s) has not come back within the consistency timeout; re-reading the object.", expected))
-	st.own.expected = ""
 	st.fly()
 	st.mu.Unlock()
-	fresh, ok := w.reread(ctx, u, ps.log)
+	fresh, err := w.reread(ctx, u)
 	st.mu.Lock()
+	if err != nil {
+		// Going on with the cached state would run the handlers again
+		// whose outcome that patch wrote: wait, and re-read again then.
+		st.land("", now)
+		d := w.throttle(st)
+		ps.log.Log(ctx, kube.Level(err), fmt.Sprintf("Cannot re-read the object; trying again in %g seconds: %v", d.Seconds(), err))
+		ps.facts.Pending = d
+		return false
+	}
+	st.errors = 0
+	if st.own.expected == expected {
+		st.own.expected = "" // unless the watch has delivered it meanwhile
+	}
 	rv := "" // the re-read's version: older versions the watch is still to deliver are sat out
-	if ok && fresh.GetResourceVersion() != u.GetResourceVersion() {
+	if fresh != nil && fresh.GetResourceVersion() != u.GetResourceVersion() {
 		rv = fresh.GetResourceVersion()
 	}
 	st.land(rv, now)
-	if !ok {
+	if fresh == nil {
 		ps.obj = nil
 		return false
 	}
@@ -181,6 +200,8 @@ func (w *watcher) act(ctx context.Context, ps *pass, step plan.Step) next {
 		ps.log.Debug(cycleFinished)
 	case plan.Handle:
 		return w.handle(ctx, ps, step.Reason)
+	case plan.Rewrite:
+		return w.rewrite(ctx, ps)
 	case plan.Apply:
 		w.finished(ps)
 		return w.apply(ctx, ps.obj, ps.state, ps.log, ps.cause.Patch).then(onNews)
@@ -218,8 +239,8 @@ func (w *watcher) handle(ctx context.Context, ps *pass, reason causes.Reason) ne
 		Body: c.Body, Resource: w.res, Old: c.Old, New: c.New, Diff: c.Diff,
 		Patch: c.Patch, Storage: w.Settings.Persistence.ProgressStorage, Clock: w.Clock, Logger: ps.log, Memo: c.Memo,
 		DefaultBackoff: w.Settings.Execution.DefaultBackoff,
-		Invoke:         w.invoke, Handling: w.Settings.Handling,
-		Observe: w.hooks().Handler, // hook: handler invocations
+		Handling:       w.Settings.Handling,
+		Observe:        w.hooks().Handler, // hook: handler invocations
 		// A deletion that daemons hold ends with Hold, not with the
 		// release: the delete handlers' successes go onto the object
 		// then, or an operator that dies before the daemons have exited

@@ -113,6 +113,10 @@ func TestPauseStopsDaemonsAndResumeRespawnsThemAfterTheyReturn(t *testing.T) {
 	s.create("kex1", map[string]any{"field": "value"})
 	s.start()
 	s.until("the daemon started", func() bool { return starts.Load() == 1 })
+	// The fake API holds the finalizer's patch until the operator watches
+	// (see gated); a pause before that would hold the pass, and so the
+	// watcher's stop, for the whole patch timeout.
+	s.waitWatching()
 
 	s.pause.Pause("peering")
 	select {

@@ -64,6 +64,7 @@ type scenario struct {
 	memo     *handlers.Memo
 	pause    *pausing.Switch
 	owns     func(uid string) bool // Config.Owns (sharding)
+	hooks    Hooks                 // Config.Hooks
 	// statusSubresource makes the status of KopfExamples a subresource, so
 	// that the operator writes it with a patch of its own.
 	statusSubresource bool
@@ -275,6 +276,7 @@ func (s *scenario) start() {
 		Memo:     s.memo,
 		Pause:    s.pause,
 		Owns:     s.owns,
+		Hooks:    s.hooks,
 	}
 	go func() { s.done <- Run(ctx, cfg) }()
 	s.t.Cleanup(s.stop)

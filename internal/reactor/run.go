@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/time/rate"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/clock"
 
@@ -74,9 +75,13 @@ type run struct {
 	poster *posting.Poster
 	// daemons runs the daemons and timers of every object.
 	daemons *daemons.Manager
-	// invoke wraps every handler call: it caps their concurrency at
-	// Execution.MaxWorkers; nil calls handlers directly.
-	invoke func(ctx context.Context, call func())
+	// slots bound the passes in flight, every resource's together
+	// (slots.go).
+	slots *slots
+	// rates cap the passes started per second of each resource
+	// (Queueing.ResourceRate), by the resource's name.
+	ratesMu sync.Mutex
+	rates   map[string]*rate.Limiter
 	// ready, when set, holds every handler until it is closed: until all
 	// indices have seen the initial listings (compat: indices-complete).
 	ready <-chan struct{}
@@ -89,6 +94,9 @@ type run struct {
 // Run serves every resource the registered handlers select until ctx ends,
 // and returns after every goroutine it started has stopped.
 func Run(ctx context.Context, cfg Config) error {
+	if err := cfg.Settings.Validate(); err != nil {
+		return err
+	}
 	client := cfg.Client
 	if client == nil {
 		var err error
@@ -122,9 +130,10 @@ func Run(ctx context.Context, cfg Config) error {
 				cfg.hooks().Handler(id, causes.Reason(kind), err, retry, d) // hook: handler invocations
 			},
 		}),
-		invoke:     limiter(cfg.Settings.Execution.MaxWorkers),
+		slots:      newSlots(passLimit(cfg.Settings.Execution.MaxWorkers, nil)),
 		handlerCtx: hctx,
 	}
+	cfg.hooks().Waiting(r.slots.Waiting) // hook: objects waiting for a pass
 	if len(cfg.Indexers) > 0 {
 		r.ready = ready
 	}
@@ -176,23 +185,50 @@ func Run(ctx context.Context, cfg Config) error {
 	return nil
 }
 
-// limiter caps concurrent handler invocations at n (Execution.MaxWorkers);
-// nil, with no cap.
-func limiter(n int) func(ctx context.Context, call func()) {
-	if n <= 0 {
+// passLimit is the bound of passes in flight: Execution.MaxWorkers when
+// set; otherwise it follows the API's flow control, passesPerWrite passes
+// per write the API server takes now (a pass spends part of its time
+// decoding, detecting and in its handler, not writing), and never fewer
+// than minPasses. Nil (no bound) without flow control: fake clients.
+func passLimit(maxWorkers int, flow writeLimiter) func() int {
+	if maxWorkers > 0 {
+		return func() int { return maxWorkers }
+	}
+	if flow == nil {
 		return nil
 	}
-	slots := make(chan struct{}, n)
-	return func(ctx context.Context, call func()) {
-		select {
-		case slots <- struct{}{}:
-			defer func() { <-slots }()
-			call()
-		case <-ctx.Done():
-			call() // the handler sees the cancelled ctx and should return at once
-		}
-	}
+	return func() int { return max(minPasses, passesPerWrite*flow.WriteLimit()) }
 }
+
+// rateOf is the bucket of a resource's passes; nil without a cap.
+func (r *run) rateOf(res resources.Resource) *rate.Limiter {
+	q := r.Settings.Queueing
+	if q.ResourceRate <= 0 {
+		return nil
+	}
+	r.ratesMu.Lock()
+	defer r.ratesMu.Unlock()
+	if r.rates == nil {
+		r.rates = map[string]*rate.Limiter{}
+	}
+	key := res.String()
+	if r.rates[key] == nil {
+		burst := q.ResourceBurst
+		if burst <= 0 {
+			burst = max(1, int(q.ResourceRate))
+		}
+		r.rates[key] = rate.NewLimiter(rate.Limit(q.ResourceRate), burst)
+	}
+	return r.rates[key]
+}
+
+// writeLimiter is the API's flow control as passes follow it.
+type writeLimiter interface{ WriteLimit() int }
+
+const (
+	passesPerWrite = 2
+	minPasses      = 8
+)
 
 // startPosting runs the poster and puts it into ctx, so that handlers can
 // post Kubernetes Events. stop lets the poster post what is still queued,

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/time/rate"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/tools/cache"
@@ -59,8 +60,9 @@ type watcher struct {
 	indexed func()
 
 	informer cache.SharedIndexInformer
-	store    cache.Store // the informer's: the latest state of each object
-	pool     *pool       // carries the passes (worker.go)
+	store    cache.Store   // the informer's: the latest state of each object
+	pool     *pool         // carries the passes (worker.go)
+	rate     *rate.Limiter // Queueing.ResourceRate; nil: no cap
 
 	mu      sync.Mutex
 	workers map[string]*worker
@@ -79,6 +81,7 @@ func newWatcher(r *run, res resources.Resource, ns string, scope resources.Names
 		indexers: indexersFor(r.Indexers, res),
 		spawning: handling.ForResource(r.Registry.Spawning(), res),
 		pool:     newPool(),
+		rate:     r.rateOf(res),
 		workers:  map[string]*worker{},
 		states:   map[string]*state{},
 	}
@@ -360,7 +363,7 @@ func (w *watcher) dispatch(ctx context.Context, wk *worker) {
 		pt := &patch.Patch{}
 		handling.HandleEvent(hctx, w.watching, ob.typ, &handling.Cause{
 			Body: u.Object, Resource: w.res, Patch: pt, Logger: log, Memo: ob.state.memo,
-		}, w.invoke, func(id string, err error, d time.Duration) {
+		}, func(id string, err error, d time.Duration) {
 			w.hooks().Handler(id, eventCause, err, 0, d) // hook: handler invocations
 		})
 		// Results and patches of watching handlers are applied as Kopf

@@ -16,6 +16,7 @@ import (
 	"github.com/kopfgo/kopfgo/handlers"
 	"github.com/kopfgo/kopfgo/internal/kube"
 	"github.com/kopfgo/kopfgo/internal/pyrepr"
+	"github.com/kopfgo/kopfgo/patch"
 )
 
 // worker runs the passes of one object: at most one exists per object at a
@@ -41,6 +42,14 @@ type worker struct {
 	// parked, while the worker waits for news without a goroutine (park),
 	// is its retirement timer; guarded by the watcher's mu.
 	parked *parking
+	// admitting: the worker has news but no goroutine, and waits in the
+	// run's queue for a pass slot (slots.go); held: the slot is granted
+	// and its next pass uses it. Guarded by the watcher's mu.
+	admitting bool
+	held      bool
+	// lastPass is when the worker's last pass started
+	// (Queueing.ObjectInterval); only its goroutine uses it.
+	lastPass time.Time
 }
 
 // parking is a parked worker's retirement: its identity tells a timer that
@@ -70,7 +79,12 @@ type state struct {
 	// own follows the operator's own writes until the watch delivers
 	// their versions; nil while there are none (most objects, most of the
 	// time: it is kept out of every object's state to keep that small).
-	own        *ownWrites
+	own *ownWrites
+	// unwritten is a patch that failed to be written (an API server down or
+	// overloaded): the outcome of handlers that have run. The next pass
+	// writes it before anything else, so that the handlers are not run
+	// again (plan.Rewrite). Nil nearly always.
+	unwritten  *patch.Patch
 	errors     int            // consecutive unexpected errors, for throttling
 	memo       *handlers.Memo // the user's Memo of the object
 	background *background    // daemons and timers (background.go)
@@ -307,13 +321,96 @@ func (w *watcher) wakeLocked(ctx context.Context, key string, st *state, ob *obs
 	}
 	switch {
 	case !ok:
+	case wk.admitting:
+		return // the slot's grant starts it
 	case wk.parked != nil: // it waits without a goroutine (park)
 		wk.parked.timer.Stop()
 		wk.parked = nil
 	default:
 		return // its goroutine takes the wake-up
 	}
+	if !w.slots.take() {
+		// Waiting for a slot, the object is its worker in the queue only.
+		wk.admitting = true
+		w.slots.enqueue(func() bool { return w.launch(ctx, wk) })
+		return
+	}
+	wk.held = true
 	w.wg.Go(func() { w.work(ctx, wk) })
+}
+
+// launch starts the goroutine of a worker whose turn for a pass slot has
+// come, the slot held for its pass; false if the watcher has stopped
+// meanwhile (the slot goes to the next in the queue).
+func (w *watcher) launch(ctx context.Context, wk *worker) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	wk.admitting = false
+	if ctx.Err() != nil {
+		return false
+	}
+	wk.held = true
+	w.wg.Go(func() { w.work(ctx, wk) })
+	return true
+}
+
+// slot takes the pass slot of the worker's next pass: the one granted to
+// it while it had no goroutine, or one it waits for in the queue.
+func (w *watcher) slot(ctx context.Context, wk *worker) bool {
+	w.mu.Lock()
+	held := wk.held
+	wk.held = false
+	w.mu.Unlock()
+	return held || w.slots.acquire(ctx)
+}
+
+// paced waits until the worker's next pass may start under the caps of
+// the resource's passes per second and the object's interval between
+// passes; false if ctx ends first. A slot held meanwhile goes back to the
+// queue: waiting here, the object must not keep other resources' objects
+// waiting too.
+func (w *watcher) paced(ctx context.Context, wk *worker) bool {
+	now := w.Clock.Now()
+	var d time.Duration
+	if w.rate != nil {
+		d = w.rate.ReserveN(now, 1).DelayFrom(now)
+	}
+	if iv := w.Settings.Queueing.ObjectInterval; iv > 0 && !wk.lastPass.IsZero() {
+		d = max(d, wk.lastPass.Add(iv).Sub(now))
+	}
+	if d <= 0 {
+		return true
+	}
+	w.unhold(wk)
+	t := w.Clock.NewTimer(d)
+	defer t.Stop()
+	if w.onWait != nil {
+		w.onWait()
+	}
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C():
+		return true
+	}
+}
+
+// holding reports whether the worker holds a slot for its next pass.
+func (w *watcher) holding(wk *worker) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return wk.held
+}
+
+// unhold gives back a slot the worker holds but will not use.
+func (w *watcher) unhold(wk *worker) {
+	w.mu.Lock()
+	held := wk.held
+	wk.held = false
+	w.mu.Unlock()
+	if held {
+		w.slots.release()
+	}
 }
 
 // next is when a worker runs the object's next pass: after wait (negative:
@@ -332,11 +429,21 @@ var onNews = next{wait: -1}
 
 // work is an object's worker loop.
 func (w *watcher) work(ctx context.Context, wk *worker) {
+	defer w.unhold(wk)
 	n := onNews
 	if !w.waitIndexed(ctx) {
 		return
 	}
 	for {
+		if w.holding(wk) {
+			// Started for a pass with its slot: news is waiting.
+			select {
+			case <-wk.wake:
+			default:
+			}
+			n = w.pass(ctx, wk)
+			continue
+		}
 		if n.wait < 0 && w.park(wk) {
 			return // woken by wakeLocked, retired by its timer
 		}
@@ -386,6 +493,11 @@ func (w *watcher) work(ctx context.Context, wk *worker) {
 // object's queued observations for the watching handlers first, in order,
 // then the pass over its latest state (pass.go).
 func (w *watcher) pass(ctx context.Context, wk *worker) (n next) {
+	if !w.paced(ctx, wk) || !w.slot(ctx, wk) {
+		return onNews // stopping
+	}
+	wk.lastPass = w.Clock.Now()
+	defer w.slots.release()
 	w.hooks().Busy(1) // hook: objects in flight
 	defer w.hooks().Busy(-1)
 	w.mu.Lock()

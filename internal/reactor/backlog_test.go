@@ -1,0 +1,322 @@
+package reactor
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	k8sruntime "k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/watch"
+	clienttesting "k8s.io/client-go/testing"
+
+	"github.com/kopfgo/kopfgo/causes"
+	"github.com/kopfgo/kopfgo/handlers"
+)
+
+// faults make the fake API answer requests of a verb on KopfExamples
+// with an error while left is above zero, counting them.
+type faults struct{ left, failed atomic.Int32 }
+
+func (s *scenario) failing(verb string, n int32, err error) *faults {
+	f := &faults{}
+	f.left.Store(n)
+	s.dyn.PrependReactor(verb, "kopfexamples", func(clienttesting.Action) (bool, k8sruntime.Object, error) {
+		if f.left.Add(-1) < 0 {
+			f.left.Store(0)
+			return false, nil, nil
+		}
+		f.failed.Add(1)
+		return true, nil, err
+	})
+	return f
+}
+
+// stepUntil steps the clock by d whenever a worker waits for its timer,
+// until the log has the line.
+func (s *scenario) stepUntil(d time.Duration, line string) {
+	s.t.Helper()
+	for !strings.Contains(s.log.String(), line) {
+		waits := s.waits.Load()
+		s.clock.Step(d)
+		s.until(fmt.Sprintf("%q, or a worker waiting again", line), func() bool {
+			return strings.Contains(s.log.String(), line) || s.waits.Load() > waits
+		})
+	}
+}
+
+var kexGR = schema.GroupResource{Group: "kopf.dev", Resource: "kopfexamples"}
+
+// A handler that has finished is not run again when the patch recording
+// its outcome fails (here with a conflict that has nothing to do with the
+// object's essence, which the API client does not retry): the patch is
+// kept and written again, and only then is the object handled further.
+func TestFailedWriteKeepsTheOutcomeInsteadOfRunningTheHandlerAgain(t *testing.T) {
+	s := newScenario(t)
+	failed := s.failing("patch", 1, apierrors.NewConflict(kexGR, "kex1", fmt.Errorf("the object has been modified")))
+	var calls counter
+	s.on(causes.Create, "create_fn", func(ctx context.Context, c *handlers.Change) (any, error) {
+		calls.inc(c.Name)
+		return map[string]any{"message": "hello"}, nil
+	})
+	s.create("kex1", map[string]any{"field": "value"})
+	s.start()
+	s.until("the write failed", func() bool { return strings.Contains(s.log.String(), "Throttling for 1 seconds") })
+	s.stepUntil(time.Second, "Writing the outcome of the last pass again")
+	s.until("handled in the API", func() bool {
+		u := s.get("kex1")
+		_, ok := annotation(u, "kopf.zalando.org/last-handled-configuration")
+		return ok && u.Object["status"] != nil
+	})
+	s.until("its own patch seen as no change", func() bool { return strings.Contains(s.log.String(), "we are not interested") })
+	if n := calls.get("kex1"); n != 1 {
+		t.Errorf("handler called %d times, want 1", n)
+	}
+	if n := failed.failed.Load(); n != 1 {
+		t.Errorf("%d patches failed, want 1", n)
+	}
+	if msg, _, _ := unstructured.NestedString(s.get("kex1").Object, "status", "create_fn", "message"); msg != "hello" {
+		t.Errorf("status.create_fn.message = %q, want the handler's result", msg)
+	}
+}
+
+// When the watch lags behind the operator's own patch and the re-read of
+// the object fails too, the pass waits and re-reads again: going on with
+// the cached state, which predates the patch, would run the handler again.
+func TestFailedRereadWaitsInsteadOfRunningTheHandlerAgain(t *testing.T) {
+	s := newScenario(t)
+	s.statusSubresource = true // the status patch comes first, and through: it wakes the worker
+	s.settings.Watching.InactivityTimeout = 24 * time.Hour
+	s.watchFilter = func(ev watch.Event) (watch.Event, bool) {
+		u, ok := ev.Object.(*unstructured.Unstructured)
+		if !ok {
+			return ev, true
+		}
+		_, withheld := annotation(u, "kopf.zalando.org/last-handled-configuration")
+		return ev, !withheld
+	}
+	// Armed once the object is handled: the test reads it with GETs too.
+	failed := s.failing("get", 0, apierrors.NewForbidden(kexGR, "kex1", fmt.Errorf("not now")))
+	var calls counter
+	s.on(causes.Create, "create_fn", func(ctx context.Context, c *handlers.Change) (any, error) {
+		calls.inc(c.Name)
+		return map[string]any{"message": "hello"}, nil
+	})
+	s.create("kex1", map[string]any{"field": "value"})
+	s.start()
+	s.until("handled in the API", func() bool {
+		_, ok := annotation(s.get("kex1"), "kopf.zalando.org/last-handled-configuration")
+		return ok
+	})
+	failed.left.Store(1)
+	timeout := s.settings.WithDefaults().Persistence.ConsistencyTimeout
+	s.stepUntil(timeout+time.Second, "Cannot re-read the object; trying again in 1 seconds")
+	s.stepUntil(time.Second, "we are not interested")
+	if n := calls.get("kex1"); n != 1 {
+		t.Errorf("handler called %d times, want 1", n)
+	}
+	if n := failed.failed.Load(); n != 1 {
+		t.Errorf("%d re-reads failed, want 1", n)
+	}
+}
+
+// waitingHooks records the reactor's count of objects waiting for a pass,
+// and counts the watch events it observes.
+type waitingHooks struct {
+	nopHooks
+	mu      sync.Mutex
+	waiting func() int
+	events  atomic.Int32
+	news    func() // told of each watch event
+}
+
+func (h *waitingHooks) WatchEvent(string, string) {
+	h.events.Add(1)
+	if h.news != nil {
+		h.news()
+	}
+}
+
+func (h *waitingHooks) Waiting(f func() int) {
+	h.mu.Lock()
+	h.waiting = f
+	h.mu.Unlock()
+}
+
+func (h *waitingHooks) count() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.waiting == nil {
+		return 0
+	}
+	return h.waiting()
+}
+
+// With thousands of objects to handle at once, at most MaxWorkers passes
+// run at a time; the others wait as entries of one queue, without a
+// goroutine each, and are handled in turn, each once.
+func TestPassesAreBoundedAndWaitingObjectsHoldNoGoroutine(t *testing.T) {
+	// The fake API's watch holds 100 events: every object's patch is two
+	// (see versioned), and the operator's watch may lag behind them.
+	const objects, limit = 30, 3
+	s := newScenario(t)
+	hooks := &waitingHooks{}
+	s.hooks = hooks
+	s.settings.Execution.MaxWorkers = limit
+	var (
+		mu       sync.Mutex
+		running  int
+		most     int
+		calls    counter
+		release  = make(chan struct{})
+		released atomic.Bool
+	)
+	s.on(causes.Create, "create_fn", func(ctx context.Context, c *handlers.Change) (any, error) {
+		calls.inc(c.Name)
+		mu.Lock()
+		running++
+		most = max(most, running)
+		mu.Unlock()
+		s.poke()
+		if !released.Load() {
+			<-release
+		}
+		mu.Lock()
+		running--
+		mu.Unlock()
+		return nil, nil
+	})
+	for i := range objects {
+		s.create(fmt.Sprintf("kex%03d", i), nil)
+	}
+	s.start()
+	t.Cleanup(func() {
+		if !released.Swap(true) {
+			close(release)
+		}
+	})
+	// Observations of the listing that only queue an object are no news
+	// to the scenario: look again every few milliseconds too.
+	tick := time.NewTicker(5 * time.Millisecond)
+	stopTicking := make(chan struct{})
+	var ticking sync.WaitGroup
+	ticking.Go(func() {
+		for {
+			select {
+			case <-tick.C:
+				s.poke()
+			case <-stopTicking:
+				return
+			}
+		}
+	})
+	defer ticking.Wait()
+	defer close(stopTicking)
+	defer tick.Stop()
+	s.until("the limit reached and the rest waiting", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return running == limit && hooks.count() == objects-limit
+	})
+	if n := workerGoroutines(); n != limit {
+		t.Errorf("%d workers have a goroutine with %d objects waiting, want %d (the passes in flight)", n, objects-limit, limit)
+	}
+	if !released.Swap(true) {
+		close(release)
+	}
+	s.until("all handled", func() bool {
+		return s.log.Count("Creation is processed: 1 succeeded; 0 failed.") == objects
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	if most != limit {
+		t.Errorf("at most %d handlers ran at once, want %d", most, limit)
+	}
+	for i := range objects {
+		if n := calls.get(fmt.Sprintf("kex%03d", i)); n != 1 {
+			t.Errorf("kex%03d: handler called %d times, want 1", i, n)
+		}
+	}
+	s.until("nothing waiting", func() bool { return hooks.count() == 0 })
+}
+
+// workerGoroutines counts the goroutines of object workers.
+func workerGoroutines() int {
+	buf := make([]byte, 1<<20)
+	for {
+		n := runtime.Stack(buf, true)
+		if n < len(buf) {
+			return strings.Count(string(buf[:n]), "reactor.(*watcher).work(")
+		}
+		buf = make([]byte, 2*len(buf))
+	}
+}
+
+// With an interval between one object's passes, news that comes sooner
+// waits for the rest of it and is handled in one pass.
+func TestObjectIntervalCoalescesNewsIntoOnePass(t *testing.T) {
+	s := newScenario(t)
+	s.settings.Queueing.ObjectInterval = 10 * time.Second
+	hooks := &waitingHooks{news: s.poke}
+	s.hooks = hooks
+	var updates counter
+	var saw atomic.Value
+	s.on(causes.Create, "create_fn", func(ctx context.Context, c *handlers.Change) (any, error) { return nil, nil })
+	s.on(causes.Update, "update_fn", func(ctx context.Context, c *handlers.Change) (any, error) {
+		updates.inc(c.Name)
+		saw.Store(fmt.Sprint(c.Spec["field"]))
+		return nil, nil
+	})
+	s.create("kex1", map[string]any{"field": "x"})
+	s.start()
+	s.stepUntil(10*time.Second, "we are not interested")
+	waits, events := s.waits.Load(), hooks.events.Load()
+	for _, v := range []string{"a", "b"} {
+		s.update("kex1", func(u *unstructured.Unstructured) { u.Object["spec"] = map[string]any{"field": v} })
+	}
+	// Each update is two watch events (see versioned); once the last is
+	// observed, the informer's store has b.
+	s.until("the updates observed, the worker waiting for its interval", func() bool {
+		return hooks.events.Load() >= events+4 && s.waits.Load() > waits
+	})
+	if n := updates.get("kex1"); n != 0 {
+		t.Fatalf("update handler ran %d times before the interval passed", n)
+	}
+	s.stepUntil(10*time.Second, "Updating is processed")
+	if n := updates.get("kex1"); n != 1 || saw.Load() != "b" {
+		t.Errorf("update handler ran %d times and saw %v, want once with the latest spec (b)", n, saw.Load())
+	}
+}
+
+// A resource's passes per second are capped: with one a second and no
+// burst, the second object waits for the clock.
+func TestResourceRateCapsPassesPerSecond(t *testing.T) {
+	s := newScenario(t)
+	s.settings.Queueing.ResourceRate = 1
+	s.on(causes.Create, "create_fn", func(ctx context.Context, c *handlers.Change) (any, error) { return nil, nil })
+	s.create("kex1", nil)
+	s.create("kex2", nil)
+	s.create("kex3", nil)
+	waits := s.waits.Load()
+	s.start()
+	s.until("one handled and the others waiting for the rate", func() bool {
+		return s.log.Count("Creation is processed") == 1 && s.waits.Load() > waits
+	})
+	if n := s.log.Count("Creation is processed"); n != 1 {
+		t.Fatalf("%d creations processed before the clock moved, want 1", n)
+	}
+	for s.log.Count("Creation is processed") < 3 {
+		waits := s.waits.Load()
+		s.clock.Step(time.Second)
+		s.until("a worker waiting again, or all handled", func() bool {
+			return s.waits.Load() > waits || s.log.Count("Creation is processed") == 3
+		})
+	}
+}
