@@ -24,7 +24,8 @@ func TestLayers(t *testing.T) {
 		"causes":                  append([]string{"diffbase"}, leaves...),
 		"internal/plan":           {"causes"},
 		"internal/config":         append([]string{"diffbase", "persistence", "internal/logging"}, leaves...),
-		"internal/kube":           append([]string{"internal/resources", "internal/unjson"}, leaves...),
+		"internal/flowcontrol":    nil,
+		"internal/kube":           append([]string{"internal/flowcontrol", "internal/resources", "internal/unjson"}, leaves...),
 		"internal/health":         nil,
 		"internal/admission":      {"internal/handling", "handlers", "patch", "internal/config", "internal/kube", "internal/resources", "internal/logging", "internal/health"},
 		"internal/pausing":        nil,
@@ -49,8 +50,8 @@ func TestLayers(t *testing.T) {
 		"timers":                  nil,
 		"daemons":                 append([]string{"timers", "internal/handling", "handlers", "internal/config", "internal/resources"}, leaves...),
 		"internal/reactor": append([]string{"daemons", "indexing", "internal/handling", "handlers", "causes", "diffbase", "persistence", "internal/plan", "internal/resources",
-			"internal/config", "internal/pausing", "internal/kube", "internal/logging", "internal/posting", "internal/pyrepr"}, leaves...),
-		"": {"daemons", "indexing", "internal/handling", "handlers", "causes", "patch", "internal/config", "internal/kube", "internal/logging", "internal/reactor", "internal/cli",
+			"internal/config", "internal/pausing", "internal/kube", "internal/flowcontrol", "internal/logging", "internal/posting", "internal/pyrepr"}, leaves...),
+		"": {"daemons", "indexing", "internal/handling", "handlers", "causes", "patch", "internal/config", "internal/kube", "internal/flowcontrol", "internal/logging", "internal/reactor", "internal/cli",
 			"internal/health", "internal/admission", "internal/posting", "internal/hierarchies", "internal/rbac", "internal/resources", "internal/metrics", "internal/pausing", "internal/leases", "internal/leaderelection", "internal/sharding", "internal/peering", "internal/memlimit"},
 	}
 	out, err := exec.Command("go", "list", "-f", `{{.ImportPath}}{{range .Imports}} {{.}}{{end}}`, "./...").CombinedOutput()
