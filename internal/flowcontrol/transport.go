@@ -8,6 +8,9 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	utilnet "k8s.io/apimachinery/pkg/util/net"
 )
 
 // Wrap puts the gate in front of rt; it suits rest.Config.Wrap. A nil gate
@@ -145,4 +148,30 @@ func (o outcome) describe() string {
 		return o.status + " (APF priority level " + o.priority + ")"
 	}
 	return o.status
+}
+
+// Transient says whether err is the API server's trouble rather than the
+// request's: a 5xx or 429 answer, or a network error (refused, reset,
+// timed out). Such failures are retried, and logged quietly while the gate
+// says the server is unavailable; the outage's own lines tell the story.
+func Transient(err error) bool {
+	var status apierrors.APIStatus
+	if errors.As(err, &status) {
+		code := status.Status().Code
+		return code >= 500 || code == http.StatusTooManyRequests
+	}
+	var netErr net.Error
+	return errors.As(err, &netErr) || utilnet.IsConnectionReset(err) ||
+		utilnet.IsConnectionRefused(err) || utilnet.IsProbableEOF(err)
+}
+
+// Unavailable says whether the server is known to be unreachable or
+// overloaded now; false for a nil gate.
+func (g *Gate) Unavailable() bool {
+	if g == nil {
+		return false
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.out != nil
 }
