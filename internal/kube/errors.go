@@ -84,7 +84,6 @@ func (r Retry) log(ctx context.Context, level slog.Level, format string, args ..
 	}
 }
 
-
 // verbPatchStatus is the verb of a status patch in messages.
 const verbPatchStatus = "patch the status of"
 
