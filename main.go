@@ -134,6 +134,12 @@ func (op *Operator) applyFlags(flags *cli.RunFlags, stderr io.Writer) *slog.Logg
 	if flags.MemoryLimitRatio != 0 {
 		op.opts.Settings.Process.MemoryLimitRatio = flags.MemoryLimitRatio
 	}
+	if fc := &op.opts.Settings.Networking.FlowControl; flags.MaxRequestsInFlight > 0 {
+		fc.MaxWrites, fc.MaxReads = flags.MaxRequestsInFlight, flags.MaxRequestsInFlight
+	}
+	if flags.NoFlowControl {
+		op.opts.Settings.Networking.FlowControl.Disabled = true
+	}
 	applyLeaderElection(&op.opts.LeaderElection, flags)
 	applySharding(&op.opts.Sharding, flags)
 	return logger

@@ -36,6 +36,10 @@ type RunFlags struct {
 	// MemoryLimitRatio: --memory-limit-ratio (kopfgo's own); 0 not given,
 	// negative off (see Settings.Process.MemoryLimitRatio).
 	MemoryLimitRatio float64
+	// MaxRequestsInFlight: --max-requests-in-flight (kopfgo's own); 0 not
+	// given (see Settings.Networking.FlowControl).
+	MaxRequestsInFlight int
+	NoFlowControl       bool // --no-flow-control (kopfgo's own)
 
 	// Leader election (kopfgo's own; see kopfgo.LeaderElection).
 	LeaderElect              bool          // --leader-elect
@@ -77,6 +81,9 @@ var envNames = map[string]string{
 	"liveness":           "KOPF_RUN_LIVENESS_ENDPOINT",
 	"metrics-addr":       "KOPFGO_METRICS_ADDR",
 	"memory-limit-ratio": "KOPFGO_MEMORY_LIMIT_RATIO",
+
+	"max-requests-in-flight": "KOPFGO_MAX_REQUESTS_IN_FLIGHT",
+	"no-flow-control":        "KOPFGO_NO_FLOW_CONTROL",
 
 	"leader-elect":                "KOPFGO_LEADER_ELECT",
 	"leader-elect-lease":          "KOPFGO_LEADER_ELECT_LEASE",
@@ -139,6 +146,11 @@ func (f *RunFlags) Bind(fs *pflag.FlagSet) {
 	fs.Var(&ratioValue{&f.MemoryLimitRatio}, "memory-limit-ratio", usage("memory-limit-ratio",
 		"give Go's garbage collector this share of the container's (cgroup's) memory limit as its soft limit, "+
 			"unless GOMEMLIMIT is set; off to leave it alone (default 0.9)"))
+	fs.IntVar(&f.MaxRequestsInFlight, "max-requests-in-flight", 0, usage("max-requests-in-flight",
+		"let at most this many of the operator's writes, and as many reads, be in flight to the API server; "+
+			"the flow control adapts its limits below it (default 64)"))
+	fs.BoolVar(&f.NoFlowControl, "no-flow-control", false, usage("no-flow-control",
+		"send every API request at once, as Kopf does, without the adaptive limits and the outage gate"))
 	fs.BoolVar(&f.LeaderElect, "leader-elect", false, usage("leader-elect",
 		"run as one of several replicas: only the holder of a Lease serves, the others stand by (no peering)"))
 	fs.StringVar(&f.LeaderElectLease, "leader-elect-lease", "", usage("leader-elect-lease",

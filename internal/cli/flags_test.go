@@ -72,6 +72,10 @@ func TestRunFlags(t *testing.T) {
 		{"--memory-limit-ratio", []string{"--memory-limit-ratio", "0.75"}, nil, with(func(f *RunFlags) { f.MemoryLimitRatio = 0.75 })},
 		{"--memory-limit-ratio off", []string{"--memory-limit-ratio=off"}, nil, with(func(f *RunFlags) { f.MemoryLimitRatio = -1 })},
 		{"--memory-limit-ratio 0 is off", []string{"--memory-limit-ratio=0"}, nil, with(func(f *RunFlags) { f.MemoryLimitRatio = -1 })},
+		{"flow control flags", []string{"--max-requests-in-flight", "8", "--no-flow-control"}, nil,
+			with(func(f *RunFlags) { f.MaxRequestsInFlight, f.NoFlowControl = 8, true })},
+		{"env flow control", nil, map[string]string{"KOPFGO_MAX_REQUESTS_IN_FLIGHT": "32", "KOPFGO_NO_FLOW_CONTROL": "true"},
+			with(func(f *RunFlags) { f.MaxRequestsInFlight, f.NoFlowControl = 32, true })},
 		{"env memory limit ratio", nil, map[string]string{"KOPFGO_MEMORY_LIMIT_RATIO": "0.5"}, with(func(f *RunFlags) { f.MemoryLimitRatio = 0.5 })},
 		{"env peering and priority", nil, map[string]string{"KOPF_RUN_PEERING": "team", "KOPF_RUN_PRIORITY": "-5", "KOPF_RUN_DEV": "true"}, with(func(f *RunFlags) {
 			f.Peering, f.Priority, f.Dev = "team", ptr(-5), true

@@ -29,21 +29,30 @@ func (c Class) String() string {
 	return "read"
 }
 
+// The default limits of each class: 16 is what a plain client-go
+// controller's workers send at most; 64 leaves room to grow against a
+// server that answers quickly, well under kube-apiserver's own defaults
+// (--max-mutating-requests-inflight 200, --max-requests-inflight 400).
+const (
+	DefaultInitial = 16
+	DefaultMax     = 64
+)
+
 // Limits bound the requests of one class in flight.
 type Limits struct {
-	// Initial is where the limit starts. Default 16 (16 workers is what a
-	// plain client-go controller runs).
+	// Initial is where the limit starts. Default DefaultInitial, at most Max.
 	Initial int
-	// Max is the most the limit grows to. Default 64.
+	// Max is the most the limit grows to. Default DefaultMax.
 	Max int
 }
 
-func (l Limits) withDefaults() Limits {
+// WithDefaults fills in the defaults of unset (non-positive) limits.
+func (l Limits) WithDefaults() Limits {
 	if l.Max <= 0 {
-		l.Max = 64
+		l.Max = DefaultMax
 	}
 	if l.Initial <= 0 {
-		l.Initial = min(16, l.Max)
+		l.Initial = min(DefaultInitial, l.Max)
 	}
 	l.Initial = min(l.Initial, l.Max)
 	return l
@@ -127,8 +136,8 @@ func New(cfg Config) *Gate {
 	if g.clk == nil {
 		g.clk = clock.RealClock{}
 	}
-	g.classes[Write] = newClass(cfg.Writes.withDefaults(), true)
-	g.classes[Read] = newClass(cfg.Reads.withDefaults(), false)
+	g.classes[Write] = newClass(cfg.Writes.WithDefaults(), true)
+	g.classes[Read] = newClass(cfg.Reads.WithDefaults(), false)
 	return g
 }
 

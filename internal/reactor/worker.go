@@ -72,6 +72,7 @@ type state struct {
 	// time: it is kept out of every object's state to keep that small).
 	own        *ownWrites
 	errors     int            // consecutive unexpected errors, for throttling
+	quietly    bool           // the throttling is for the API server's trouble (levelOf)
 	memo       *handlers.Memo // the user's Memo of the object
 	background *background    // daemons and timers (background.go)
 }
