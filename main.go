@@ -142,6 +142,12 @@ func (op *Operator) applyFlags(flags *cli.RunFlags, stderr io.Writer) *slog.Logg
 		op.opts.Settings.Process.MemoryLimitRatio = flags.MemoryLimitRatio
 	}
 	applyPassCaps(&op.opts.Settings, flags)
+	if fc := &op.opts.Settings.Networking.FlowControl; flags.MaxRequestsInFlight > 0 {
+		fc.MaxWrites, fc.MaxReads = flags.MaxRequestsInFlight, flags.MaxRequestsInFlight
+	}
+	if flags.NoFlowControl {
+		op.opts.Settings.Networking.FlowControl.Disabled = true
+	}
 	applyLeaderElection(&op.opts.LeaderElection, flags)
 	applySharding(&op.opts.Sharding, flags)
 	return logger

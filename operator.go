@@ -234,6 +234,7 @@ func (op *Operator) Run(ctx context.Context) error {
 	defer cancel(nil)
 	var wg sync.WaitGroup
 	defer wg.Wait()
+	flow := flowControl(cfg, settings, clk, logger, obs)
 	if liveness != nil {
 		srv := &health.Server{
 			Endpoint: *liveness, Clock: clk, Logger: logger, Extra: obs.handlers(op.opts),
@@ -248,9 +249,7 @@ func (op *Operator) Run(ctx context.Context) error {
 	if hs := op.reg.Admissions(); len(hs) > 0 {
 		if settings.Admission.Server == nil {
 			cancel(admission.ErrNoServer)
-		} else if client, err := kube.NewClient(cfg, kube.ClientOptions{
-			RequestTimeout: settings.Networking.RequestTimeout, TrustEnv: settings.Networking.TrustEnv,
-		}); err != nil {
+		} else if client, err := kube.NewClient(cfg, clientOptions(settings, flow)); err != nil {
 			cancel(err)
 		} else {
 			wg.Go(func() {
@@ -285,12 +284,17 @@ func (op *Operator) Run(ctx context.Context) error {
 	}
 	defer stopSharding()
 	// Peers, like the Leases, are left only once the reactor has stopped.
-	stopPeering, err := op.peer(ctx, cfg, settings, pause, logger, clk)
+	stopPeering, err := op.peer(ctx, cfg, settings, flow, pause, logger, clk)
 	if err != nil {
 		return err
 	}
 	defer stopPeering()
+	client, err := kube.NewClient(cfg, clientOptions(settings, flow))
+	if err != nil {
+		return err
+	}
 	err = reactor.Run(ctx, reactor.Config{
+		Client:     client,
 		Registry:   op.reg,
 		Settings:   settings,
 		REST:       cfg,

@@ -12,6 +12,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/kopfgo/kopfgo/internal/cli"
+	"github.com/kopfgo/kopfgo/internal/flowcontrol"
 	"github.com/kopfgo/kopfgo/internal/kube"
 	"github.com/kopfgo/kopfgo/internal/pausing"
 	"github.com/kopfgo/kopfgo/internal/peering"
@@ -55,13 +56,13 @@ func checkModes(o Options, s Settings) error {
 // cluster-wide operator, a KopfPeering in each namespace otherwise. Nothing
 // is read or written when standalone, or with leader election or sharding.
 // stop leaves the peering; call it after the reactor has stopped.
-func (op *Operator) peer(ctx context.Context, cfg *rest.Config, s Settings, pause *pausing.Switch, logger *slog.Logger, clk clock.WithTicker) (stop func(), _ error) {
+func (op *Operator) peer(ctx context.Context, cfg *rest.Config, s Settings, flow *flowcontrol.Gate, pause *pausing.Switch, logger *slog.Logger, clk clock.WithTicker) (stop func(), _ error) {
 	nothing := func() {}
 	ps := s.Peering
 	if ps.Standalone || op.opts.Standalone || op.opts.LeaderElection.Enabled || op.opts.Sharding.Shards != 0 {
 		return nothing, nil
 	}
-	client, err := kube.NewClient(cfg, kube.ClientOptions{RequestTimeout: s.Networking.RequestTimeout, TrustEnv: s.Networking.TrustEnv})
+	client, err := kube.NewClient(cfg, clientOptions(s, flow))
 	if err != nil {
 		return nil, err
 	}

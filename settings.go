@@ -15,6 +15,7 @@ type (
 	QueueingSettings    = config.Queueing
 	WatchingSettings    = config.Watching
 	NetworkingSettings  = config.Networking
+	FlowControlSettings = config.FlowControl
 	ScanningSettings    = config.Scanning
 	ProcessSettings     = config.Process
 	PostingSettings     = config.Posting

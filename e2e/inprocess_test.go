@@ -48,11 +48,18 @@ func embedded(t *testing.T, ns string, register func(op *kopfgo.Operator)) *logS
 // cluster and a debug log are the defaults.
 func embeddedWith(t *testing.T, opts kopfgo.Options, register func(op *kopfgo.Operator)) *logSink {
 	t.Helper()
+	return embeddedIn(t, logging.FormatPlain, opts, register)
+}
+
+// embeddedIn is embeddedWith logging in a format of the test's choice
+// (FormatFull names each line's level).
+func embeddedIn(t *testing.T, format logging.Format, opts kopfgo.Options, register func(op *kopfgo.Operator)) *logSink {
+	t.Helper()
 	sink := &logSink{}
 	if opts.RESTConfig == nil {
 		opts.RESTConfig = cluster.Shared(t).RESTConfig()
 	}
-	opts.Logger = logging.New(logging.Config{Format: logging.FormatPlain, Level: slog.LevelDebug, Writer: sink})
+	opts.Logger = logging.New(logging.Config{Format: format, Level: slog.LevelDebug, Writer: sink})
 	op := kopfgo.New(opts)
 	register(op)
 	ctx, cancel := context.WithCancel(context.Background())

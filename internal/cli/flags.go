@@ -36,6 +36,10 @@ type RunFlags struct {
 	// MemoryLimitRatio: --memory-limit-ratio (kopfgo's own); 0 not given,
 	// negative off (see Settings.Process.MemoryLimitRatio).
 	MemoryLimitRatio float64
+	// MaxRequestsInFlight: --max-requests-in-flight (kopfgo's own); 0 not
+	// given (see Settings.Networking.FlowControl).
+	MaxRequestsInFlight int
+	NoFlowControl       bool // --no-flow-control (kopfgo's own)
 
 	// The caps on passes (kopfgo's own; see Settings.Execution.MaxWorkers
 	// and Settings.Queueing): 0 not given.
@@ -88,6 +92,9 @@ var envNames = map[string]string{
 	"resource-rate":      "KOPFGO_RESOURCE_RATE",
 	"resource-burst":     "KOPFGO_RESOURCE_BURST",
 	"object-interval":    "KOPFGO_OBJECT_INTERVAL",
+
+	"max-requests-in-flight": "KOPFGO_MAX_REQUESTS_IN_FLIGHT",
+	"no-flow-control":        "KOPFGO_NO_FLOW_CONTROL",
 
 	"leader-elect":                "KOPFGO_LEADER_ELECT",
 	"leader-elect-lease":          "KOPFGO_LEADER_ELECT_LEASE",
@@ -159,6 +166,11 @@ func (f *RunFlags) Bind(fs *pflag.FlagSet) {
 		"with --resource-rate, allow bursts of this many passes (default: the rate)"))
 	fs.DurationVar(&f.ObjectInterval, "object-interval", 0, usage("object-interval",
 		"start one object's passes at least this long apart; changes that come sooner are handled together (default: none)"))
+	fs.IntVar(&f.MaxRequestsInFlight, "max-requests-in-flight", 0, usage("max-requests-in-flight",
+		"let at most this many of the operator's writes, and as many reads, be in flight to the API server; "+
+			"the flow control adapts its limits below it (default 64)"))
+	fs.BoolVar(&f.NoFlowControl, "no-flow-control", false, usage("no-flow-control",
+		"send every API request at once, as Kopf does, without the adaptive limits and the outage gate"))
 	fs.BoolVar(&f.LeaderElect, "leader-elect", false, usage("leader-elect",
 		"run as one of several replicas: only the holder of a Lease serves, the others stand by (no peering)"))
 	fs.StringVar(&f.LeaderElectLease, "leader-elect-lease", "", usage("leader-elect-lease",

@@ -1,6 +1,10 @@
 package config
 
-import "time"
+import (
+	"time"
+
+	"github.com/kopfgo/kopfgo/internal/flowcontrol"
+)
 
 // Networking tunes the operator's own API requests (not watches).
 type Networking struct {
@@ -13,9 +17,40 @@ type Networking struct {
 	// TrustEnv makes requests honour HTTP(S)_PROXY and NO_PROXY. Default
 	// off, as in Kopf (Go's net/http would honour them silently).
 	TrustEnv bool
+	// FlowControl holds the operator's requests back when the API server
+	// is slow, overloaded or gone. Default on (kopfgo's own: compat:
+	// flow-control).
+	FlowControl FlowControl
+}
+
+// FlowControl tunes the operator's gate in front of the API server: an
+// adaptive limit of requests in flight, one for writes and one for reads
+// (watches are not limited), that grows while the server answers quickly
+// and shrinks on 429, 5xx, timeouts and rising latency; Retry-After is
+// honoured for everyone; during an outage one request probes the server
+// while the others wait.
+type FlowControl struct {
+	// Disabled sends every request at once, as Kopf does.
+	Disabled bool
+	// InitialWrites and MaxWrites bound the writes (POST, PUT, PATCH,
+	// DELETE) in flight. Default 16 and 64.
+	InitialWrites int
+	MaxWrites     int
+	// InitialReads and MaxReads bound the reads (GET and LIST). Default 16
+	// and 64.
+	InitialReads int
+	MaxReads     int
+}
+
+func (f FlowControl) withDefaults() FlowControl {
+	w := flowcontrol.Limits{Initial: f.InitialWrites, Max: f.MaxWrites}.WithDefaults()
+	r := flowcontrol.Limits{Initial: f.InitialReads, Max: f.MaxReads}.WithDefaults()
+	f.InitialWrites, f.MaxWrites, f.InitialReads, f.MaxReads = w.Initial, w.Max, r.Initial, r.Max
+	return f
 }
 
 func (n Networking) withDefaults() Networking {
+	n.FlowControl = n.FlowControl.withDefaults()
 	if n.RequestTimeout == 0 {
 		n.RequestTimeout = 300 * time.Second
 	}

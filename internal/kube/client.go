@@ -20,6 +20,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 
+	"github.com/kopfgo/kopfgo/internal/flowcontrol"
 	"github.com/kopfgo/kopfgo/internal/resources"
 	"github.com/kopfgo/kopfgo/patch"
 )
@@ -32,6 +33,10 @@ type ClientOptions struct {
 	// otherwise honour silently. Credentials' own ProxyURL or TrustEnv
 	// (a Proxy in the config) take precedence.
 	TrustEnv bool
+	// Flow, when set, holds back every request of the clients (watches
+	// excepted): the same gate for all clients of one API server, so that
+	// they share its limits and its outages. Nil: no flow control.
+	Flow *flowcontrol.Gate
 }
 
 // Client wraps the dynamic and discovery clients the operator needs.
@@ -50,6 +55,16 @@ type Client struct {
 	watching *rawWatcher
 	// host is the API server's address, to name requests in the log.
 	host string
+	flow *flowcontrol.Gate
+}
+
+// Flow is the gate the client's requests pass; nil when there is none
+// (flow control disabled, or fake clients in tests), which is safe to use.
+func (c *Client) Flow() *flowcontrol.Gate { return c.flow }
+
+// retry is Retry.do with the client's gate.
+func (c *Client) retry(ctx context.Context, what func() string, call func() error) error {
+	return c.Retry.do(ctx, c.flow, what, call)
 }
 
 // NewClient builds clients for cfg. Client-side rate limiting is disabled,
@@ -66,6 +81,11 @@ func NewClient(cfg *rest.Config, opts ClientOptions) (*Client, error) {
 		if opts.TrustEnv {
 			cfg.Proxy = environmentProxy()
 		}
+	}
+	if opts.Flow != nil {
+		// One gate for the dynamic, discovery, patching and watching
+		// clients: lists are its reads, watches pass it ungated.
+		cfg.Wrap(opts.Flow.Wrap)
 	}
 	wcfg := rest.CopyConfig(cfg) // no request timeout: watches are long
 	wcfg.NextProtos = []string{"http/1.1"}
@@ -86,7 +106,7 @@ func NewClient(cfg *rest.Config, opts ClientOptions) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Client{Dynamic: dyn, Discovery: disc, raw: raw, watching: watching, host: strings.TrimSuffix(cfg.Host, "/")}, nil
+	return &Client{Dynamic: dyn, Discovery: disc, raw: raw, watching: watching, host: strings.TrimSuffix(cfg.Host, "/"), flow: opts.Flow}, nil
 }
 
 // Discover lists every served resource of every version, marking the
@@ -102,7 +122,7 @@ func (c *Client) Discover(ctx context.Context) ([]resources.Resource, error) {
 		lists   []*metav1.APIResourceList
 		partial *discovery.ErrGroupDiscoveryFailed
 	)
-	err := c.Retry.do(ctx, func() string { return "GET " + c.host + "/apis" }, func() (err error) {
+	err := c.retry(ctx, func() string { return "GET " + c.host + "/apis" }, func() (err error) {
 		groups, lists, err = c.Discovery.ServerGroupsAndResources()
 		if errors.As(err, &partial) {
 			return nil // some groups only: served without them
@@ -187,7 +207,7 @@ func (c *Client) Apply(ctx context.Context, res resources.Resource, namespace, n
 			return "", fmt.Errorf("cannot encode the patch: %w", err)
 		}
 		var rv string
-		err = c.Retry.do(ctx, func() string { return c.describe("PATCH", res, namespace, name, part.sub) }, func() (err error) {
+		err = c.retry(ctx, func() string { return c.describe("PATCH", res, namespace, name, part.sub) }, func() (err error) {
 			rv, err = c.patch(ctx, res, namespace, name, data, part.sub)
 			return err
 		})
@@ -224,7 +244,7 @@ func (c *Client) patch(ctx context.Context, res resources.Resource, namespace, n
 // Get reads an object afresh from the API (not from a watch cache).
 func (c *Client) Get(ctx context.Context, res resources.Resource, namespace, name string) (*unstructured.Unstructured, error) {
 	var obj *unstructured.Unstructured
-	err := c.Retry.do(ctx, func() string { return c.describe("GET", res, namespace, name, "") }, func() (err error) {
+	err := c.retry(ctx, func() string { return c.describe("GET", res, namespace, name, "") }, func() (err error) {
 		obj, err = c.resource(res, namespace).Get(ctx, name, metav1.GetOptions{})
 		return err
 	})
@@ -278,7 +298,7 @@ func (c *Client) CreateEmpty(ctx context.Context, res resources.Resource, kind, 
 	obj := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": res.APIVersion(), "kind": kind, "metadata": map[string]any{"name": name},
 	}}
-	err := c.Retry.do(ctx, func() string { return c.describe("POST", res, "", "", "") }, func() error {
+	err := c.retry(ctx, func() string { return c.describe("POST", res, "", "", "") }, func() error {
 		_, err := c.resource(res, "").Create(ctx, obj, metav1.CreateOptions{})
 		return err
 	})

@@ -5,13 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/utils/clock"
 
+	"github.com/kopfgo/kopfgo/internal/flowcontrol"
 	"github.com/kopfgo/kopfgo/internal/resources"
 )
 
@@ -22,8 +21,12 @@ var ErrForbidden = errors.New("forbidden")
 // network errors are transient and retried after each of the backoffs in
 // turn; 429 is retried by client-go itself, honouring Retry-After; other
 // 4xx responses are final and surface at once. Each failed attempt is
-// logged as Kopf logs it ("Request attempt #1/9 failed; will retry: ..."),
-// so an operator waiting for an unreachable API server says so.
+// logged in Kopf's words ("Request attempt #1/9 failed; will retry: ..."),
+// but at DEBUG where Kopf logs ERROR: an outage fails every object's
+// requests, and one line per attempt per object buried the story, which
+// the flow control's gate tells in two lines (unavailable, back). The
+// final "escalating" line stays at ERROR, unless the gate knows the server
+// is unavailable (compat: log-levels-outage).
 type Retry struct {
 	Backoffs []time.Duration
 	Clock    clock.Clock
@@ -34,7 +37,8 @@ type Retry struct {
 // do calls call until it succeeds, fails for good, or the backoffs are
 // exhausted; what names the request in the log ("GET https://…/apis"),
 // called only when a line is logged (patches pass here on the hot path).
-func (r Retry) do(ctx context.Context, what func() string, call func() error) error {
+// flow, when set, is the gate whose outage makes the escalation quiet.
+func (r Retry) do(ctx context.Context, flow *flowcontrol.Gate, what func() string, call func() error) error {
 	count := len(r.Backoffs) + 1
 	for attempt := 0; ; attempt++ {
 		idx := fmt.Sprintf("#%d/%d", attempt+1, count)
@@ -48,14 +52,18 @@ func (r Retry) do(ctx context.Context, what func() string, call func() error) er
 			}
 			return nil
 		}
-		if !transient(err) || ctx.Err() != nil {
+		if !flowcontrol.Transient(err) || ctx.Err() != nil {
 			return err
 		}
 		if attempt >= len(r.Backoffs) {
-			r.log(ctx, slog.LevelError, "Request attempt %s failed; escalating: %s -> %v", idx, what(), err)
+			level := slog.LevelError
+			if flow.Unavailable() {
+				level = slog.LevelDebug
+			}
+			r.log(ctx, level, "Request attempt %s failed; escalating: %s -> %v", idx, what(), err)
 			return err
 		}
-		r.log(ctx, slog.LevelError, "Request attempt %s failed; will retry: %s -> %v", idx, what(), err)
+		r.log(ctx, slog.LevelDebug, "Request attempt %s failed; will retry: %s -> %v", idx, what(), err)
 		clk := r.Clock
 		if clk == nil {
 			clk = clock.RealClock{}
@@ -74,17 +82,6 @@ func (r Retry) log(ctx context.Context, level slog.Level, format string, args ..
 	if r.Logger != nil && r.Logger.Enabled(ctx, level) {
 		r.Logger.Log(ctx, level, fmt.Sprintf(format, args...))
 	}
-}
-
-func transient(err error) bool {
-	var status apierrors.APIStatus
-	if errors.As(err, &status) {
-		code := status.Status().Code
-		return code >= 500 || code == 429
-	}
-	var netErr net.Error
-	return errors.As(err, &netErr) || utilnet.IsConnectionReset(err) ||
-		utilnet.IsConnectionRefused(err) || utilnet.IsProbableEOF(err)
 }
 
 // verbPatchStatus is the verb of a status patch in messages.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"net"
+	"net/http"
 	"runtime"
 	"strings"
 	"testing"
@@ -14,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	testingclock "k8s.io/utils/clock/testing"
 
+	"github.com/kopfgo/kopfgo/internal/flowcontrol"
 	"github.com/kopfgo/kopfgo/internal/resources"
 	"github.com/kopfgo/kopfgo/internal/testlog"
 )
@@ -41,7 +43,7 @@ func TestRetryRetriesTransientErrorsOnly(t *testing.T) {
 			calls := 0
 			done := make(chan error, 1)
 			go func() {
-				done <- r.do(context.Background(), func() string { return "GET /x" }, func() error { calls++; return tt.err })
+				done <- r.do(context.Background(), nil, func() string { return "GET /x" }, func() error { calls++; return tt.err })
 			}()
 			for {
 				select {
@@ -73,30 +75,48 @@ func TestForbiddenSaysWhatIsMissing(t *testing.T) {
 	}
 }
 
-// Each failed attempt is logged as Kopf logs it, so that an operator
-// waiting for an unreachable API server says what it is waiting for.
+// Each attempt is logged in Kopf's words, at DEBUG: an outage is told by
+// the gate's two lines; a request that gives up says so at ERROR, unless
+// the gate knows the server is unavailable (compat: log-levels-outage).
 func TestRetryLogsEachAttempt(t *testing.T) {
 	refused := &net.OpError{Op: "dial", Net: "tcp", Err: errors.New("connection refused")}
+	down := flowcontrol.New(flowcontrol.Config{})
+	rt := down.Wrap(roundTripFunc(func(*http.Request) (*http.Response, error) { return nil, refused }))
+	for range 3 {
+		req, _ := http.NewRequest(http.MethodGet, "https://api/x", nil)
+		_, _ = rt.RoundTrip(req)
+	}
+	if !down.Unavailable() {
+		t.Fatal("three refused connections did not make the server unavailable")
+	}
 	for _, tt := range []struct {
 		name     string
 		failures int
+		flow     *flowcontrol.Gate
 		want     []string
 	}{
-		{"recovers", 2, []string{
-			"level=ERROR msg=\"Request attempt #1/3 failed; will retry: GET /x -> dial tcp: connection refused\"",
+		{"recovers", 2, nil, []string{
+			"level=DEBUG msg=\"Request attempt #1/3 failed; will retry: GET /x -> dial tcp: connection refused\"",
 			"level=DEBUG msg=\"Request attempt #2/3: GET /x\"",
-			"level=ERROR msg=\"Request attempt #2/3 failed; will retry: GET /x -> dial tcp: connection refused\"",
+			"level=DEBUG msg=\"Request attempt #2/3 failed; will retry: GET /x -> dial tcp: connection refused\"",
 			"level=DEBUG msg=\"Request attempt #3/3: GET /x\"",
 			"level=DEBUG msg=\"Request attempt #3/3 succeeded: GET /x\"",
 		}},
-		{"escalates", 3, []string{
-			"level=ERROR msg=\"Request attempt #1/3 failed; will retry: GET /x -> dial tcp: connection refused\"",
+		{"escalates", 3, nil, []string{
+			"level=DEBUG msg=\"Request attempt #1/3 failed; will retry: GET /x -> dial tcp: connection refused\"",
 			"level=DEBUG msg=\"Request attempt #2/3: GET /x\"",
-			"level=ERROR msg=\"Request attempt #2/3 failed; will retry: GET /x -> dial tcp: connection refused\"",
+			"level=DEBUG msg=\"Request attempt #2/3 failed; will retry: GET /x -> dial tcp: connection refused\"",
 			"level=DEBUG msg=\"Request attempt #3/3: GET /x\"",
 			"level=ERROR msg=\"Request attempt #3/3 failed; escalating: GET /x -> dial tcp: connection refused\"",
 		}},
-		{"first time", 0, nil},
+		{"escalates during an outage", 3, down, []string{
+			"level=DEBUG msg=\"Request attempt #1/3 failed; will retry: GET /x -> dial tcp: connection refused\"",
+			"level=DEBUG msg=\"Request attempt #2/3: GET /x\"",
+			"level=DEBUG msg=\"Request attempt #2/3 failed; will retry: GET /x -> dial tcp: connection refused\"",
+			"level=DEBUG msg=\"Request attempt #3/3: GET /x\"",
+			"level=DEBUG msg=\"Request attempt #3/3 failed; escalating: GET /x -> dial tcp: connection refused\"",
+		}},
+		{"first time", 0, nil, nil},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			var out testlog.Buffer
@@ -109,7 +129,7 @@ func TestRetryLogsEachAttempt(t *testing.T) {
 			calls := 0
 			done := make(chan error, 1)
 			go func() {
-				done <- r.do(context.Background(), func() string { return "GET /x" }, func() error {
+				done <- r.do(context.Background(), tt.flow, func() string { return "GET /x" }, func() error {
 					if calls++; calls <= tt.failures {
 						return refused
 					}
@@ -149,3 +169,7 @@ func dropTime(a slog.Attr) slog.Attr {
 	}
 	return a
 }
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }

@@ -77,7 +77,7 @@ func (c *Client) Transform(ctx context.Context, res resources.Resource, namespac
 				subs = []string{part.sub}
 			}
 			var next string
-			err = c.Retry.do(ctx, func() string { return c.describe("PATCH", res, namespace, name, part.sub) }, func() error {
+			err = c.retry(ctx, func() string { return c.describe("PATCH", res, namespace, name, part.sub) }, func() error {
 				obj, err := c.resource(res, namespace).Patch(ctx, name, types.JSONPatchType, data, metav1.PatchOptions{}, subs...)
 				if err == nil {
 					next = obj.GetResourceVersion()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -46,6 +47,11 @@ type Metrics struct {
 	shardsOnce  sync.Once
 	shards      prometheus.Gauge
 	paused      prometheus.Gauge
+
+	flowOnce     sync.Once
+	flowWaited   *prometheus.CounterVec
+	flowWait     *prometheus.HistogramVec
+	flowRejected *prometheus.CounterVec
 }
 
 // New makes the metrics, with the Go runtime and process collectors, and
@@ -99,8 +105,21 @@ func New() *Metrics {
 		Name: "kopfgo_standing_by",
 		Help: "1 while the operator stands by (a peer of higher priority, a freeze, another replica's Lease), 0 while it serves.",
 	})
+	m.flowWaited = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "kopfgo_api_requests_waited_total",
+		Help: "API requests that waited at the flow control's gate (for a slot, a Retry-After, or the API server's return), by class.",
+	}, []string{"class"})
+	m.flowWait = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "kopfgo_api_request_wait_seconds",
+		Help:    "How long API requests that waited at the flow control's gate waited, by class.",
+		Buckets: []float64{.001, .005, .01, .05, .1, .5, 1, 5, 10, 60, 300},
+	}, []string{"class"})
+	m.flowRejected = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "kopfgo_api_requests_rejected_total",
+		Help: "API requests the API server answered with 429 or 5xx, by class and code.",
+	}, []string{"class", "code"})
 	m.reg.MustRegister(m.invocations, m.duration, m.retries, m.inFlight, m.queueWait, m.watchEvents, m.watchRestarts,
-		m.apiLatency, m.apiRequests, m.events, m.paused,
+		m.apiLatency, m.apiRequests, m.events, m.paused, m.flowWaited, m.flowWait, m.flowRejected,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	current.Store(m)
 	registerClientGo.Do(func() {
@@ -229,4 +248,64 @@ func (resultAdapter) Increment(_ context.Context, code, method, _ string) {
 	if m := current.Load(); m != nil {
 		m.apiRequests.WithLabelValues(strings.ToUpper(method), code).Inc()
 	}
+}
+
+// APIFlowClass is one class of requests at the flow control's gate.
+type APIFlowClass struct {
+	Class                    string // "write", "read"
+	InFlight, Limit, Waiting int
+}
+
+// APIFlow exports the flow control's figures, read at each scrape, once:
+// requests in flight, the current limit and the requests waiting, by
+// class, and whether the API server is unavailable.
+func (m *Metrics) APIFlow(read func() (classes []APIFlowClass, unavailable bool)) {
+	m.flowOnce.Do(func() {
+		m.reg.MustRegister(&flowCollector{read: read})
+	})
+}
+
+var (
+	flowInFlight = prometheus.NewDesc("kopfgo_api_requests_in_flight",
+		"The operator's API requests in flight, by class (write, read; watches are not counted).", []string{"class"}, nil)
+	flowLimit = prometheus.NewDesc("kopfgo_api_requests_in_flight_limit",
+		"The flow control's current limit of API requests in flight, by class (1 while the API server is unavailable).", []string{"class"}, nil)
+	flowWaiting = prometheus.NewDesc("kopfgo_api_requests_waiting",
+		"API requests waiting at the flow control's gate now, by class.", []string{"class"}, nil)
+	flowUnavailable = prometheus.NewDesc("kopfgo_api_server_unavailable",
+		"1 while the flow control holds the API server unreachable or overloaded (one probe at a time), 0 otherwise.", nil, nil)
+)
+
+// flowCollector reads the gate's figures once per scrape.
+type flowCollector struct {
+	read func() ([]APIFlowClass, bool)
+}
+
+func (c *flowCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- flowInFlight
+	ch <- flowLimit
+	ch <- flowWaiting
+	ch <- flowUnavailable
+}
+
+func (c *flowCollector) Collect(ch chan<- prometheus.Metric) {
+	classes, unavailable := c.read()
+	for _, fc := range classes {
+		ch <- prometheus.MustNewConstMetric(flowInFlight, prometheus.GaugeValue, float64(fc.InFlight), fc.Class)
+		ch <- prometheus.MustNewConstMetric(flowLimit, prometheus.GaugeValue, float64(fc.Limit), fc.Class)
+		ch <- prometheus.MustNewConstMetric(flowWaiting, prometheus.GaugeValue, float64(fc.Waiting), fc.Class)
+	}
+	ch <- prometheus.MustNewConstMetric(flowUnavailable, prometheus.GaugeValue, boolValue(unavailable))
+}
+
+// APIWaited counts a request of a class that waited d at the gate.
+func (m *Metrics) APIWaited(class string, d time.Duration) {
+	m.flowWaited.WithLabelValues(class).Inc()
+	m.flowWait.WithLabelValues(class).Observe(d.Seconds())
+}
+
+// APIRejected counts a request of a class the API server answered with a
+// 429 or a 5xx.
+func (m *Metrics) APIRejected(class string, code int) {
+	m.flowRejected.WithLabelValues(class, strconv.Itoa(code)).Inc()
 }

@@ -82,3 +82,46 @@ kopfgo_shards_held 2
 		t.Error(err)
 	}
 }
+
+func TestAPIFlowMetrics(t *testing.T) {
+	m := New()
+	m.APIFlow(func() ([]APIFlowClass, bool) {
+		return []APIFlowClass{{Class: "write", InFlight: 3, Limit: 16, Waiting: 5}, {Class: "read", InFlight: 1, Limit: 20}}, true
+	})
+	m.APIWaited("write", 2*time.Second)
+	m.APIRejected("write", 429)
+	m.APIRejected("write", 429)
+	m.APIRejected("read", 503)
+	want := `
+# HELP kopfgo_api_requests_in_flight The operator's API requests in flight, by class (write, read; watches are not counted).
+# TYPE kopfgo_api_requests_in_flight gauge
+kopfgo_api_requests_in_flight{class="read"} 1
+kopfgo_api_requests_in_flight{class="write"} 3
+# HELP kopfgo_api_requests_in_flight_limit The flow control's current limit of API requests in flight, by class (1 while the API server is unavailable).
+# TYPE kopfgo_api_requests_in_flight_limit gauge
+kopfgo_api_requests_in_flight_limit{class="read"} 20
+kopfgo_api_requests_in_flight_limit{class="write"} 16
+# HELP kopfgo_api_requests_waiting API requests waiting at the flow control's gate now, by class.
+# TYPE kopfgo_api_requests_waiting gauge
+kopfgo_api_requests_waiting{class="read"} 0
+kopfgo_api_requests_waiting{class="write"} 5
+# HELP kopfgo_api_server_unavailable 1 while the flow control holds the API server unreachable or overloaded (one probe at a time), 0 otherwise.
+# TYPE kopfgo_api_server_unavailable gauge
+kopfgo_api_server_unavailable 1
+# HELP kopfgo_api_requests_waited_total API requests that waited at the flow control's gate (for a slot, a Retry-After, or the API server's return), by class.
+# TYPE kopfgo_api_requests_waited_total counter
+kopfgo_api_requests_waited_total{class="write"} 1
+# HELP kopfgo_api_requests_rejected_total API requests the API server answered with 429 or 5xx, by class and code.
+# TYPE kopfgo_api_requests_rejected_total counter
+kopfgo_api_requests_rejected_total{class="read",code="503"} 1
+kopfgo_api_requests_rejected_total{class="write",code="429"} 2
+`
+	names := []string{"kopfgo_api_requests_in_flight", "kopfgo_api_requests_in_flight_limit", "kopfgo_api_requests_waiting",
+		"kopfgo_api_server_unavailable", "kopfgo_api_requests_waited_total", "kopfgo_api_requests_rejected_total"}
+	if err := testutil.GatherAndCompare(m.Registry(), strings.NewReader(want), names...); err != nil {
+		t.Fatal(err)
+	}
+	if n := testutil.CollectAndCount(m.flowWait); n != 1 {
+		t.Errorf("%d wait series, want 1", n)
+	}
+}

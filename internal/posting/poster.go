@@ -13,6 +13,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/kopfgo/kopfgo/internal/config"
+	"github.com/kopfgo/kopfgo/internal/flowcontrol"
 	"github.com/kopfgo/kopfgo/internal/pyrepr"
 )
 
@@ -304,7 +305,14 @@ func (p *Poster) post(ctx context.Context, e event) {
 	if err := p.cfg.Client.PostEvent(rctx, e.namespace, body); err != nil {
 		// Kopf's line; its middle part names the error as Kopf's does for
 		// its error classes, the event's fields are Python reprs.
-		p.cfg.Logger.Warn(fmt.Sprintf("Failed to post an event. Ignoring and continuing. Error: %v. Event: type=%s, reason=%s, message=%s.",
+		// At DEBUG for the API server's trouble: an outage fails every
+		// object's events, and the flow control tells it once (compat:
+		// log-levels-outage).
+		level := slog.LevelWarn
+		if flowcontrol.Transient(err) {
+			level = slog.LevelDebug
+		}
+		p.cfg.Logger.Log(ctx, level, fmt.Sprintf("Failed to post an event. Ignoring and continuing. Error: %v. Event: type=%s, reason=%s, message=%s.",
 			err, pyrepr.Repr(e.typ), pyrepr.Repr(e.reason), pyrepr.Repr(e.message)))
 	}
 }

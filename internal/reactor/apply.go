@@ -12,6 +12,7 @@ import (
 
 	"github.com/kopfgo/kopfgo/causes"
 	"github.com/kopfgo/kopfgo/internal/dicts"
+	"github.com/kopfgo/kopfgo/internal/flowcontrol"
 	"github.com/kopfgo/kopfgo/internal/kube"
 	"github.com/kopfgo/kopfgo/patch"
 	"github.com/kopfgo/kopfgo/persistence"
@@ -79,11 +80,16 @@ func (w *watcher) apply(ctx context.Context, u *unstructured.Unstructured, st *s
 	if err != nil {
 		st.keep(pt)
 		d := w.throttle(st)
-		log.Error(fmt.Sprintf("Throttling for %g seconds due to an unexpected error: %v", d.Seconds(), err))
+		st.quietly = flowcontrol.Transient(err)
+		log.Log(ctx, levelOf(err, slog.LevelError), fmt.Sprintf("Throttling for %g seconds due to an unexpected error: %v", d.Seconds(), err))
 		return patched{throttled: true, delay: d}
 	}
 	if st.errors > 0 {
-		log.Info("Throttling is over. Switching back to normal operations.")
+		level := slog.LevelInfo
+		if st.quietly {
+			level = slog.LevelDebug
+		}
+		log.Log(ctx, level, "Throttling is over. Switching back to normal operations.")
 	}
 	st.errors = 0
 	return patched{}
@@ -193,7 +199,7 @@ func (w *watcher) applyFinalizer(ctx context.Context, ps *pass, add bool) patche
 			if errors.Is(err, kube.ErrGone) {
 				return patched{gone: true}
 			}
-			ps.log.Error(fmt.Sprintf("Cannot re-read the object to change its finalizers: %v", err))
+			ps.log.Log(ctx, levelOf(err, slog.LevelError), fmt.Sprintf("Cannot re-read the object to change its finalizers: %v", err))
 			return giveUp
 		}
 		cur = fresh
@@ -224,7 +230,7 @@ func (w *watcher) touch(ctx context.Context, wk *worker) {
 	st.land(w.expectable(res, err), w.Clock.Now())
 	st.mu.Unlock()
 	if err != nil && !errors.Is(err, kube.ErrGone) && ctx.Err() == nil {
-		log.Error(fmt.Sprintf("Cannot touch the object to wake its delayed handlers: %v", err))
+		log.Log(ctx, levelOf(err, slog.LevelError), fmt.Sprintf("Cannot touch the object to wake its delayed handlers: %v", err))
 	}
 }
 
@@ -253,6 +259,17 @@ func logPatch(ctx context.Context, log *slog.Logger, pt *patch.Patch) {
 	if log.Enabled(ctx, slog.LevelDebug) {
 		log.Debug("Patching with: " + mustJSON(pt))
 	}
+}
+
+// levelOf is the level of a line about a failed request: level for an
+// unexpected error, DEBUG for the API server's trouble (5xx, 429, network
+// errors), which would otherwise be told once per object; the flow
+// control's gate tells an outage in two lines (compat: log-levels-outage).
+func levelOf(err error, level slog.Level) slog.Level {
+	if flowcontrol.Transient(err) {
+		return slog.LevelDebug
+	}
+	return level
 }
 
 func mustJSON(p *patch.Patch) string {

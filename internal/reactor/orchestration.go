@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/tools/cache"
@@ -277,7 +278,10 @@ func (o *orchestrator) watchCRDs(ctx context.Context, unresolved []resources.Sel
 	informer := cache.NewSharedIndexInformer(lw, &unstructured.Unstructured{}, 0, cache.Indexers{})
 	warned := false
 	_ = informer.SetWatchErrorHandlerWithContext(func(ctx context.Context, r *cache.Reflector, err error) {
-		if ctx.Err() == nil && !warned {
+		// Only a 403 is the operator's RBAC, worth a warning; other
+		// failures (an outage) client-go retries, and the flow control's
+		// gate tells them.
+		if ctx.Err() == nil && !warned && apierrors.IsForbidden(err) {
 			warned = true
 			o.Logger.Warn(fmt.Sprintf("Cannot watch CRDs, so new resources are not served until a restart (grant list/watch on customresourcedefinitions, or set Settings.Scanning.Disabled): %v", err))
 		}
@@ -321,7 +325,7 @@ func (o *orchestrator) watchCRDs(ctx context.Context, unresolved []resources.Sel
 		served, unresolved, err := resolve(ctx, o.client, o.Registry, o.Indexers, quiet, false)
 		if err != nil {
 			if ctx.Err() == nil {
-				o.Logger.Warn(fmt.Sprintf("Cannot rescan the cluster's resources: %v", err))
+				o.Logger.Log(ctx, levelOf(err, slog.LevelWarn), fmt.Sprintf("Cannot rescan the cluster's resources: %v", err))
 			}
 			continue
 		}

@@ -11,7 +11,6 @@ import (
 	"github.com/kopfgo/kopfgo/diffbase"
 	"github.com/kopfgo/kopfgo/handlers"
 	"github.com/kopfgo/kopfgo/internal/handling"
-	"github.com/kopfgo/kopfgo/internal/kube"
 	"github.com/kopfgo/kopfgo/internal/plan"
 	"github.com/kopfgo/kopfgo/internal/pyrepr"
 	"github.com/kopfgo/kopfgo/patch"
@@ -128,7 +127,7 @@ func (w *watcher) consistent(ctx context.Context, ps *pass) bool {
 		// whose outcome that patch wrote: wait, and re-read again then.
 		st.land("", now)
 		d := w.throttle(st)
-		ps.log.Log(ctx, kube.Level(err), fmt.Sprintf("Cannot re-read the object; trying again in %g seconds: %v", d.Seconds(), err))
+		ps.log.Log(ctx, levelOf(err, slog.LevelError), fmt.Sprintf("Cannot re-read the object; trying again in %g seconds: %v", d.Seconds(), err))
 		ps.facts.Pending = d
 		return false
 	}

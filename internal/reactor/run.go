@@ -19,6 +19,7 @@ import (
 	"github.com/kopfgo/kopfgo/handlers"
 	"github.com/kopfgo/kopfgo/indexing"
 	"github.com/kopfgo/kopfgo/internal/config"
+	"github.com/kopfgo/kopfgo/internal/flowcontrol"
 	"github.com/kopfgo/kopfgo/internal/handling"
 	"github.com/kopfgo/kopfgo/internal/kube"
 	"github.com/kopfgo/kopfgo/internal/pausing"
@@ -130,7 +131,7 @@ func Run(ctx context.Context, cfg Config) error {
 				cfg.hooks().Handler(id, causes.Reason(kind), err, retry, d) // hook: handler invocations
 			},
 		}),
-		slots:      newSlots(passLimit(cfg.Settings.Execution.MaxWorkers, nil)),
+		slots:      newSlots(passLimit(cfg.Settings.Execution.MaxWorkers, client.Flow())),
 		handlerCtx: hctx,
 	}
 	cfg.hooks().Waiting(r.slots.Waiting) // hook: objects waiting for a pass
@@ -189,15 +190,19 @@ func Run(ctx context.Context, cfg Config) error {
 // set; otherwise it follows the API's flow control, passesPerWrite passes
 // per write the API server takes now (a pass spends part of its time
 // decoding, detecting and in its handler, not writing), and never fewer
-// than minPasses. Nil (no bound) without flow control: fake clients.
-func passLimit(maxWorkers int, flow writeLimiter) func() int {
+// than minPasses. No bound (0) while the flow control sets none: disabled,
+// or fake clients in tests.
+func passLimit(maxWorkers int, flow *flowcontrol.Gate) func() int {
 	if maxWorkers > 0 {
 		return func() int { return maxWorkers }
 	}
-	if flow == nil {
-		return nil
+	return func() int {
+		n := flow.WriteLimit()
+		if n <= 0 {
+			return 0
+		}
+		return max(minPasses, passesPerWrite*n)
 	}
-	return func() int { return max(minPasses, passesPerWrite*flow.WriteLimit()) }
 }
 
 // rateOf is the bucket of a resource's passes; nil without a cap.
@@ -221,9 +226,6 @@ func (r *run) rateOf(res resources.Resource) *rate.Limiter {
 	}
 	return r.rates[key]
 }
-
-// writeLimiter is the API's flow control as passes follow it.
-type writeLimiter interface{ WriteLimit() int }
 
 const (
 	passesPerWrite = 2

@@ -201,7 +201,7 @@ func (w *watcher) watchError(ctx context.Context, err error) {
 	case errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF):
 		w.Logger.Debug(fmt.Sprintf("The watch of %s %s has ended (%v); watching again.", w.res, where, err))
 	default:
-		w.Logger.Warn(fmt.Sprintf("Cannot watch %s %s, retrying: %v", w.res, where, err))
+		w.Logger.Log(ctx, levelOf(err, slog.LevelWarn), fmt.Sprintf("Cannot watch %s %s, retrying: %v", w.res, where, err))
 	}
 }
 

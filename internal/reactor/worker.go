@@ -86,6 +86,7 @@ type state struct {
 	// again (plan.Rewrite). Nil nearly always.
 	unwritten  *patch.Patch
 	errors     int            // consecutive unexpected errors, for throttling
+	quietly    bool           // the throttling is for the API server's trouble (levelOf)
 	memo       *handlers.Memo // the user's Memo of the object
 	background *background    // daemons and timers (background.go)
 }

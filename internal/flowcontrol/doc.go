@@ -1,0 +1,71 @@
+// Package flowcontrol holds back the operator's own requests to an API
+// server: one Gate per API server, shared by every client the operator
+// builds for it, lets a bounded number of requests be in flight and makes
+// the rest wait in line.
+//
+// Without it, a backlog (thousands of objects needing a pass at once: a
+// start after downtime, a failover, a shard handed over) sent every object's
+// patches at once; the API server answered with 504s and 429s, retries
+// piled onto the load, and handlers whose outcome could not be written ran
+// again. Kopf escapes this only by its HTTP client's connection pool.
+//
+// # The limit
+//
+// Writes (POST, PUT, PATCH, DELETE) and reads (GET and LIST) have limits of
+// their own, so that a flood of patches never starves the lists that
+// (re)start watches. Watch requests pass ungated: a watch is in flight for
+// minutes and would hold a slot for nothing; their outcomes still tell the
+// gate whether the server is reachable.
+//
+// Each limit follows additive increase and multiplicative decrease, as TCP's
+// congestion window does: while responses come back well and the limit is
+// in use (at least half of it in flight or waiting), it grows by one per
+// request below the slow-start threshold and by one per round of `limit`
+// requests above it; a 429, a 500/502/503/504, or a client-side timeout
+// halves it, and latency well above the baseline cuts it by a tenth. A
+// decrease is applied at most once per round: only requests started after
+// the last decrease can cause another, as TCP reduces its window once per
+// window of loss. Latency is judged for writes only: a LIST's latency
+// follows the collection's size more than the server's load. The baseline
+// is the smallest latency of the current and the previous minute; "well
+// above" is a smoothed latency (TCP's 1/8 weighting) beyond twice the
+// baseline plus 50ms, so that the noise of millisecond requests does not
+// count. Nothing is random: the same responses at the same (fake) times give
+// the same limits.
+//
+// A slot is held until the response's headers arrive, not until its body is
+// read: a body that a caller never closes must not hold a slot forever, and
+// the bodies the operator reads (patch results, lists) are read at once.
+//
+// # Retry-After
+//
+// A 429 (or a 5xx) carrying Retry-After closes its class of requests for
+// everyone until then. client-go's rest client retries such responses by
+// itself (checkWait in rest/with_retry.go: a 429 or any 5xx with a
+// Retry-After in seconds, up to 10 times), sleeping Retry-After before it
+// sends again; that sleep starts when the response has come back, as the
+// closure does, so the retry arrives at the gate once the gate has reopened
+// and passes (behind requests already in line) instead of waiting a second
+// Retry-After. A 429 with Retry-After is the server steering its clients,
+// not failing: it halves the limit but does not count toward an outage.
+// APF's response headers name the FlowSchema and priority level that
+// rejected a request by their UIDs only: the gate does not act on them, and
+// names the priority level's UID in the outage warning when a 429 brought
+// it on, for the cluster's administrator to find.
+//
+// # Outages
+//
+// Three failures in a row (connection refused or reset, timeouts, 5xx,
+// 429s without Retry-After), with no success between, mark the server as
+// unreachable or overloaded: one WARNING says so. From then on the gate
+// lets one request through at a time as a probe, the next one only after a
+// backoff (0.5s doubling to 8s), and every other request waits in line
+// instead of failing and retrying on its own. The first success, a probe's
+// or a watch's, reopens the gate (one INFO line with how long it took, how
+// many requests waited and how many failed) with limits that restart at one
+// and grow back by slow start to their initial values.
+//
+// The gate starts nothing: waiting requests wait on their own goroutines and
+// timers, so there is nothing to run or stop, and a nil *Gate lets every
+// request through.
+package flowcontrol
