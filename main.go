@@ -13,6 +13,7 @@ import (
 
 	"github.com/kopfgo/kopfgo/internal/cli"
 	"github.com/kopfgo/kopfgo/internal/logging"
+	"github.com/kopfgo/kopfgo/internal/version"
 )
 
 // Main runs the default operator, the one kopfgo.On registers on, with
@@ -37,7 +38,7 @@ func Main() { MainOperator(defaultOperator) }
 // the logging, unless op was given a Logger of its own.
 func MainOperator(op *Operator) {
 	root := newRunCommand(op, filepath.Base(os.Args[0]))
-	root.AddCommand(NewRunCommand(op), newRBACCommand(op))
+	root.AddCommand(NewRunCommand(op), newRBACCommand(op), newManifestsCommand(op), newVersionCommand())
 	os.Exit(cli.Execute(root, os.Args[1:], os.Stderr))
 }
 
@@ -137,6 +138,19 @@ func (op *Operator) applyFlags(flags *cli.RunFlags, stderr io.Writer) *slog.Logg
 	applyLeaderElection(&op.opts.LeaderElection, flags)
 	applySharding(&op.opts.Sharding, flags)
 	return logger
+}
+
+// newVersionCommand is `BIN version`: the operator's version and commit
+// (as kopfgo build stamps them), kopfgo's, and Go's.
+func newVersionCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:   "version",
+		Short: "Print the operator's version, and kopfgo's and Go's",
+		Args:  cobra.NoArgs,
+		Run: func(cmd *cobra.Command, _ []string) {
+			fmt.Fprintln(cmd.OutOrStdout(), version.Current().String(filepath.Base(os.Args[0])))
+		},
+	}
 }
 
 // newRBACCommand is `BIN rbac`: the RBAC the handlers need, which `kopfgo
