@@ -66,6 +66,15 @@ func serviceAccountKubeconfig(t *testing.T, ns, sa string) (string, kubernetes.I
 	if _, err := k.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: sa}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	return tokenKubeconfig(t, ns, sa)
+}
+
+// tokenKubeconfig returns a kubeconfig with a token of an existing service
+// account (the TokenRequest API, as the kubelet gets a pod's).
+func tokenKubeconfig(t *testing.T, ns, sa string) (string, kubernetes.Interface) {
+	t.Helper()
+	ctx := context.Background()
+	k := kube(t)
 	tr, err := k.CoreV1().ServiceAccounts(ns).CreateToken(ctx, sa, &authnv1.TokenRequest{Spec: authnv1.TokenRequestSpec{}}, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
