@@ -29,16 +29,7 @@ import (
 func kopfgoRBAC(t *testing.T, pkg string, args ...string) string {
 	t.Helper()
 	// The e2e operators run with --standalone: no peering rules.
-	args = append(append([]string{"rbac", pkg}, args...), "--standalone", "--kubeconfig", cluster.Shared(t).Kubeconfig)
-	cmd := exec.Command(kopfgoCLI(t), args...)
-	cmd.Dir = repoRoot
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("kopfgo %s: %v\n%s", strings.Join(args, " "), err, stderr.String())
-	}
-	return string(out)
+	return kopfgoIn(t, append(append([]string{"rbac", pkg}, args...), "--standalone", "--kubeconfig", cluster.Shared(t).Kubeconfig)...)
 }
 
 // docs splits a YAML stream into objects.
