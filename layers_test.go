@@ -34,6 +34,9 @@ func TestLayers(t *testing.T) {
 		"internal/sharding":       {"internal/leases", "internal/pausing"},
 		"internal/peering":        append([]string{"internal/kube", "internal/pausing", "internal/pyrepr", "internal/resources", "internal/unjson"}, leaves...),
 		"internal/rbac":           {"internal/resources"},
+		"internal/manifests":      {"internal/rbac", "internal/resources"},
+		"internal/image":          nil,
+		"internal/version":        nil,
 		"internal/metrics":        nil,
 		"internal/inspect":        {"diffbase", "persistence"},
 		"internal/posting":        {"internal/config", "internal/flowcontrol", "internal/logging", "internal/pyrepr"},
@@ -52,7 +55,8 @@ func TestLayers(t *testing.T) {
 		"internal/reactor": append([]string{"daemons", "indexing", "internal/handling", "handlers", "causes", "diffbase", "persistence", "internal/plan", "internal/resources",
 			"internal/config", "internal/pausing", "internal/kube", "internal/flowcontrol", "internal/logging", "internal/posting", "internal/pyrepr"}, leaves...),
 		"": {"daemons", "indexing", "internal/handling", "handlers", "causes", "patch", "internal/config", "internal/kube", "internal/flowcontrol", "internal/logging", "internal/reactor", "internal/cli",
-			"internal/health", "internal/admission", "internal/posting", "internal/hierarchies", "internal/rbac", "internal/resources", "internal/metrics", "internal/pausing", "internal/leases", "internal/leaderelection", "internal/sharding", "internal/peering", "internal/memlimit"},
+			"internal/health", "internal/admission", "internal/posting", "internal/hierarchies", "internal/rbac", "internal/resources", "internal/metrics", "internal/pausing", "internal/leases", "internal/leaderelection", "internal/sharding", "internal/peering", "internal/memlimit",
+			"internal/manifests", "internal/version"},
 	}
 	out, err := exec.Command("go", "list", "-f", `{{.ImportPath}}{{range .Imports}} {{.}}{{end}}`, "./...").CombinedOutput()
 	if err != nil {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/kopfgo/kopfgo/internal/cli"
 	"github.com/kopfgo/kopfgo/internal/logging"
+	"github.com/kopfgo/kopfgo/internal/version"
 )
 
 // Main runs the default operator, the one kopfgo.On registers on, with
@@ -44,7 +45,7 @@ func Main() { MainOperator(defaultOperator) }
 // the logging, unless op was given a Logger of its own.
 func MainOperator(op *Operator) {
 	root := newRunCommand(op, filepath.Base(os.Args[0]))
-	root.AddCommand(NewRunCommand(op), newRBACCommand(op))
+	root.AddCommand(NewRunCommand(op), newRBACCommand(op), newManifestsCommand(op), newVersionCommand())
 	os.Exit(cli.Execute(root, os.Args[1:], os.Stderr))
 }
 
@@ -167,6 +168,19 @@ func applyPassCaps(s *Settings, flags *cli.RunFlags) {
 	}
 	if flags.ObjectInterval != 0 {
 		s.Queueing.ObjectInterval = flags.ObjectInterval
+	}
+}
+
+// newVersionCommand is `BIN version`: the operator's version and commit
+// (as kopfgo build stamps them), kopfgo's, and Go's.
+func newVersionCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:   "version",
+		Short: "Print the operator's version, and kopfgo's and Go's",
+		Args:  cobra.NoArgs,
+		Run: func(cmd *cobra.Command, _ []string) {
+			fmt.Fprintln(cmd.OutOrStdout(), version.Current().String(filepath.Base(os.Args[0])))
+		},
 	}
 }
 

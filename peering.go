@@ -79,13 +79,13 @@ func (op *Operator) peer(ctx context.Context, cfg *rest.Config, s Settings, flow
 	served := slices.ContainsFunc(all, func(r resources.Resource) bool { return r.Group == res.Group && r.Plural == res.Plural })
 	if !served {
 		if !ps.Mandatory {
-			logger.Warn(fmt.Sprintf("Peering resource %s is not served, falling back to the standalone mode (apply deploy/peering.yaml to peer, or pass --standalone to say so).", res.Kind))
+			logger.Warn(fmt.Sprintf("Peering resource %s is not served, falling back to the standalone mode (apply deploy/crds, then deploy/peering, to peer: kubectl apply -k; or pass --standalone to say so).", res.Kind))
 			return nothing, nil
 		}
 		// As Kopf: a mandatory peering without its CRD stands by until
 		// the operator restarts with the CRD applied.
 		const reason = "peering CRD is missing"
-		logger.Error(fmt.Sprintf("Peering resource %s is not served, though peering %q is mandatory: standing by (apply deploy/peering.yaml).", res.Kind, ps.Name))
+		logger.Error(fmt.Sprintf("Peering resource %s is not served, though peering %q is mandatory: standing by (apply deploy/crds, then deploy/peering: kubectl apply -k).", res.Kind, ps.Name))
 		pause.Pause(reason)
 		return nothing, nil
 	}

@@ -55,23 +55,37 @@ type RBACOptions struct {
 // when there are admission handlers. The resources are resolved against the cluster,
 // as the running operator resolves them.
 func RBAC(ctx context.Context, op *Operator, o RBACOptions) ([]byte, error) {
-	if err := op.reg.Err(); err != nil {
+	spec, err := rbacSpec(ctx, op, o, nil)
+	if err != nil {
 		return nil, err
 	}
-	cfg := o.RESTConfig
-	if cfg == nil {
-		var err error
-		if cfg, err = kube.LoadConfig(o.Kubeconfig, o.Context); err != nil {
-			return nil, err
+	return rbac.Manifests(spec)
+}
+
+// rbacSpec computes what op needs; its resources are resolved against
+// offline (from CRD files) if given, else against the cluster.
+func rbacSpec(ctx context.Context, op *Operator, o RBACOptions, offline []resources.Resource) (rbac.Spec, error) {
+	if err := op.reg.Err(); err != nil {
+		return rbac.Spec{}, err
+	}
+	all := offline
+	if all == nil {
+		cfg := o.RESTConfig
+		if cfg == nil {
+			var err error
+			if cfg, err = kube.LoadConfig(o.Kubeconfig, o.Context); err != nil {
+				return rbac.Spec{}, err
+			}
 		}
-	}
-	client, err := kube.NewClient(cfg, kube.ClientOptions{})
-	if err != nil {
-		return nil, fmt.Errorf("cannot connect: %w", err)
-	}
-	all, derr := client.Discover(ctx)
-	if len(all) == 0 && derr != nil {
-		return nil, fmt.Errorf("cannot discover the cluster's resources: %w", derr)
+		client, err := kube.NewClient(cfg, kube.ClientOptions{})
+		if err != nil {
+			return rbac.Spec{}, fmt.Errorf("cannot connect: %w", err)
+		}
+		var derr error
+		all, derr = client.Discover(ctx)
+		if len(all) == 0 && derr != nil {
+			return rbac.Spec{}, fmt.Errorf("cannot discover the cluster's resources: %w", derr)
+		}
 	}
 	uses := map[string]*rbac.Use{}
 	var order []string
@@ -109,7 +123,15 @@ func RBAC(ctx context.Context, op *Operator, o RBACOptions) ([]byte, error) {
 	}
 	op.mu.Unlock()
 	if len(errs) > 0 {
-		return nil, fmt.Errorf("cannot resolve the handlers' resources (create their CRDs first): %w", errors.Join(errs...))
+		hint := "create their CRDs first"
+		if offline != nil {
+			hint = "give their CRDs with --crd, or no --crd to resolve them in the cluster"
+		}
+		return rbac.Spec{}, fmt.Errorf("cannot resolve the handlers' resources (%s): %w", hint, errors.Join(errs...))
+	}
+	defaultNamespace := "default"
+	if offline == nil {
+		defaultNamespace = kube.DefaultNamespace(o.Kubeconfig, o.Context)
 	}
 	spec := rbac.Spec{
 		Events:   len(op.reg.Changing())+len(op.reg.Spawning())+len(op.reg.Events()) > 0,
@@ -119,7 +141,7 @@ func RBAC(ctx context.Context, op *Operator, o RBACOptions) ([]byte, error) {
 		// are taken to mean managed configurations.
 		ManagedWebhooks: len(op.reg.Admissions()) > 0,
 		Namespaces:      o.Namespaces, Namespaced: o.Namespaced,
-		DefaultNamespace: kube.DefaultNamespace(o.Kubeconfig, o.Context),
+		DefaultNamespace: defaultNamespace,
 		Name:             o.Name, ServiceAccount: o.ServiceAccount, ServiceAccountNamespace: o.ServiceAccountNamespace,
 	}
 	for _, k := range order {
@@ -135,5 +157,5 @@ func RBAC(ctx context.Context, op *Operator, o RBACOptions) ([]byte, error) {
 	case leading:
 		spec.LeaseNamespace = cmp.Or(o.LeaseNamespace, op.opts.LeaderElection.Namespace, o.ServiceAccountNamespace, "default")
 	}
-	return rbac.Manifests(spec)
+	return spec, nil
 }

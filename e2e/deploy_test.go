@@ -25,9 +25,9 @@ func dockerBuildStage(t *testing.T) (operator string, args []string) {
 		t.Fatal(err)
 	}
 	m := regexp.MustCompile(`(?m)^ARG OPERATOR=(\S+)$`).FindSubmatch(data)
-	run := regexp.MustCompile(`(?m)^RUN go run \./cmd/kopfgo (build .*)$`).FindSubmatch(data)
+	run := regexp.MustCompile(`(?m)^RUN go run -mod=mod github\.com/kopfgo/kopfgo/cmd/kopfgo (build .*)$`).FindSubmatch(data)
 	if m == nil || run == nil {
-		t.Fatal("deploy/Dockerfile has no ARG OPERATOR=... or RUN go run ./cmd/kopfgo build ... line")
+		t.Fatal("deploy/Dockerfile has no ARG OPERATOR=... or RUN go run -mod=mod github.com/kopfgo/kopfgo/cmd/kopfgo build ... line")
 	}
 	operator = string(m[1])
 	return operator, strings.Fields(strings.ReplaceAll(string(run[1]), "${OPERATOR}", operator))

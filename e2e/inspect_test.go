@@ -4,7 +4,6 @@ package e2e
 
 import (
 	"encoding/json"
-	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -15,15 +14,7 @@ import (
 // inspectCLI runs `kopfgo inspect ARGS... --kubeconfig K` and returns stdout.
 func inspectCLI(t *testing.T, args ...string) string {
 	t.Helper()
-	args = append(append([]string{"inspect"}, args...), "--kubeconfig", cluster.Shared(t).Kubeconfig)
-	cmd := exec.Command(kopfgoCLI(t), args...)
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("kopfgo %s: %v\n%s", strings.Join(args, " "), err, stderr.String())
-	}
-	return string(out)
+	return kopfgoIn(t, append(append([]string{"inspect"}, args...), "--kubeconfig", cluster.Shared(t).Kubeconfig)...)
 }
 
 type inspected struct {

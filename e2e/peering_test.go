@@ -25,12 +25,12 @@ import (
 
 var peeringsGVR = schema.GroupVersionResource{Group: "kopf.dev", Version: "v1", Resource: "kopfpeerings"}
 
-// peeringCRDs applies the peering CRDs of deploy/peering.yaml (not its
-// default objects: cluster-wide operators of other tests would peer in
+// peeringCRDs applies the peering CRDs of deploy/crds (not the
+// default objects of deploy/peering: cluster-wide operators of other tests would peer in
 // them and stand by for each other).
 func peeringCRDs(t *testing.T) {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join(repoRoot, "deploy", "peering.yaml"))
+	data, err := os.ReadFile(filepath.Join(repoRoot, "deploy", "crds", "peering-crds.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -41,7 +41,7 @@ func peeringCRDs(t *testing.T) {
 		}
 	}
 	if len(crds) != 2 {
-		t.Fatalf("deploy/peering.yaml has %d CRDs, want 2", len(crds))
+		t.Fatalf("deploy/crds/peering-crds.yaml has %d CRDs, want 2", len(crds))
 	}
 	if err := cluster.Shared(t).Apply(context.Background(), []byte(strings.Join(crds, "\n---\n"))); err != nil {
 		t.Fatal(err)

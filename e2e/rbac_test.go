@@ -29,16 +29,7 @@ import (
 func kopfgoRBAC(t *testing.T, pkg string, args ...string) string {
 	t.Helper()
 	// The e2e operators run with --standalone: no peering rules.
-	args = append(append([]string{"rbac", pkg}, args...), "--standalone", "--kubeconfig", cluster.Shared(t).Kubeconfig)
-	cmd := exec.Command(kopfgoCLI(t), args...)
-	cmd.Dir = repoRoot
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("kopfgo %s: %v\n%s", strings.Join(args, " "), err, stderr.String())
-	}
-	return string(out)
+	return kopfgoIn(t, append(append([]string{"rbac", pkg}, args...), "--standalone", "--kubeconfig", cluster.Shared(t).Kubeconfig)...)
 }
 
 // docs splits a YAML stream into objects.
@@ -66,6 +57,15 @@ func serviceAccountKubeconfig(t *testing.T, ns, sa string) (string, kubernetes.I
 	if _, err := k.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: sa}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	return tokenKubeconfig(t, ns, sa)
+}
+
+// tokenKubeconfig returns a kubeconfig with a token of an existing service
+// account (the TokenRequest API, as the kubelet gets a pod's).
+func tokenKubeconfig(t *testing.T, ns, sa string) (string, kubernetes.Interface) {
+	t.Helper()
+	ctx := context.Background()
+	k := kube(t)
 	tr, err := k.CoreV1().ServiceAccounts(ns).CreateToken(ctx, sa, &authnv1.TokenRequest{Spec: authnv1.TokenRequestSpec{}}, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)

@@ -72,6 +72,7 @@ type runner struct {
 	goTool         string   // "go" in PATH if empty
 	workDir        string   // the current directory if empty
 	env            []string // added to the go build's environment
+	buildFlags     []string // added to go build's flags (kopfgo build's)
 }
 
 // pkg is what go list says of a package.
@@ -176,7 +177,13 @@ func (r *runner) build(ctx context.Context, paths []string, dir, bin string) (st
 	if bin == "" {
 		bin = filepath.Join(dir, binaryName(p))
 	}
-	args := []string{"build", "-o", bin}
+	return bin, r.buildPlan(ctx, paths, p, dir, bin, nil)
+}
+
+// buildPlan builds p into bin with env added to the go command's, dir
+// holding the generated main.
+func (r *runner) buildPlan(ctx context.Context, paths []string, p *plan, dir, bin string, env []string) error {
+	args := append(append([]string{"build"}, r.buildFlags...), "-o", bin)
 	if p.isMain {
 		args = append(args, p.pkgs[0].ImportPath)
 	} else {
@@ -186,36 +193,36 @@ func (r *runner) build(ctx context.Context, paths []string, dir, bin string) (st
 		}
 		mainFile := filepath.Join(dir, "main.go")
 		if err := os.WriteFile(mainFile, generateMain(p.pkgs), 0o644); err != nil {
-			return "", r.fail(paths, err)
+			return r.fail(paths, err)
 		}
 		overlay, err := json.Marshal(map[string]any{"Replace": map[string]string{filepath.Join(mainDir, "main.go"): mainFile}})
 		if err != nil {
-			return "", r.fail(paths, err)
+			return r.fail(paths, err)
 		}
 		overlayFile := filepath.Join(dir, "overlay.json")
 		if err := os.WriteFile(overlayFile, overlay, 0o644); err != nil {
-			return "", r.fail(paths, err)
+			return r.fail(paths, err)
 		}
-		args = []string{"build", "-overlay", overlayFile, "-o", bin, mainDir}
+		args = append(args, "-overlay", overlayFile, mainDir)
 	}
 	var out bytes.Buffer
 	cmd := exec.CommandContext(ctx, r.goTool, args...)
 	cmd.Dir = p.buildDir
-	cmd.Env = append(os.Environ(), r.env...)
+	cmd.Env = append(append(os.Environ(), r.env...), env...)
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Run(); err != nil {
 		if ctx.Err() != nil {
-			return "", ctx.Err()
+			return ctx.Err()
 		}
 		r.stderr.Write(out.Bytes())
 		if !p.isMain && strings.Contains(out.String(), "provides package "+kopfgoImportPath+";") {
 			err = fmt.Errorf("module %s does not require %s: add it with go get %[2]s", p.pkgs[0].Module.Path, kopfgoImportPath)
-			return "", r.fail(paths, err)
+			return r.fail(paths, err)
 		}
-		return "", r.fail(paths, firstError(out.String(), err))
+		return r.fail(paths, firstError(out.String(), err))
 	}
 	r.stderr.Write(out.Bytes()) // warnings, if any
-	return bin, nil
+	return nil
 }
 
 // plan lists the packages of paths and checks that they can be built

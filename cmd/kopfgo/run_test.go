@@ -9,7 +9,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
-	"runtime/debug"
 	"strings"
 	"testing"
 	"time"
@@ -207,19 +206,6 @@ func TestFirstError(t *testing.T) {
 }
 
 func TestVersion(t *testing.T) {
-	bi := &debug.BuildInfo{Main: debug.Module{Version: "v1.2.3"}}
-	want := "kopfgo version v1.2.3 " + runtime.Version() + " " + runtime.GOOS + "/" + runtime.GOARCH
-	if got := versionString(bi, true); got != want {
-		t.Errorf("got %q, want %q", got, want)
-	}
-	bi = &debug.BuildInfo{Main: debug.Module{Version: "(devel)"}, Settings: []debug.BuildSetting{
-		{Key: "vcs.revision", Value: "0123456789abcdef0123"}, {Key: "vcs.modified", Value: "true"}}}
-	if got := versionString(bi, true); !strings.HasPrefix(got, "kopfgo version (devel 0123456789ab+dirty) go") {
-		t.Errorf("got %q", got)
-	}
-	if got := versionString(nil, false); !strings.HasPrefix(got, "kopfgo version (devel) go") {
-		t.Errorf("got %q", got)
-	}
 	code, stdout, _ := execute(t, "", "version")
 	if code != 0 || !strings.HasPrefix(stdout, "kopfgo version ") || !strings.Contains(stdout, runtime.Version()) {
 		t.Errorf("kopfgo version: %d %q", code, stdout)

@@ -145,7 +145,7 @@ func (p *peer) touch(ctx context.Context, leaving bool) {
 		if !p.warned && !leaving {
 			p.warned = true
 			if p.Mandatory {
-				p.Logger.Error(fmt.Sprintf("Peering object %s %s is not found, though peering is mandatory: standing by until it exists (see deploy/peering.yaml).", pyrepr.Repr(p.Name), p.where()))
+				p.Logger.Error(fmt.Sprintf("Peering object %s %s is not found, though peering is mandatory: standing by until it exists (see deploy/peering, or kopfgo manifests --peering).", pyrepr.Repr(p.Name), p.where()))
 			} else {
 				p.Logger.Warn(fmt.Sprintf("Peering object %s %s is not found, falling back to the standalone mode.", pyrepr.Repr(p.Name), p.where()))
 			}
