@@ -21,7 +21,6 @@ import (
 
 	"github.com/kopfgo/kopfgo"
 	"github.com/kopfgo/kopfgo/e2e/cluster"
-	"github.com/kopfgo/kopfgo/e2e/runner"
 )
 
 // backlogObjects is the size of the backlogs of TestBacklogExactlyOnce and
@@ -111,36 +110,8 @@ func TestBacklogExactlyOnce(t *testing.T) {
 func TestShardHandoverBacklogExact(t *testing.T) {
 	n := *backlogObjects
 	ns := namespace(t)
-	bin := buildChaos(t)
-	journal := filepath.Join(t.TempDir(), "journal")
-	name := "kopfgo-backlog"
-	replicas := map[string]*runner.Process{}
-	start := func(pod string) *runner.Process {
-		p := startBinary(t, bin, []string{"KOPFGO_CHAOS_JOURNAL=" + journal, "KOPFGO_CHAOS_NO_TIMER=1", "POD_NAME=" + pod},
-			"-n", ns, "--shards", strconv.Itoa(shardingShards), "--shards-name", name, "--shards-namespace", ns,
-			"--shards-lease-duration", "6s", "--shards-renew-deadline", "4s", "--shards-retry-period", "1s")
-		replicas[pod] = p
-		return p
-	}
-	podOf := func(pid string) string {
-		for pod, p := range replicas {
-			if strconv.Itoa(p.Pid()) == pid {
-				return pod
-			}
-		}
-		return "?" + pid
-	}
-	// creations are the pods whose create handler succeeded, per object.
-	creations := func() map[string][]string {
-		out := map[string][]string{}
-		for _, f := range journalLines(t, journal) {
-			if f[0] == "ret" && f[1] == "create" {
-				_, obj, _ := strings.Cut(f[2], "/")
-				out[obj] = append(out[obj], podOf(f[4]))
-			}
-		}
-		return out
-	}
+	rs := newShardedReplicas(t, ns, "kopfgo-backlog")
+	start, creations := rs.start, rs.creations
 	waitCreations := func(what string, at int) {
 		eventually(t, 5*time.Minute, what, func() (bool, error) {
 			got := len(creations())
