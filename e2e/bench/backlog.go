@@ -58,8 +58,15 @@ func (b *bench) backlogOn(ctx context.Context, scenario string) ([]result, error
 	var out []result
 	for _, name := range b.contenders() {
 		r, err := b.backlogOne(ctx, scenario, name)
-		if err != nil {
+		if err != nil && ctx.Err() != nil {
 			return out, fmt.Errorf("%s, %s: %w", scenario, name, err)
+		}
+		if err != nil {
+			// A contender that cannot drain the backlog (the floor may not
+			// bear a server that sheds load) is a result, not the end of
+			// the run.
+			logf("%s: %s: %v", scenario, name, err)
+			r.Scenario, r.Contender, r.Objects, r.Error, r.LoadAverage = scenario, name, b.o.backlogN, err.Error(), loadAverage()
 		}
 		out = append(out, r)
 	}

@@ -57,6 +57,9 @@ type result struct {
 	Patches        int64            `json:"patches,omitempty"`
 	FailedRequests map[string]int64 `json:"failedRequests,omitempty"`
 	ServerErrors   int64            `json:"serverErrors,omitempty"`
+	// Error is why the contender did not finish the scenario (backlog
+	// scenarios only; the others end the run).
+	Error string `json:"error,omitempty"`
 	// LoadAverage is the machine's (1, 5, 15 minutes) when the contender
 	// was done: the API server and the driver share its cores.
 	LoadAverage string `json:"loadAverage,omitempty"`
@@ -128,6 +131,10 @@ func (r *report) ratios() {
 		restart := x.Scenario == "restart" || x.Scenario == "scale-restart"
 		if restart {
 			want = 0
+		}
+		if x.Error != "" {
+			r.Notes = append(r.Notes, fmt.Sprintf("FAILED: %s in %s: %s", x.Contender, x.Scenario, x.Error))
+			continue
 		}
 		if x.Calls != want || restart && x.Writes != 0 || x.ChurnCalls != int64(x.ChurnObjects) {
 			r.Notes = append(r.Notes, fmt.Sprintf("WRONG: %s in %s made %d handler calls and %d writes for %d objects",
