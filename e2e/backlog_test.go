@@ -60,6 +60,7 @@ func TestBacklogExactlyOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	cfg.QPS, cfg.Burst = 0, 0 // kopfgo's defaults, as a user's kubeconfig gives them
 	d, err := dynamic.NewForConfig(c.RESTConfig())
 	if err != nil {
 		t.Fatal(err)
