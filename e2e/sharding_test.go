@@ -42,7 +42,8 @@ func TestShardingSpreadsObjectsOverReplicas(t *testing.T) {
 	ns := namespace(t)
 	name := "kopfgo-e2e"
 	rs := newShardedReplicas(t, ns, name)
-	replicas, start, journal := rs.pods, rs.start, rs.journal
+	replicas, journal := rs.pods, rs.journal
+	start := func(pod string) *runner.Process { return rs.start(pod) }
 	// holders are the shards' live holders by POD_NAME ("" for none).
 	holders := func() []string {
 		out := make([]string, shardingShards)
@@ -236,11 +237,12 @@ func newShardedReplicas(t *testing.T, ns, name string) *shardedReplicas {
 		pods: map[string]*runner.Process{}}
 }
 
-// start runs a replica named pod, with short Leases.
-func (s *shardedReplicas) start(pod string) *runner.Process {
-	p := startBinary(s.t, s.bin, []string{"KOPFGO_CHAOS_JOURNAL=" + s.journal, "KOPFGO_CHAOS_NO_TIMER=1", "POD_NAME=" + pod},
-		"-n", s.ns, "--shards", strconv.Itoa(shardingShards), "--shards-name", s.name, "--shards-namespace", s.ns,
-		"--shards-lease-duration", "6s", "--shards-renew-deadline", "4s", "--shards-retry-period", "1s")
+// start runs a replica named pod, with short Leases unless the extra
+// flags say otherwise.
+func (s *shardedReplicas) start(pod string, extra ...string) *runner.Process {
+	args := append([]string{"-n", s.ns, "--shards", strconv.Itoa(shardingShards), "--shards-name", s.name, "--shards-namespace", s.ns,
+		"--shards-lease-duration", "6s", "--shards-renew-deadline", "4s", "--shards-retry-period", "1s"}, extra...)
+	p := startBinary(s.t, s.bin, []string{"KOPFGO_CHAOS_JOURNAL=" + s.journal, "KOPFGO_CHAOS_NO_TIMER=1", "POD_NAME=" + pod}, args...)
 	s.pods[pod] = p
 	return p
 }
