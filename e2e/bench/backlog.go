@@ -2,9 +2,11 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"strconv"
+	"time"
 
 	"github.com/kopfgo/kopfgo/e2e/bench/probe"
 	"github.com/kopfgo/kopfgo/e2e/cluster"
@@ -101,15 +103,20 @@ func (b *bench) backlogOne(ctx context.Context, scenario, name string) (result, 
 		return result{}, err
 	}
 	defer p.stop()
-	last, err := t.wait(ctx, scaleTimeout(n))
-	if err != nil {
-		return result{}, err
-	}
-	r := result{Scenario: scenario, Contender: name, Objects: n, Seconds: last.Sub(p.started).Seconds()}
-	r.PerSecond = float64(n) / r.Seconds
-	ph := phase{p: p} // from the process's start: CPU 0, no writes, no calls
-	if _, err := ph.finish(ctx, &r, last); err != nil {
-		return result{}, err
+	r := result{Scenario: scenario, Contender: name, Objects: n}
+	last, waitErr := t.wait(ctx, b.o.backlogTimeout(n))
+	if waitErr != nil {
+		// What the contender did until given up on: its figures so far.
+		if err := r.sofar(p); err != nil {
+			return r, errors.Join(waitErr, err)
+		}
+	} else {
+		r.Seconds = last.Sub(p.started).Seconds()
+		r.PerSecond = float64(n) / r.Seconds
+		ph := phase{p: p} // from the process's start: CPU 0, no writes, no calls
+		if _, err := ph.finish(ctx, &r, last); err != nil {
+			return result{}, err
+		}
 	}
 	after, err := b.c.RequestCounts(ctx)
 	if err != nil {
@@ -120,7 +127,33 @@ func (b *bench) backlogOne(ctx context.Context, scenario, name string) (result, 
 	r.FailedRequests = reqs.Failed()
 	r.ServerErrors = reqs.ServerErrors()
 	r.LoadAverage = loadAverage()
+	if waitErr != nil {
+		logf("%s: %s: gave up after %.1f s, %.1f s CPU, %.0f MB peak RSS, %d calls, %d writes sent, %d patches made, failed: %s; load average %s",
+			scenario, name, r.Seconds, r.CPUSeconds, r.PeakRSSMB, r.Calls, r.Writes, r.Patches, byCode(r.FailedRequests), r.LoadAverage)
+		return r, waitErr
+	}
 	logf("%s: %s: drained in %.1f s, %.1f s CPU, %.0f MB peak RSS, %d calls, %d writes sent, %d patches made, failed: %s; load average %s",
 		scenario, name, r.Seconds, r.CPUSeconds, r.PeakRSSMB, r.Calls, r.Writes, r.Patches, byCode(r.FailedRequests), r.LoadAverage)
 	return r, p.stop()
+}
+
+// sofar fills in the figures of a contender still at work: time, CPU and
+// peak RSS since its start, its writes and calls.
+func (r *result) sofar(p *process) error {
+	r.Seconds = time.Since(p.started).Seconds()
+	cpu, err := cpuTime(p.pid())
+	if err != nil {
+		return err
+	}
+	rss, err := peakRSS(p.pid())
+	if err != nil {
+		return err
+	}
+	s, err := p.stats()
+	if err != nil {
+		return err
+	}
+	r.CPUSeconds, r.PeakRSSMB, r.Writes, r.Calls = cpu.Seconds(), mb(rss), s.Writes, s.Calls
+	r.CPUPerObjectMs = r.CPUSeconds * 1000 / float64(r.Objects)
+	return nil
 }

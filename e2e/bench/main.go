@@ -71,6 +71,8 @@ type options struct {
 	churnRate  float64
 	churn      time.Duration
 	backlogN   int
+	// backlogWait bounds the wait for a backlog to drain; 0: scaleTimeout.
+	backlogWait time.Duration
 	// shedInflight and shedMutating are the API server's in-flight limits
 	// in the backlog-shed scenario.
 	shedInflight, shedMutating int
@@ -90,6 +92,7 @@ func main() {
 	flag.Float64Var(&o.churnRate, "churn-rate", 100, "objects changed per second in the scale scenario's churn phase (each once)")
 	flag.DurationVar(&o.churn, "churn", 3*time.Minute, "how long the scale scenario's churn phase changes objects")
 	flag.IntVar(&o.backlogN, "backlog-n", 20000, "unhandled objects present before the contender starts in the backlog scenarios")
+	flag.DurationVar(&o.backlogWait, "backlog-timeout", 0, "give a contender up after this long in the backlog scenarios (default: 10 minutes, or N/20 seconds if longer)")
 	flag.IntVar(&o.shedInflight, "shed-inflight", 20, "the API server's --max-requests-inflight in the backlog-shed scenario")
 	flag.IntVar(&o.shedMutating, "shed-mutating", 10, "the API server's --max-mutating-requests-inflight in the backlog-shed scenario")
 	flag.StringVar(&contenders, "contenders", strings.Join(contenderNames, ","), "comma-separated contenders to run; the floor is needed for ratios")
@@ -254,6 +257,14 @@ func run(ctx context.Context, o options) error {
 		logf("results written to %s", o.out)
 	}
 	return nil
+}
+
+// backlogTimeout bounds the wait for a backlog of n objects.
+func (o options) backlogTimeout(n int) time.Duration {
+	if o.backlogWait > 0 {
+		return o.backlogWait
+	}
+	return scaleTimeout(n)
 }
 
 func (o options) wants(s string) bool { return slices.Contains(o.scenarios, s) }

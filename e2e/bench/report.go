@@ -204,7 +204,11 @@ func (r *report) print(w io.Writer) {
 		case "backlog", "backlog-shed":
 			fmt.Fprintln(tw, "contender\tdrain s\t×floor\tCPU s\t×floor\tpeak RSS MB\t×floor\tcalls\twrites sent\tpatches made\tfailed requests by code\tload average after\t")
 			for _, x := range rows {
-				fmt.Fprintf(tw, "%s\t%.1f\t%s\t%.1f\t%s\t%.0f\t%s\t%d\t%d\t%d\t%s\t%s\t\n", x.Contender, x.Seconds, ratio(x, "seconds"),
+				drain, ratioDrain := fmt.Sprintf("%.1f", x.Seconds), ratio(x, "seconds")
+				if x.Error != "" { // given up on: the figures are lower bounds
+					drain, ratioDrain = ">"+drain, ">"+ratioDrain
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%.1f\t%s\t%.0f\t%s\t%d\t%d\t%d\t%s\t%s\t\n", x.Contender, drain, ratioDrain,
 					x.CPUSeconds, ratio(x, "cpuSeconds"), x.PeakRSSMB, ratio(x, "peakRss"), x.Calls, x.Writes, x.Patches, byCode(x.FailedRequests), x.LoadAverage)
 			}
 		case "restart", "scale-restart":
