@@ -294,7 +294,12 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if err := r.watch(informerCtx); err != nil {
 		return nil, err
 	}
-	time.Sleep(2 * time.Second) // the operator's startup, before the baseline memory
+	if cfg.Backlog > 0 {
+		if err := r.killInBacklog(ctx); err != nil {
+			return nil, err
+		}
+	}
+	time.Sleep(2 * time.Second) // the operator's startup (after the backlog's kill: its successor's), before the baseline memory
 	rssBefore := r.op.rss()
 	heapFresh := r.heapLive()
 
@@ -302,11 +307,6 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	r.mu.Lock()
 	r.lastFaultEnd = started // without faults, quiescence counts from the start
 	r.mu.Unlock()
-	if cfg.Backlog > 0 {
-		if err := r.killInBacklog(ctx); err != nil {
-			return nil, err
-		}
-	}
 	faultsDone := make(chan struct{})
 	go func() {
 		defer close(faultsDone)
@@ -545,7 +545,7 @@ func (r *run) killInBacklog(ctx context.Context) error {
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
-		case <-time.After(50 * time.Millisecond):
+		case <-time.After(10 * time.Millisecond):
 		}
 	}
 	pid := r.op.pid()

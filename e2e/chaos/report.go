@@ -80,7 +80,8 @@ type Report struct {
 	RSSBeforeMB float64 `json:"rss_before_mb"`
 	RSSAfterMB  float64 `json:"rss_after_mb"`
 	// The operator's live Go heap (after a collection): HeapFreshMB at
-	// the start, 2 s after the first process started; HeapRoundsMB after
+	// the start, 2 s after the first process started (with a backlog, after
+	// the backlog's kill: 2 s after its successor started); HeapRoundsMB after
 	// each round, idle; HeapBeforeMB and HeapAfterMB are the second and the
 	// last of these, on one process (the memory invariant, see memory).
 	HeapFreshMB  float64   `json:"heap_live_fresh_mb"`
@@ -256,8 +257,12 @@ func (r *run) report(quiescence, took time.Duration, mem memory) (*Report, error
 			fail("fault %s was never injected", kind)
 		}
 	}
-	if r.cfg.Backlog > 0 && rep.BacklogDeath == nil {
+	switch {
+	case r.cfg.Backlog == 0:
+	case rep.BacklogDeath == nil:
 		fail("the backlog round's SIGKILL struck no checked death (the listing at the death failed)")
+	case rep.BacklogCreatedAtKill >= r.cfg.Backlog:
+		fail("the backlog round's SIGKILL struck with all %d objects of the backlog created: nothing was pending", r.cfg.Backlog)
 	}
 	switch {
 	case mem.rssBefore == 0 || mem.rssAfter == 0 || mem.heapFresh == 0 || slices.ContainsFunc(mem.rounds, func(h heapReading) bool { return h.bytes == 0 }):
