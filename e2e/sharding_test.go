@@ -40,17 +40,10 @@ const shardingShards = 12
 // replicas-sharding).
 func TestShardingSpreadsObjectsOverReplicas(t *testing.T) {
 	ns := namespace(t)
-	bin := buildChaos(t)
-	journal := filepath.Join(t.TempDir(), "journal")
 	name := "kopfgo-e2e"
-	replicas := map[string]*runner.Process{} // by POD_NAME
-	start := func(pod string) *runner.Process {
-		p := startBinary(t, bin, []string{"KOPFGO_CHAOS_JOURNAL=" + journal, "KOPFGO_CHAOS_NO_TIMER=1", "POD_NAME=" + pod},
-			"-n", ns, "--shards", strconv.Itoa(shardingShards), "--shards-name", name, "--shards-namespace", ns,
-			"--shards-lease-duration", "6s", "--shards-renew-deadline", "4s", "--shards-retry-period", "1s")
-		replicas[pod] = p
-		return p
-	}
+	rs := newShardedReplicas(t, ns, name)
+	replicas, journal := rs.pods, rs.journal
+	start := func(pod string) *runner.Process { return rs.start(pod) }
 	// holders are the shards' live holders by POD_NAME ("" for none).
 	holders := func() []string {
 		out := make([]string, shardingShards)
@@ -129,25 +122,7 @@ func TestShardingSpreadsObjectsOverReplicas(t *testing.T) {
 		})
 	}
 	pidOf := func(pod string) string { return strconv.Itoa(replicas[pod].Pid()) }
-	podOf := func(pid string) string {
-		for pod, p := range replicas {
-			if strconv.Itoa(p.Pid()) == pid {
-				return pod
-			}
-		}
-		return "?" + pid
-	}
-	// creations are the "ret create" lines per object: the pods in order.
-	creations := func() map[string][]string {
-		out := map[string][]string{}
-		for _, f := range journalLines(t, journal) {
-			if f[0] == "ret" && f[1] == "create" {
-				_, obj, _ := strings.Cut(f[2], "/")
-				out[obj] = append(out[obj], podOf(f[4]))
-			}
-		}
-		return out
-	}
+	creations := rs.creations
 
 	// Three replicas, balanced before any object exists.
 	for _, pod := range []string{"replica-a", "replica-b", "replica-c"} {
@@ -247,6 +222,51 @@ func TestShardingSpreadsObjectsOverReplicas(t *testing.T) {
 	if n := replicas["replica-a"].Count("Released shard"); n == 0 {
 		t.Errorf("replica-a never released a shard to a joining replica")
 	}
+}
+
+// shardedReplicas are replicas of the chaos operator (e2e/operators/chaos)
+// sharing shards of the objects of one namespace, with one journal.
+type shardedReplicas struct {
+	t                      *testing.T
+	bin, journal, ns, name string
+	pods                   map[string]*runner.Process // by POD_NAME
+}
+
+func newShardedReplicas(t *testing.T, ns, name string) *shardedReplicas {
+	return &shardedReplicas{t: t, bin: buildChaos(t), journal: filepath.Join(t.TempDir(), "journal"), ns: ns, name: name,
+		pods: map[string]*runner.Process{}}
+}
+
+// start runs a replica named pod, with short Leases unless the extra
+// flags say otherwise.
+func (s *shardedReplicas) start(pod string, extra ...string) *runner.Process {
+	args := append([]string{"-n", s.ns, "--shards", strconv.Itoa(shardingShards), "--shards-name", s.name, "--shards-namespace", s.ns,
+		"--shards-lease-duration", "6s", "--shards-renew-deadline", "4s", "--shards-retry-period", "1s"}, extra...)
+	p := startBinary(s.t, s.bin, []string{"KOPFGO_CHAOS_JOURNAL=" + s.journal, "KOPFGO_CHAOS_NO_TIMER=1", "POD_NAME=" + pod}, args...)
+	s.pods[pod] = p
+	return p
+}
+
+// podOf is the replica of a process id.
+func (s *shardedReplicas) podOf(pid string) string {
+	for pod, p := range s.pods {
+		if strconv.Itoa(p.Pid()) == pid {
+			return pod
+		}
+	}
+	return "?" + pid
+}
+
+// creations are the "ret create" lines per object: the pods in order.
+func (s *shardedReplicas) creations() map[string][]string {
+	out := map[string][]string{}
+	for _, f := range journalLines(s.t, s.journal) {
+		if f[0] == "ret" && f[1] == "create" {
+			_, obj, _ := strings.Cut(f[2], "/")
+			out[obj] = append(out[obj], s.podOf(f[4]))
+		}
+	}
+	return out
 }
 
 // buildChaos builds the chaos operator (e2e/operators/chaos).

@@ -83,7 +83,8 @@ func TestProcReaders(t *testing.T) {
 }
 
 func TestOptionsValidate(t *testing.T) {
-	ok := options{n: 1, restartN: 1, rate: 1, duration: time.Second, creators: 1, rounds: 1, scaleN: 1, scenarios: []string{"burst"}, contenders: []string{"floor"}}
+	ok := options{n: 1, restartN: 1, rate: 1, duration: time.Second, creators: 1, rounds: 1, scaleN: 1, backlogN: 1, shedInflight: 1, shedMutating: 1,
+		scenarios: []string{"burst", "backlog", "backlog-shed"}, contenders: []string{"floor"}}
 	if err := ok.validate(); err != nil {
 		t.Fatal(err)
 	}
@@ -95,6 +96,8 @@ func TestOptionsValidate(t *testing.T) {
 		"zero rounds":         func(o *options) { o.rounds = 0 },
 		"scale-restart alone": func(o *options) { o.scenarios = []string{"scale-restart"} },
 		"negative churn":      func(o *options) { o.churn = -time.Second },
+		"zero backlog":        func(o *options) { o.backlogN = 0 },
+		"zero shed limit":     func(o *options) { o.shedMutating = 0 },
 	} {
 		o := ok
 		mutate(&o)
@@ -154,5 +157,40 @@ func TestOneRoundHasNoMedians(t *testing.T) {
 	r.summarize()
 	if r.Medians != nil {
 		t.Errorf("one round: medians %+v, want none", r.Medians)
+	}
+}
+
+// A backlog is right with one call and two patches per object and no 5xx:
+// 429s alone are the API server shedding load, which the contender bore.
+func TestBacklogNotes(t *testing.T) {
+	res := func(contender string, calls, patches int64, failed map[string]int64, errs5xx int64) result {
+		return result{Scenario: "backlog-shed", Contender: contender, Round: 1, Objects: 10, Seconds: 2, CPUSeconds: 1, PeakRSSMB: 50,
+			Calls: calls, Patches: patches, FailedRequests: failed, ServerErrors: errs5xx}
+	}
+	r := report{Params: map[string]any{"rounds": 1, "shedInflight": 20, "shedMutating": 10}, Results: []result{
+		res("floor", 10, 20, map[string]int64{"429": 3}, 0),
+		res("kopfgo", 18, 28, map[string]int64{"504": 8, "429": 40}, 8),
+		res("peer", 10, 20, nil, 0),
+	}}
+	r.ratios()
+	var wrong []string
+	for _, n := range r.Notes {
+		if strings.HasPrefix(n, "WRONG") {
+			wrong = append(wrong, n)
+		}
+	}
+	if len(wrong) != 2 || !strings.Contains(wrong[0], "kopfgo in backlog-shed made 18 handler calls") ||
+		!strings.Contains(wrong[1], "kopfgo in backlog-shed made 28 patches for 10 objects, failed requests by code: map[429:40 504:8]") {
+		t.Errorf("notes: %q", wrong)
+	}
+	var out strings.Builder
+	r.print(&out)
+	for _, want := range []string{"backlog-shed: the backlog against an API server with --max-requests-inflight=20", "429: 40, 504: 8", "none"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("the table has no %q:\n%s", want, out.String())
+		}
+	}
+	if got := r.Results[1].Ratios["seconds"]; got != 1 {
+		t.Errorf("drain time ×floor = %v, want 1", got)
 	}
 }

@@ -10,6 +10,7 @@
 //
 //	go run ./e2e/bench                      # everything (make bench)
 //	go run ./e2e/bench -n 200 -scenarios burst,updates -restart-n 1000
+//	go run ./e2e/bench -scenarios backlog,backlog-shed -backlog-n 10000
 //
 // The API server is shared with anything else running on the machine, so
 // figures are noisy: compare ratios within one run, not absolute figures
@@ -42,14 +43,16 @@ var repoRoot = func() string {
 
 // allScenarios in the order they run and print; scale runs only when asked
 // for (-scenarios scale): with 100 000 objects it takes most of an hour;
-// scaleout (kopfgo's sharded replicas) too, being kopfgo's alone.
-var allScenarios = []string{"burst", "updates", "latency", "restart", "scale", "scale-restart", "scaleout"}
+// scaleout (kopfgo's sharded replicas) too, being kopfgo's alone; backlog
+// and backlog-shed too (tens of thousands of objects, and a cluster of
+// their own for the latter).
+var allScenarios = []string{"burst", "updates", "latency", "restart", "scale", "scale-restart", "scaleout", "backlog", "backlog-shed"}
 
 var defaultScenarios = []string{"burst", "updates", "latency", "restart"}
 
 // runnable are the scenarios -scenarios names: scale-restart comes with
 // scale.
-var runnable = []string{"burst", "updates", "latency", "restart", "scale", "scaleout"}
+var runnable = []string{"burst", "updates", "latency", "restart", "scale", "scaleout", "backlog", "backlog-shed"}
 
 type options struct {
 	n          int
@@ -67,6 +70,12 @@ type options struct {
 	scaleN     int
 	churnRate  float64
 	churn      time.Duration
+	backlogN   int
+	// backlogWait bounds the wait for a backlog to drain; 0: scaleTimeout.
+	backlogWait time.Duration
+	// shedInflight and shedMutating are the API server's in-flight limits
+	// in the backlog-shed scenario.
+	shedInflight, shedMutating int
 	// prebuilt are contenders' binaries given rather than built (-prebuilt).
 	prebuilt map[string]string
 }
@@ -82,6 +91,10 @@ func main() {
 	flag.IntVar(&o.scaleN, "scale-n", 100000, "objects in the scale scenario")
 	flag.Float64Var(&o.churnRate, "churn-rate", 100, "objects changed per second in the scale scenario's churn phase (each once)")
 	flag.DurationVar(&o.churn, "churn", 3*time.Minute, "how long the scale scenario's churn phase changes objects")
+	flag.IntVar(&o.backlogN, "backlog-n", 20000, "unhandled objects present before the contender starts in the backlog scenarios")
+	flag.DurationVar(&o.backlogWait, "backlog-timeout", 0, "give a contender up after this long in the backlog scenarios (default: 10 minutes, or N/20 seconds if longer)")
+	flag.IntVar(&o.shedInflight, "shed-inflight", 20, "the API server's --max-requests-inflight in the backlog-shed scenario")
+	flag.IntVar(&o.shedMutating, "shed-mutating", 10, "the API server's --max-mutating-requests-inflight in the backlog-shed scenario")
 	flag.StringVar(&contenders, "contenders", strings.Join(contenderNames, ","), "comma-separated contenders to run; the floor is needed for ratios")
 	flag.IntVar(&o.creators, "creators", 16, "concurrent requests of the driver when it creates or updates objects")
 	flag.StringVar(&o.out, "json", "bench.json", "write the results here as JSON (empty: do not)")
@@ -140,8 +153,9 @@ func (o options) validate() error {
 	if len(o.scenarios) == 0 || len(o.contenders) == 0 {
 		return fmt.Errorf("nothing to run: give at least one scenario and one contender")
 	}
-	if o.n <= 0 || o.restartN <= 0 || o.rate <= 0 || o.duration <= 0 || o.creators <= 0 || o.rounds <= 0 || o.scaleN <= 0 || o.churnRate < 0 || o.churn < 0 {
-		return fmt.Errorf("-n, -restart-n, -rate, -duration, -creators, -rounds and -scale-n must be positive, -churn-rate and -churn not negative")
+	if o.n <= 0 || o.restartN <= 0 || o.rate <= 0 || o.duration <= 0 || o.creators <= 0 || o.rounds <= 0 || o.scaleN <= 0 || o.churnRate < 0 || o.churn < 0 ||
+		o.backlogN <= 0 || o.shedInflight <= 0 || o.shedMutating <= 0 {
+		return fmt.Errorf("-n, -restart-n, -rate, -duration, -creators, -rounds, -scale-n, -backlog-n, -shed-inflight and -shed-mutating must be positive, -churn-rate and -churn not negative")
 	}
 	return nil
 }
@@ -213,6 +227,8 @@ func run(ctx context.Context, o options) error {
 			{"restart", b.restart},
 			{"scale", b.scale},
 			{"scaleout", b.scaleOut},
+			{"backlog", b.backlog},
+			{"backlog-shed", b.backlogShed},
 		} {
 			if sc.name == "burst" && !o.wants("burst") && !o.wants("updates") || sc.name != "burst" && !o.wants(sc.name) {
 				continue
@@ -241,6 +257,14 @@ func run(ctx context.Context, o options) error {
 		logf("results written to %s", o.out)
 	}
 	return nil
+}
+
+// backlogTimeout bounds the wait for a backlog of n objects.
+func (o options) backlogTimeout(n int) time.Duration {
+	if o.backlogWait > 0 {
+		return o.backlogWait
+	}
+	return scaleTimeout(n)
 }
 
 func (o options) wants(s string) bool { return slices.Contains(o.scenarios, s) }

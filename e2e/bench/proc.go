@@ -73,10 +73,21 @@ type machine struct {
 	Kernel  string `json:"kernel"`
 	Go      string `json:"go"`
 	Started string `json:"started"`
+	// LoadAverage is the machine's when the run started (1, 5, 15 minutes).
+	LoadAverage string `json:"loadAverage"`
+}
+
+// loadAverage is the machine's load average over 1, 5 and 15 minutes.
+func loadAverage() string {
+	data, err := os.ReadFile("/proc/loadavg")
+	if f := strings.Fields(string(data)); err == nil && len(f) >= 3 {
+		return strings.Join(f[:3], " ")
+	}
+	return "?"
 }
 
 func describeMachine(cores int, goVersion string) machine {
-	m := machine{Cores: cores, Go: goVersion, Started: time.Now().UTC().Format(time.RFC3339)}
+	m := machine{Cores: cores, Go: goVersion, Started: time.Now().UTC().Format(time.RFC3339), LoadAverage: loadAverage()}
 	if data, err := os.ReadFile("/proc/cpuinfo"); err == nil {
 		for _, line := range strings.Split(string(data), "\n") {
 			if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "model name" {

@@ -3,7 +3,9 @@ package main
 import (
 	"fmt"
 	"io"
+	"maps"
 	"slices"
+	"strings"
 	"text/tabwriter"
 )
 
@@ -47,6 +49,20 @@ type result struct {
 	ChurnCalls          int64     `json:"churnCalls,omitempty"`
 	ChurnSeconds        float64   `json:"churnSeconds,omitempty"`
 	ChurnRSSMB          []float64 `json:"churnRssMB,omitempty"`
+	// Backlog: the patches of the objects that the API server answered
+	// with 2xx, and the requests on the objects it answered otherwise, by
+	// code (its apiserver_request_total, before the contender's start and
+	// after it went idle). Writes are the write requests the contender
+	// sent (its probe).
+	Patches        int64            `json:"patches,omitempty"`
+	FailedRequests map[string]int64 `json:"failedRequests,omitempty"`
+	ServerErrors   int64            `json:"serverErrors,omitempty"`
+	// Error is why the contender did not finish the scenario (backlog
+	// scenarios only; the others end the run).
+	Error string `json:"error,omitempty"`
+	// LoadAverage is the machine's (1, 5, 15 minutes) when the contender
+	// was done: the API server and the driver share its cores.
+	LoadAverage string `json:"loadAverage,omitempty"`
 	// Ratios to the floor's figures in the same scenario and run.
 	Ratios map[string]float64 `json:"ratiosToFloor,omitempty"`
 }
@@ -67,6 +83,7 @@ func (o options) params() map[string]any {
 		"scenarios": o.scenarios, "contenders": o.contenders, "creators": o.creators,
 		"profiling": o.profileDir != "", "idleWindow": idleWindow.String(), "rounds": o.rounds,
 		"scaleN": o.scaleN, "churnRate": o.churnRate, "churn": o.churn.String(), "prebuilt": o.prebuilt,
+		"backlogN": o.backlogN, "shedInflight": o.shedInflight, "shedMutating": o.shedMutating,
 	}
 }
 
@@ -97,6 +114,7 @@ func (r *report) ratios() {
 		}
 		put("perSecond", x.PerSecond, f.PerSecond)
 		put("seconds", x.Seconds, f.Seconds)
+		put("cpuSeconds", x.CPUSeconds, f.CPUSeconds)
 		put("cpuPerObject", x.CPUPerObjectMs, f.CPUPerObjectMs)
 		put("peakRss", x.PeakRSSMB, f.PeakRSSMB)
 		put("p50", x.P50Ms, f.P50Ms)
@@ -114,9 +132,19 @@ func (r *report) ratios() {
 		if restart {
 			want = 0
 		}
+		if x.Error != "" {
+			r.Notes = append(r.Notes, fmt.Sprintf("FAILED: %s in %s: %s", x.Contender, x.Scenario, x.Error))
+			continue
+		}
 		if x.Calls != want || restart && x.Writes != 0 || x.ChurnCalls != int64(x.ChurnObjects) {
 			r.Notes = append(r.Notes, fmt.Sprintf("WRONG: %s in %s made %d handler calls and %d writes for %d objects",
 				x.Contender, x.Scenario, x.Calls, x.Writes, x.Objects))
+		}
+		// A backlog's objects each need two patches (the diff-base, the
+		// result), and an API server, however loaded, no 5xx.
+		if backlog := x.Scenario == "backlog" || x.Scenario == "backlog-shed"; backlog && (x.Patches != 2*want || x.ServerErrors > 0) {
+			r.Notes = append(r.Notes, fmt.Sprintf("WRONG: %s in %s made %d patches for %d objects, failed requests by code: %v",
+				x.Contender, x.Scenario, x.Patches, x.Objects, x.FailedRequests))
 		}
 	}
 	r.Notes = append(r.Notes,
@@ -129,7 +157,7 @@ func (r *report) ratios() {
 
 func (r *report) print(w io.Writer) {
 	m := r.Machine
-	fmt.Fprintf(w, "\nkopfgo benchmark, %s: %s, %d cores, %d GB, Linux %s, %s\n", m.Started, m.CPU, m.Cores, m.MemGB, m.Kernel, m.Go)
+	fmt.Fprintf(w, "\nkopfgo benchmark, %s: %s, %d cores, %d GB, Linux %s, %s; load average %s at the start\n", m.Started, m.CPU, m.Cores, m.MemGB, m.Kernel, m.Go, m.LoadAverage)
 	results := r.Results
 	if len(r.Medians) > 0 {
 		fmt.Fprintf(w, "\nmedians over %d rounds\n", r.Params["rounds"])
@@ -173,6 +201,16 @@ func (r *report) print(w io.Writer) {
 				fmt.Fprintf(tw, "%s\t%.2f\t%.0f\t%.2f\t%.2f\t%.0f\t%.2f\t%d\t\n", x.Contender, x.Seconds, x.PerSecond,
 					x.CPUSeconds, x.CPUPerObjectMs, x.PeakRSSMB, x.WritesPerObject, x.Calls)
 			}
+		case "backlog", "backlog-shed":
+			fmt.Fprintln(tw, "contender\tdrain s\t×floor\tCPU s\t×floor\tpeak RSS MB\t×floor\tcalls\twrites sent\tpatches made\tfailed requests by code\tload average after\t")
+			for _, x := range rows {
+				drain, ratioDrain := fmt.Sprintf("%.1f", x.Seconds), ratio(x, "seconds")
+				if x.Error != "" { // given up on: the figures are lower bounds
+					drain, ratioDrain = ">"+drain, ">"+ratioDrain
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%.1f\t%s\t%.0f\t%s\t%d\t%d\t%d\t%s\t%s\t\n", x.Contender, drain, ratioDrain,
+					x.CPUSeconds, ratio(x, "cpuSeconds"), x.PeakRSSMB, ratio(x, "peakRss"), x.Calls, x.Writes, x.Patches, byCode(x.FailedRequests), x.LoadAverage)
+			}
 		case "restart", "scale-restart":
 			fmt.Fprintln(tw, "contender\tlisted s\tidle s\t×floor listing\tCPU s\tCPU ms/object\t×floor\tpeak RSS MB\t×floor\twrites\tcalls\t")
 			for _, x := range rows {
@@ -186,6 +224,18 @@ func (r *report) print(w io.Writer) {
 	for _, n := range r.Notes {
 		fmt.Fprintf(w, "Note: %s.\n", n)
 	}
+}
+
+// byCode is "none" or the counts by code, in the codes' order: "429: 12, 504: 3".
+func byCode(counts map[string]int64) string {
+	if len(counts) == 0 {
+		return "none"
+	}
+	var parts []string
+	for _, code := range slices.Sorted(maps.Keys(counts)) {
+		parts = append(parts, fmt.Sprintf("%s: %d", code, counts[code]))
+	}
+	return strings.Join(parts, ", ")
 }
 
 // churnRSS is the churn phase's RSS: before, the highest sample, after.
@@ -218,6 +268,10 @@ func title(sc string, x result, p map[string]any) string {
 		return fmt.Sprintf("scale-restart: start on the %d objects handled in the scale scenario; until idle (%s without CPU)", x.Objects, idleWindow)
 	case "restart":
 		return fmt.Sprintf("restart: start on %d already handled objects; until idle (%s without CPU)", x.Objects, idleWindow)
+	case "backlog":
+		return fmt.Sprintf("backlog: %d unhandled objects present before the contender starts; from its start until all are handled", x.Objects)
+	case "backlog-shed":
+		return fmt.Sprintf("backlog-shed: the backlog against an API server with --max-requests-inflight=%v --max-mutating-requests-inflight=%v, the contenders as a service account", p["shedInflight"], p["shedMutating"])
 	case "scaleout":
 		return fmt.Sprintf("scaleout: kopfgo sharded over 1, 2 and 4 replicas (%d shards), %d objects created at once; until all are handled", scaleOutShards, x.Objects)
 	}

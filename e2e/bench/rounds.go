@@ -92,6 +92,20 @@ func medianResult(xs []result) result {
 	m.WritesPerObject = fl(func(x result) float64 { return x.WritesPerObject })
 	m.Writes = in(func(x result) int64 { return x.Writes })
 	m.Calls = in(func(x result) int64 { return x.Calls })
+	m.Patches = in(func(x result) int64 { return x.Patches })
+	m.ServerErrors = in(func(x result) int64 { return x.ServerErrors })
+	codes := map[string]bool{}
+	for _, x := range xs {
+		for code := range x.FailedRequests {
+			codes[code] = true
+		}
+	}
+	if len(codes) > 0 {
+		m.FailedRequests = map[string]int64{}
+		for code := range codes {
+			m.FailedRequests[code] = in(func(x result) int64 { return x.FailedRequests[code] })
+		}
+	}
 	if xs[0].Ratios != nil {
 		m.Ratios = map[string]float64{}
 		for k := range xs[0].Ratios {

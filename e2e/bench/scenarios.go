@@ -38,6 +38,8 @@ type bench struct {
 	dyn  dynamic.Interface
 	bins map[string]string
 	work string
+	// kubeconfig is the contenders' (the driver's is the admin's).
+	kubeconfig string
 	// round is the round being run (-rounds), from 1.
 	round int
 }
@@ -69,7 +71,7 @@ func newBench(_ context.Context, o options, c *cluster.Cluster, bins map[string]
 	if err != nil {
 		return nil, err
 	}
-	return &bench{o: o, c: c, dyn: dyn, bins: bins, work: work}, nil
+	return &bench{o: o, c: c, dyn: dyn, bins: bins, work: work, kubeconfig: c.Kubeconfig}, nil
 }
 
 func (b *bench) start(name, namespace, scenario string) (*process, error) {
@@ -77,7 +79,7 @@ func (b *bench) start(name, namespace, scenario string) (*process, error) {
 	if b.o.profileDir != "" {
 		profile = filepath.Join(b.o.profileDir, b.name(name+"-"+scenario))
 	}
-	return startContender(b.bins[name], name, b.c.Kubeconfig, namespace,
+	return startContender(b.bins[name], name, b.kubeconfig, namespace,
 		filepath.Join(b.work, b.name(name+"-"+scenario)+".log"), profile)
 }
 

@@ -55,6 +55,9 @@ const (
 	FaultDrop      = "proxy-drop"
 	Fault429       = "proxy-429"
 	Fault5xx       = "proxy-5xx"
+	// FaultBacklogKill is the SIGKILL of the backlog round (Config.Backlog),
+	// outside the schedule.
+	FaultBacklogKill = "backlog-sigkill"
 )
 
 var schedule = []string{
@@ -82,6 +85,13 @@ type Config struct {
 	Dir string
 	// Logf reports progress; nil is silent.
 	Logf func(format string, args ...any)
+
+	// Backlog objects of the first round (at most N) are created before the
+	// operator starts, none handled: the backlog an operator meets after
+	// downtime, a failover or a shard handover. Once a tenth of them are
+	// handled, the operator is SIGKILLed (FaultBacklogKill) with the rest
+	// pending; the schedule's faults follow. 0: no backlog round.
+	Backlog int
 
 	// Faults are the kinds of fault injected, in the schedule's order; nil
 	// injects all of them, an empty non-nil list none (for measuring the
@@ -124,6 +134,7 @@ func (c *Config) defaults() {
 	if c.Rounds <= 0 {
 		c.Rounds = 3
 	}
+	c.Backlog = max(0, min(c.Backlog, c.N))
 }
 
 // scheduleOf is the fault schedule restricted to the kinds asked for (nil:
@@ -177,6 +188,14 @@ type run struct {
 	gone      atomic.Int64
 
 	lastFaultEnd time.Time
+	// backlogKill is what the backlog round's SIGKILL struck.
+	backlogKill backlogKill
+}
+
+// backlogKill is the backlog round's SIGKILL: the process it killed and
+// how many of the backlog's creations had succeeded then.
+type backlogKill struct {
+	pid, created int
 }
 
 // The stages of an object's life, as the driver moves it along.
@@ -237,6 +256,11 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	}
 	defer r.journal.Close()
 
+	if cfg.Backlog > 0 {
+		cfg.Logf("chaos: creating a backlog of %d objects before the operator starts", cfg.Backlog)
+		r.createNames(ctx, backlogNames(cfg.Backlog), nil)
+	}
+
 	cfg.Logf("chaos: building the operator")
 	bin := filepath.Join(dir, "chaos-operator")
 	build := exec.CommandContext(ctx, "go", "build", "-o", bin, "./e2e/operators/chaos/cmd")
@@ -270,7 +294,12 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if err := r.watch(informerCtx); err != nil {
 		return nil, err
 	}
-	time.Sleep(2 * time.Second) // the operator's startup, before the baseline memory
+	if cfg.Backlog > 0 {
+		if err := r.killInBacklog(ctx); err != nil {
+			return nil, err
+		}
+	}
+	time.Sleep(2 * time.Second) // the operator's startup (after the backlog's kill: its successor's), before the baseline memory
 	rssBefore := r.op.rss()
 	heapFresh := r.heapLive()
 
@@ -439,13 +468,38 @@ func (r *run) retry(ctx context.Context, what string, f func() error) {
 	}
 }
 
-// create makes the N objects of a round, Workers at a time.
+// create makes the N objects of a round, Workers at a time, at Rate; the
+// first round's backlog (Config.Backlog) exists already.
 func (r *run) create(ctx context.Context, round int) {
-	names := make(chan string)
+	var names []string
+	for i := range r.cfg.N {
+		if round > 0 || i >= r.cfg.Backlog {
+			names = append(names, objectName(round*r.cfg.N+i))
+		}
+	}
+	tick := time.NewTicker(time.Duration(float64(time.Second) / r.cfg.Rate))
+	defer tick.Stop()
+	r.createNames(ctx, names, tick.C)
+	r.cfg.Logf("chaos: %d objects created", len(names))
+}
+
+// backlogNames are the names of the first round's first n objects.
+func backlogNames(n int) []string {
+	names := make([]string, n)
+	for i := range names {
+		names[i] = objectName(i)
+	}
+	return names
+}
+
+// createNames creates the objects, Workers at a time, each after a tick
+// (nil: as fast as they go).
+func (r *run) createNames(ctx context.Context, names []string, tick <-chan time.Time) {
+	queue := make(chan string)
 	var wg sync.WaitGroup
 	for range r.cfg.Workers {
 		wg.Go(func() {
-			for name := range names {
+			for name := range queue {
 				obj := &unstructured.Unstructured{Object: map[string]any{
 					"apiVersion": "kopf.dev/v1", "kind": "KopfExample",
 					"metadata": map[string]any{"name": name},
@@ -464,18 +518,48 @@ func (r *run) create(ctx context.Context, round int) {
 			}
 		})
 	}
-	tick := time.NewTicker(time.Duration(float64(time.Second) / r.cfg.Rate))
-	defer tick.Stop()
-	for i := range r.cfg.N {
-		select {
-		case <-tick.C:
-		case <-ctx.Done():
+	for _, name := range names {
+		if tick != nil {
+			select {
+			case <-tick:
+			case <-ctx.Done():
+			}
 		}
-		names <- objectName(round*r.cfg.N + i)
+		queue <- name
 	}
-	close(names)
+	close(queue)
 	wg.Wait()
-	r.cfg.Logf("chaos: %d objects created", r.cfg.N)
+}
+
+// killInBacklog SIGKILLs the operator once a tenth of the backlog's
+// creations have succeeded (the journal's "ret create" lines), with the
+// rest pending: what ran again after it must have been in flight at the
+// death (the snapshot the supervisor takes), as after any other kill.
+func (r *run) killInBacklog(ctx context.Context) error {
+	want := max(1, r.cfg.Backlog/10)
+	deadline := time.Now().Add(5 * time.Minute)
+	for created := 0; created < want; created = r.journal.count("ret create ") {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("the operator handled %d of the backlog's %d objects within 5 minutes; wanted %d before the kill", created, r.cfg.Backlog, want)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	pid := r.op.pid()
+	r.journal.mark("fault", FaultBacklogKill)
+	r.op.signal(syscall.SIGKILL)
+	created := r.journal.count("ret create ")
+	r.journal.mark("fault-end", FaultBacklogKill)
+	r.mu.Lock()
+	r.faults[FaultBacklogKill]++
+	r.lastFaultEnd = time.Now()
+	r.backlogKill = backlogKill{pid: pid, created: created}
+	r.mu.Unlock()
+	r.cfg.Logf("chaos: %s with %d of the backlog's %d objects created", FaultBacklogKill, created, r.cfg.Backlog)
+	return nil
 }
 
 // objectName is the name of the i-th object of the run.
@@ -574,6 +658,21 @@ func (j *journal) mark(event, kind string, pid ...int) {
 }
 
 func (j *journal) Close() error { return j.f.Close() }
+
+// count is how many lines of the journal begin with prefix.
+func (j *journal) count(prefix string) int {
+	data, err := os.ReadFile(j.path)
+	if err != nil {
+		return 0
+	}
+	n := 0
+	for _, l := range strings.Split(string(data), "\n") {
+		if strings.HasPrefix(l, prefix) {
+			n++
+		}
+	}
+	return n
+}
 
 // supervisor keeps the operator running: restarted at once whenever it
 // exits, until stop.

@@ -54,6 +54,14 @@ type Report struct {
 	DuplicatesAfterDeathInFlight int `json:"duplicates_after_death_in_flight"`
 	DuplicatesAfterDeathPersist  int `json:"duplicates_after_death_persisted"`
 	DuplicatesAfterDeathUnchk    int `json:"duplicates_after_death_unchecked"`
+	// Backlog is the objects created before the operator started
+	// (Config.Backlog); BacklogCreatedAtKill how many of their creations
+	// had succeeded when the backlog round's SIGKILL struck, the rest
+	// pending; BacklogDeath that death (its successes in flight and how
+	// many ran again).
+	Backlog              int    `json:"backlog,omitempty"`
+	BacklogCreatedAtKill int    `json:"backlog_created_at_kill,omitempty"`
+	BacklogDeath         *Death `json:"backlog_death,omitempty"`
 	// Deaths are the checked deaths one by one, in order.
 	Deaths []Death `json:"deaths,omitempty"`
 	// Stuck are objects left in the cluster (a finalizer, a step never done).
@@ -72,7 +80,8 @@ type Report struct {
 	RSSBeforeMB float64 `json:"rss_before_mb"`
 	RSSAfterMB  float64 `json:"rss_after_mb"`
 	// The operator's live Go heap (after a collection): HeapFreshMB at
-	// the start, 2 s after the first process started; HeapRoundsMB after
+	// the start, 2 s after the first process started (with a backlog, after
+	// the backlog's kill: 2 s after its successor started); HeapRoundsMB after
 	// each round, idle; HeapBeforeMB and HeapAfterMB are the second and the
 	// last of these, on one process (the memory invariant, see memory).
 	HeapFreshMB  float64   `json:"heap_live_fresh_mb"`
@@ -174,11 +183,22 @@ func (r *run) report(quiescence, took time.Duration, mem memory) (*Report, error
 	if err != nil {
 		return nil, err
 	}
-	kills := rep.Faults[FaultKill] + rep.Faults[FaultTerm]
+	kills := rep.Faults[FaultKill] + rep.Faults[FaultTerm] + rep.Faults[FaultBacklogKill]
 	if kills > 0 {
 		rep.DuplicatesPerKill = float64(rep.DuplicatesAfterDeath) / float64(kills)
 	}
 
+	if r.cfg.Backlog > 0 {
+		r.mu.Lock()
+		bk := r.backlogKill
+		r.mu.Unlock()
+		rep.Backlog, rep.BacklogCreatedAtKill = r.cfg.Backlog, bk.created
+		for i := range rep.Deaths {
+			if rep.Deaths[i].PID == bk.pid {
+				rep.BacklogDeath = &rep.Deaths[i]
+			}
+		}
+	}
 	for i := range r.cfg.N * r.cfg.Rounds {
 		obj := namespace + "/" + objectName(i)
 		for kind, change := range wanted {
@@ -236,6 +256,13 @@ func (r *run) report(quiescence, took time.Duration, mem memory) (*Report, error
 		if rep.Faults[kind] == 0 {
 			fail("fault %s was never injected", kind)
 		}
+	}
+	switch {
+	case r.cfg.Backlog == 0:
+	case rep.BacklogDeath == nil:
+		fail("the backlog round's SIGKILL struck no checked death (the listing at the death failed)")
+	case rep.BacklogCreatedAtKill >= r.cfg.Backlog:
+		fail("the backlog round's SIGKILL struck with all %d objects of the backlog created: nothing was pending", r.cfg.Backlog)
 	}
 	switch {
 	case mem.rssBefore == 0 || mem.rssAfter == 0 || mem.heapFresh == 0 || slices.ContainsFunc(mem.rounds, func(h heapReading) bool { return h.bytes == 0 }):
@@ -445,6 +472,14 @@ func (rep *Report) Print(w io.Writer) {
 			per = append(per, fmt.Sprintf("%d→%d", d.InFlight, d.Duplicates))
 		}
 		fmt.Fprintf(w, "%-34s %s\n", "  by death: in flight → ran again", strings.Join(per, " "))
+	}
+	if rep.Backlog > 0 {
+		d := Death{}
+		if rep.BacklogDeath != nil {
+			d = *rep.BacklogDeath
+		}
+		fmt.Fprintf(w, "%-34s %d objects before the start; SIGKILL with %d created, %d successes in flight → %d ran again\n", "backlog",
+			rep.Backlog, rep.BacklogCreatedAtKill, d.InFlight, d.Duplicates)
 	}
 	fmt.Fprintf(w, "%-34s %d\n", "objects stuck", len(rep.Stuck))
 	fmt.Fprintf(w, "%-34s %d\n", "handler calls missing", len(rep.Missing))

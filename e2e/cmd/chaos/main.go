@@ -1,8 +1,9 @@
 // Command chaos is make chaos: the chaos run of package e2e/chaos with N
-// objects (-n, default 2000); it prints the table, writes chaos.json and
+// objects (-n, default 2000), the first -backlog of them present before
+// the operator starts; it prints the table, writes chaos.json and
 // exits 1 if an invariant broke.
 //
-//	go run ./e2e/cmd/chaos -n 2000 -every 3s -out chaos.json
+//	go run ./e2e/cmd/chaos -n 3000 -backlog 2000 -every 3s -out chaos.json
 package main
 
 import (
@@ -22,6 +23,7 @@ func main() {
 	var cfg chaos.Config
 	out := flag.String("out", "chaos.json", "where to write the JSON report")
 	flag.IntVar(&cfg.N, "n", 2000, "objects")
+	flag.IntVar(&cfg.Backlog, "backlog", 0, "of the first round's objects, this many are created before the operator starts, which is SIGKILLed once a tenth of them are handled (the backlog round; at most -n)")
 	flag.DurationVar(&cfg.FaultEvery, "every", 3*time.Second, "pause between faults")
 	flag.IntVar(&cfg.Workers, "workers", 20, "concurrent creations")
 	flag.Float64Var(&cfg.Rate, "rate", 0, "objects created per second (default: spread over one cycle of the fault schedule)")
