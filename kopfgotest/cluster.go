@@ -101,9 +101,9 @@ func Cluster(t testing.TB) *TestCluster {
 // test's own run.
 const startMargin = 2 * time.Minute
 
-// ErrNoTimeToBuild is the error of a cluster start refused because the
+// errNoTimeToBuild is the error of a cluster start refused because the
 // servers are missing and building them would not fit in the test's time.
-var ErrNoTimeToBuild = errors.New("no time to build the test servers")
+var errNoTimeToBuild = errors.New("no time to build the test servers")
 
 // checkBuildTime refuses to start a build that go test's timeout would
 // kill half-way: the test binary would be killed with it, after minutes,
@@ -137,7 +137,7 @@ func buildTimeError(missing []cluster.Missing, left time.Duration) error {
 		"build the servers once, outside the tests, with\n\tkopfgo testenv\n"+
 		"or, without the kopfgo command,\n\tgo run github.com/kopfgo/kopfgo/cmd/kopfgo testenv\n"+
 		"(or run go test with -timeout %s or more)",
-		ErrNoTimeToBuild, names, need.Round(time.Minute), left.Round(time.Second), (need + 5*time.Minute).Round(time.Minute))
+		errNoTimeToBuild, names, need.Round(time.Minute), left.Round(time.Second), (need + 5*time.Minute).Round(time.Minute))
 }
 
 // Namespace creates a namespace of the test's own on Main's cluster and
