@@ -65,7 +65,7 @@ type tool struct {
 }
 
 var tools = []tool{
-	{name: "etcd", version: EtcdVersion, env: EnvEtcd, hint: "about 30 s", cold: 2 * time.Minute, ldflags: "-s -w"},
+	{name: "etcd", version: EtcdVersion, env: EnvEtcd, hint: "1 to 4 min on 2 cores", cold: 4 * time.Minute, ldflags: "-s -w"},
 	{name: "kube-apiserver", version: KubeAPIServerVersion, env: EnvKubeAPIServer, hint: "5 to 11 min on 2 cores",
 		cold: 12 * time.Minute, ldflags: "-s -w " + kubeVersionLDFlags(KubeAPIServerVersion)},
 }
