@@ -133,11 +133,15 @@ func buildTimeError(missing []cluster.Missing, left time.Duration) error {
 	if left >= need {
 		return nil
 	}
-	return fmt.Errorf("%w: %s is not built, a build takes up to %s here and go test's -timeout leaves %s; "+
-		"build the servers once, outside the tests, with\n\tkopfgo testenv\n"+
+	verb, them := "is", "it"
+	if len(missing) > 1 {
+		verb, them = "are", "them"
+	}
+	return fmt.Errorf("%w: %s %s not built; building %s takes up to %s on 2 cores, and go test's -timeout leaves %s. "+
+		"Build the servers once, outside the tests, with\n\tkopfgo testenv\n"+
 		"or, without the kopfgo command,\n\tgo run github.com/kopfgo/kopfgo/cmd/kopfgo testenv\n"+
 		"(or run go test with -timeout %s or more)",
-		errNoTimeToBuild, names, need.Round(time.Minute), left.Round(time.Second), (need + 5*time.Minute).Round(time.Minute))
+		errNoTimeToBuild, names, verb, them, need.Round(time.Minute), left.Round(time.Second), (need + 5*time.Minute).Round(time.Minute))
 }
 
 // Namespace creates a namespace of the test's own on Main's cluster and
