@@ -44,7 +44,7 @@ func TestLayers(t *testing.T) {
 		"internal/unjson":         nil,
 		"internal/testlog":        nil,
 		"internal/testmod":        nil,
-		"kopfgotest":              {"", "e2e/cluster", "internal/handling", "handlers", "diffbase", "patch", "internal/resources", "internal/testlog"},
+		"kopfgotest":              {"", "e2e/cluster", "internal/handling", "handlers", "diffbase", "patch", "internal/dicts", "internal/resources", "internal/testlog"},
 		"internal/pyrepr":         nil,
 		"internal/memlimit":       nil,
 		"handlers":                append([]string{"causes", "diffbase", "internal/resources", "internal/config"}, leaves...),

@@ -57,12 +57,11 @@ import (
 	"k8s.io/client-go/dynamic"
 
 	"github.com/kopfgo/kopfgo"
-	"github.com/kopfgo/kopfgo/e2e/cluster"
 	"github.com/kopfgo/kopfgo/kopfgotest"
 )
 
 func TestMain(m *testing.M) {
-	kopfgotest.Main(m, func(c *cluster.Cluster) {
+	kopfgotest.Main(m, func(c *kopfgotest.TestCluster) {
 		if err := c.ApplyFile(context.Background(), "crd.yaml"); err != nil {
 			panic(err)
 		}

@@ -39,11 +39,14 @@ type Runner struct {
 // "-n", ns, "--verbose"; "--log-format=plain" by default), against the
 // cluster of KUBECONFIG (Main's), with its log collected; it returns once
 // the operator is ready (Operator.Ready), and fails the test if it stops
-// before. The operator stops when the test ends, and a failed test shows
+// before. Under Main, it starts Main's cluster if no test has yet. The operator stops when the test ends, and a failed test shows
 // its log. Pass kopfgo.Default() for the operator that kopfgo.On registers
 // on, or one made with kopfgo.New; an operator runs once at a time.
 func Run(t testing.TB, op *kopfgo.Operator, args ...string) *Runner {
 	t.Helper()
+	if mainCalled.Load() {
+		Cluster(t) // KUBECONFIG points to it once it runs
+	}
 	if !hasFlag(args, "--log-format") {
 		args = append([]string{"--log-format=plain"}, args...)
 	}

@@ -50,21 +50,6 @@ func TestNewChangeCallsAHandlerWithoutACluster(t *testing.T) {
 	}
 }
 
-func TestNewUpdateHasTheDiff(t *testing.T) {
-	c := kopfgotest.NewUpdate(body("a"), body("b"))
-	var old, new string
-	_, err := kopfgo.TypedField(func(ctx context.Context, fc *kopfgo.FieldChange[*kex, string]) (any, error) {
-		old, new = fc.Old, fc.New
-		return nil, nil
-	})(context.Background(), &kopfgo.Change{Object: c.Object, Old: "a", New: "b"})
-	if err != nil || old != "a" || new != "b" {
-		t.Fatalf("%v %q %q", err, old, new)
-	}
-	if len(c.Diff) != 1 || c.Diff[0].Op != "change" {
-		t.Errorf("diff %v", c.Diff)
-	}
-}
-
 func TestNewSpawnStopsASleepingDaemon(t *testing.T) {
 	clk := clocktesting.NewFakeClock(time.Now())
 	s, ctl := kopfgotest.NewSpawn(body("x"), clk)

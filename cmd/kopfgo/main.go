@@ -19,7 +19,7 @@ func newRootCommand() *cobra.Command {
 		Use:   "kopfgo",
 		Short: "Kubernetes operators in Go, in the style of Kopf",
 	}
-	root.AddCommand(newRunCommand(), newBuildCommand(), newRBACCommand(), newManifestsCommand(), newInspectCommand(), newFreezeCommand(), newResumeCommand(), newVersionCommand())
+	root.AddCommand(newRunCommand(), newBuildCommand(), newRBACCommand(), newManifestsCommand(), newInspectCommand(), newFreezeCommand(), newResumeCommand(), newVersionCommand(), newTestenvCommand())
 	return root
 }
 

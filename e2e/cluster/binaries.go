@@ -6,6 +6,7 @@ import (
 	"embed"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -57,13 +58,16 @@ type tool struct {
 	version string
 	env     string // environment variable naming a ready-made binary
 	hint    string // how long a cold build takes, for the log
+	// cold bounds a cold build on a loaded 2-core machine (empty module and
+	// build caches), for callers deciding whether a build fits their time.
+	cold    time.Duration
 	ldflags string
 }
 
 var tools = []tool{
-	{name: "etcd", version: EtcdVersion, env: EnvEtcd, hint: "about 30 s", ldflags: "-s -w"},
-	{name: "kube-apiserver", version: KubeAPIServerVersion, env: EnvKubeAPIServer, hint: "about 5 min on 2 cores",
-		ldflags: "-s -w " + kubeVersionLDFlags(KubeAPIServerVersion)},
+	{name: "etcd", version: EtcdVersion, env: EnvEtcd, hint: "1 to 4 min on 2 cores", cold: 4 * time.Minute, ldflags: "-s -w"},
+	{name: "kube-apiserver", version: KubeAPIServerVersion, env: EnvKubeAPIServer, hint: "5 to 11 min on 2 cores",
+		cold: 12 * time.Minute, ldflags: "-s -w " + kubeVersionLDFlags(KubeAPIServerVersion)},
 }
 
 // kubeVersionLDFlags stamps the version that Kubernetes' own build sets from
@@ -94,14 +98,77 @@ func EnsureBinaries(ctx context.Context, logf Logf) (Binaries, error) {
 		if err != nil {
 			return Binaries{}, err
 		}
-		switch t.name {
-		case "etcd":
-			bins.Etcd = path
-		case "kube-apiserver":
-			bins.APIServer = path
-		}
+		bins.set(t.name, path)
 	}
 	return bins, nil
+}
+
+// Missing is a server that EnsureBinaries would have to build.
+type Missing struct {
+	Name string // etcd or kube-apiserver
+	Path string // where the build would put it
+	// ColdBuild bounds its build from empty caches on a loaded 2-core
+	// machine (with a warm Go build cache it takes far less).
+	ColdBuild time.Duration
+}
+
+// ErrNotBuilt is wrapped by LookupBinaries' error when a server is missing.
+var ErrNotBuilt = errors.New("the test servers are not built")
+
+// LookupBinaries is EnsureBinaries without the build: the paths of the
+// servers if they are at hand (named by the environment or in the cache),
+// else what is missing and an error wrapping ErrNotBuilt.
+func LookupBinaries() (Binaries, []Missing, error) {
+	var bins Binaries
+	var missing []Missing
+	for _, t := range tools {
+		path, err := t.lookup()
+		switch {
+		case errors.Is(err, ErrNotBuilt):
+			missing = append(missing, Missing{Name: t.name, Path: path, ColdBuild: t.cold})
+			continue
+		case err != nil:
+			return Binaries{}, nil, err
+		}
+		bins.set(t.name, path)
+	}
+	if len(missing) > 0 {
+		names := make([]string, len(missing))
+		for i, m := range missing {
+			names[i] = m.Name
+		}
+		return bins, missing, fmt.Errorf("%w: %s", ErrNotBuilt, strings.Join(names, " and "))
+	}
+	return bins, nil, nil
+}
+
+func (b *Binaries) set(name, path string) {
+	switch name {
+	case "etcd":
+		b.Etcd = path
+	case "kube-apiserver":
+		b.APIServer = path
+	}
+}
+
+// lookup returns the tool's path if it is at hand; else where a build would
+// put it and an error wrapping ErrNotBuilt.
+func (t tool) lookup() (string, error) {
+	if path := os.Getenv(t.env); path != "" {
+		if err := checkExecutable(path); err != nil {
+			return "", fmt.Errorf("%s=%s: %w", t.env, path, err)
+		}
+		return path, nil
+	}
+	cache, err := CacheDir()
+	if err != nil {
+		return "", err
+	}
+	target := filepath.Join(cache, "bin", t.name+"-"+t.version)
+	if err := checkExecutable(target); err != nil {
+		return target, fmt.Errorf("%w: %s: %w", ErrNotBuilt, t.name, err)
+	}
+	return target, nil
 }
 
 // CacheDir is where kopfgo keeps built binaries: $KOPFGO_CACHE if set, else
@@ -119,36 +186,29 @@ func CacheDir() (string, error) {
 }
 
 func ensureTool(ctx context.Context, t tool, logf Logf) (string, error) {
-	if path := os.Getenv(t.env); path != "" {
-		if err := checkExecutable(path); err != nil {
-			return "", fmt.Errorf("%s=%s: %w", t.env, path, err)
-		}
-		return path, nil
+	target, err := t.lookup()
+	if !errors.Is(err, ErrNotBuilt) {
+		return target, err // the common case: no lock needed to read a finished binary
 	}
-
 	cache, err := CacheDir()
 	if err != nil {
 		return "", err
 	}
-	binDir := filepath.Join(cache, "bin")
-	target := filepath.Join(binDir, t.name+"-"+t.version)
-	if checkExecutable(target) == nil {
-		return target, nil // the common case: no lock needed to read a finished binary
-	}
-
+	binDir := filepath.Dir(target)
 	if err := os.MkdirAll(binDir, 0o755); err != nil {
 		return "", fmt.Errorf("creating the binaries cache %s (set %s to use another place): %w", binDir, EnvCache, err)
 	}
-	unlock, err := lockFile(ctx, filepath.Join(binDir, ".lock"), logf)
+	lock, err := lockFile(ctx, filepath.Join(binDir, ".lock"), logf)
 	if err != nil {
 		return "", err
 	}
-	defer unlock()
+	defer lock.unlock()
 
 	// Someone else may have built it while we waited for the lock.
 	if checkExecutable(target) == nil {
 		return target, nil
 	}
+	lock.recover(binDir, logf)
 
 	src, err := findToolDir(t, cache)
 	if err != nil {
@@ -156,22 +216,44 @@ func ensureTool(ctx context.Context, t tool, logf Logf) (string, error) {
 	}
 	logf.printf("building %s %s from %s into %s; a cold build takes %s, later runs reuse it", t.name, t.version, src, target, t.hint)
 	started := time.Now()
-	if err := goBuild(ctx, src, binDir, target, t.ldflags); err != nil {
+	if err := goBuild(ctx, src, binDir, target, t.ldflags, lock, progress(t.name, started, logf)); err != nil {
 		return "", fmt.Errorf("building %s %s: %w", t.name, t.version, err)
 	}
 	logf.printf("built %s in %s", t.name, time.Since(started).Round(time.Second))
 	return target, nil
 }
 
+// progressEvery is how often a running build says it still runs.
+const progressEvery = 30 * time.Second
+
+// progress returns what a build calls every progressEvery while it runs.
+func progress(name string, started time.Time, logf Logf) func() {
+	return func() {
+		logf.printf("still building %s: %s elapsed", name, time.Since(started).Round(time.Second))
+	}
+}
+
+// buildScript runs the build as a job of a shell that leads the build's
+// process group: when the shell gets the parent-death signal (the test
+// binary or kopfgo testenv died, even by SIGKILL) it kills the whole group,
+// go and the compilers it started, which a parent-death signal on go alone
+// would leave running. $0 names the build, for recover.
+const buildScript = `trap 'kill -KILL 0' TERM HUP INT; "$@" & wait $!`
+
+// buildMarker is the shell's $0 (its command line's second word), by which
+// recover tells a build group of ours from a process that reuses its id.
+const buildMarker = "kopfgo-build"
+
 // goBuild builds the main package in dir into a temporary file in binDir and
 // renames it to target, so that an interrupted build never leaves a truncated
-// binary under the final name.
-func goBuild(ctx context.Context, dir, binDir, target, ldflags string) error {
+// binary under the final name. The build runs in a process group of its own,
+// recorded in the lock, which dies with the caller or when ctx ends.
+func goBuild(ctx context.Context, dir, binDir, target, ldflags string, lock *buildLock, tick func()) error {
 	goBin, err := exec.LookPath("go")
 	if err != nil {
 		return fmt.Errorf("the go command is needed to build the test servers (put it on PATH, or set %s and %s): %w", EnvKubeAPIServer, EnvEtcd, err)
 	}
-	tmp, err := os.CreateTemp(binDir, ".build-"+filepath.Base(target)+"-*")
+	tmp, err := os.CreateTemp(binDir, buildPrefix+filepath.Base(target)+"-*")
 	if err != nil {
 		return err
 	}
@@ -179,19 +261,42 @@ func goBuild(ctx context.Context, dir, binDir, target, ldflags string) error {
 	tmp.Close()
 	defer os.Remove(tmpName) // a no-op after a successful rename
 
-	cmd := exec.CommandContext(ctx, goBin, "build", "-ldflags", ldflags, "-o", tmpName, ".")
+	cmd := exec.CommandContext(ctx, "/bin/sh", "-c", buildScript, buildMarker,
+		goBin, "build", "-ldflags", ldflags, "-o", tmpName, ".")
 	cmd.Dir = dir
 	// The tools are modules of their own: a go.work of the caller's must not
 	// pull them into a workspace where the replaces would not apply.
 	// A user's GOFLAGS=-mod=vendor would not find the tools' dependencies.
 	cmd.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=-mod=readonly")
-	// Own process group, so that cancelling kills the compilers too, not just go.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// Own process group, so that cancelling kills the compilers too, not
+	// just go; the parent-death signal reaches the shell of buildScript.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGTERM}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	cmd.WaitDelay = 10 * time.Second
 	var out bytes.Buffer
 	cmd.Stdout = &out
 	cmd.Stderr = &out
-	if err := cmd.Run(); err != nil {
+	// The spawner thread, as for the servers: the parent-death signal follows
+	// the thread that forked, not the process.
+	if err := startOnSpawnerThread(cmd); err != nil {
+		return fmt.Errorf("starting go build in %s: %w", dir, err)
+	}
+	lock.record(cmd.Process.Pid)
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	ticker := time.NewTicker(progressEvery)
+	defer ticker.Stop()
+	for {
+		select {
+		case <-ticker.C:
+			tick()
+			continue
+		case err = <-done:
+		}
+		break
+	}
+	lock.record(0)
+	if err != nil {
 		if ctx.Err() != nil {
 			return fmt.Errorf("interrupted: %w", ctx.Err())
 		}
@@ -202,6 +307,9 @@ func goBuild(ctx context.Context, dir, binDir, target, ldflags string) error {
 	}
 	return os.Rename(tmpName, target)
 }
+
+// buildPrefix starts the names of builds' temporary outputs in the cache.
+const buildPrefix = ".build-"
 
 // toolSources are the tools modules: a main package calling the upstream
 // server's entry point, its go.mod (kube-apiserver's replaces every staging
@@ -259,10 +367,18 @@ func checkExecutable(path string) error {
 	return nil
 }
 
+// buildLock is the cache's build lock, held while a build runs. It records
+// the holder's pid and its build's process group in the lock file, so that
+// a waiter can say whom it waits for and the next holder can clean up after
+// a holder that died (see recover).
+type buildLock struct {
+	f *os.File
+}
+
 // lockFile takes an exclusive flock on path, polling so that ctx can cancel
 // the wait (a blocking flock cannot be interrupted). The lock dies with the
 // process, so a killed build never leaves it stuck.
-func lockFile(ctx context.Context, path string, logf Logf) (unlock func(), err error) {
+func lockFile(ctx context.Context, path string, logf Logf) (*buildLock, error) {
 	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("opening the build lock %s: %w", path, err)
@@ -271,17 +387,18 @@ func lockFile(ctx context.Context, path string, logf Logf) (unlock func(), err e
 	for {
 		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
 		if err == nil {
-			return func() {
-				_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
-				f.Close()
-			}, nil
+			return &buildLock{f: f}, nil
 		}
 		if !errors.Is(err, syscall.EWOULDBLOCK) && !errors.Is(err, syscall.EINTR) {
 			f.Close()
 			return nil, fmt.Errorf("locking %s: %w", path, err)
 		}
 		if !waiting {
-			logf.printf("waiting for another process building the test servers (lock %s)", path)
+			holder := ""
+			if rec, err := readLockRecord(path); err == nil && rec.pid > 0 {
+				holder = fmt.Sprintf(" (pid %d)", rec.pid)
+			}
+			logf.printf("waiting for another process%s building the test servers (lock %s)", holder, path)
 			waiting = true
 		}
 		select {
@@ -291,6 +408,72 @@ func lockFile(ctx context.Context, path string, logf Logf) (unlock func(), err e
 		case <-time.After(250 * time.Millisecond):
 		}
 	}
+}
+
+func (l *buildLock) unlock() {
+	_ = syscall.Flock(int(l.f.Fd()), syscall.LOCK_UN)
+	l.f.Close()
+}
+
+// lockRecord is the lock file's content: "pid <holder> pgid <build group>".
+type lockRecord struct{ pid, pgid int }
+
+func readLockRecord(path string) (lockRecord, error) {
+	var rec lockRecord
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return rec, err
+	}
+	_, err = fmt.Sscanf(string(data), "pid %d pgid %d", &rec.pid, &rec.pgid)
+	return rec, err
+}
+
+// record writes the holder and its running build's group (0: none) into
+// the lock file; best effort, as the record only serves messages and
+// recovery.
+func (l *buildLock) record(pgid int) {
+	if err := l.f.Truncate(0); err != nil {
+		return
+	}
+	_, _ = l.f.WriteAt([]byte(fmt.Sprintf("pid %d pgid %d\n", os.Getpid(), pgid)), 0)
+}
+
+// recover cleans up after a holder that died during a build, before a new
+// build: it kills what is left of that build's process group and removes
+// the temporary outputs of interrupted builds. Holding the lock proves that
+// no build of a living process is running.
+func (l *buildLock) recover(binDir string, logf Logf) {
+	var rec lockRecord
+	if _, err := fmt.Fscanf(io.NewSectionReader(l.f, 0, 1<<10), "pid %d pgid %d", &rec.pid, &rec.pgid); err == nil && rec.pgid > 0 {
+		if killStaleGroup(rec.pgid) {
+			logf.printf("killed the leftover build (process group %d) of pid %d, which died while building", rec.pgid, rec.pid)
+		}
+	}
+	l.record(0)
+	stale, _ := filepath.Glob(filepath.Join(binDir, buildPrefix+"*"))
+	for _, f := range stale {
+		if os.Remove(f) == nil {
+			logf.printf("removed %s, left by an interrupted build", f)
+		}
+	}
+}
+
+// killStaleGroup kills process group pgid if it is a leftover build of
+// ours, and reports whether it did. While any member of a group lives, its
+// id is not given to a new process; so a group whose leader is gone is
+// ours, and one whose leader lives is ours only if the leader is the
+// build's shell.
+func killStaleGroup(pgid int) bool {
+	if syscall.Kill(-pgid, 0) != nil {
+		return false // no such group: the build died whole
+	}
+	if cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pgid)); err == nil {
+		args := strings.Split(string(cmdline), "\x00")
+		if len(args) < 4 || args[3] != buildMarker {
+			return false // the id was reused by a process of someone else's
+		}
+	}
+	return syscall.Kill(-pgid, syscall.SIGKILL) == nil
 }
 
 // tail returns the last n lines of s.

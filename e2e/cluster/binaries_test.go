@@ -143,7 +143,7 @@ func TestBuildFailureLeavesNoBinary(t *testing.T) {
 
 func TestLockFileExcludesAndHonoursContext(t *testing.T) {
 	path := filepath.Join(t.TempDir(), ".lock")
-	unlock, err := lockFile(t.Context(), path, nil)
+	lock, err := lockFile(t.Context(), path, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -164,12 +164,12 @@ func TestLockFileExcludesAndHonoursContext(t *testing.T) {
 	go func() {
 		u, err := lockFile(t.Context(), path, nil)
 		if err == nil {
-			u()
+			u.unlock()
 		}
 		got <- err
 	}()
 	time.Sleep(100 * time.Millisecond)
-	unlock()
+	lock.unlock()
 	select {
 	case err := <-got:
 		if err != nil {

@@ -59,7 +59,14 @@
 // From a shell, `go run ./e2e/cmd/cluster` starts a cluster and prints
 // KUBECONFIG=<path> for kubectl or an operator run by hand.
 //
+// MainLazy starts the shared cluster at the first Shared call instead, so
+// that a run of unit tests only starts nothing (kopfgotest.Main uses it).
+//
 // Servers run in their own process groups with a parent-death signal, so they
 // do not outlive a crashed or killed test binary; Main and the command also stop
-// them on SIGINT and SIGTERM and remove their temporary directory.
+// them on SIGINT and SIGTERM and remove their temporary directory. So do the
+// builds of the servers: a build's process group (go and its compilers) dies
+// with the process that started it, and the next build removes what an
+// interrupted one left in the cache. `kopfgo testenv` runs EnsureBinaries
+// outside any test, with no go test timeout to race.
 package cluster

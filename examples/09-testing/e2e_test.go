@@ -14,13 +14,12 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/kopfgo/kopfgo"
-	"github.com/kopfgo/kopfgo/e2e/cluster"
 	"github.com/kopfgo/kopfgo/kopfgotest"
 )
 
 // One real cluster for the package's tests, with the example CRD.
 func TestMain(m *testing.M) {
-	kopfgotest.Main(m, func(c *cluster.Cluster) {
+	kopfgotest.Main(m, func(c *kopfgotest.TestCluster) {
 		if err := c.ApplyFile(context.Background(), "../crd.yaml"); err != nil {
 			panic(err)
 		}

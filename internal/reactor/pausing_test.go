@@ -101,7 +101,9 @@ func TestPauseStopsDaemonsAndResumeRespawnsThemAfterTheyReturn(t *testing.T) {
 			overlaps.Add(1)
 		}
 		defer running.Add(-1)
-		if starts.Add(1) > 1 {
+		n := starts.Add(1)
+		s.poke() // for the until below: no log line follows the count
+		if n > 1 {
 			return nil, nil // the respawned one: done
 		}
 		<-ctx.Done()
@@ -113,9 +115,9 @@ func TestPauseStopsDaemonsAndResumeRespawnsThemAfterTheyReturn(t *testing.T) {
 	s.create("kex1", map[string]any{"field": "value"})
 	s.start()
 	s.until("the daemon started", func() bool { return starts.Load() == 1 })
-	// The fake API holds the finalizer's patch until the operator watches
-	// (see gated); a pause before that would hold the pass, and so the
-	// watcher's stop, for the whole patch timeout.
+	// Paused before it watches, the operator would never watch, and the
+	// gated client would hold its patches (the finalizer's) until they
+	// time out, keeping the worker from stopping the daemon.
 	s.waitWatching()
 
 	s.pause.Pause("peering")
