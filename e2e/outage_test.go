@@ -5,17 +5,14 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/client-go/dynamic"
 
 	"github.com/kopfgo/kopfgo"
-	"github.com/kopfgo/kopfgo/e2e/cluster"
 	"github.com/kopfgo/kopfgo/internal/logging"
 )
 
@@ -24,16 +21,8 @@ import (
 // flow control's "unavailable" and "back"), not in one line per request
 // and object; afterwards every object is handled, once.
 func TestOutageIsToldInAFewLines(t *testing.T) {
-	c := cluster.NewForTest(t, cluster.Options{})
+	c, _, kex := clusterOfOwn(t)
 	ctx := context.Background()
-	if err := c.ApplyFile(ctx, filepath.Join(repoRoot, "examples", "crd.yaml")); err != nil {
-		t.Fatal(err)
-	}
-	d, err := dynamic.NewForConfig(c.RESTConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
-	kex := d.Resource(kexGVR).Namespace("default")
 	var creates countingCreate
 	slow := func(ctx context.Context, ch *kopfgo.Change) (any, error) {
 		time.Sleep(200 * time.Millisecond) // still being handled when the API server goes

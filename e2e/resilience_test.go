@@ -49,17 +49,24 @@ func (c *countingCreate) get(name string) int {
 	return c.n[name]
 }
 
-func TestOperatorSurvivesAnAPIServerRestart(t *testing.T) {
+// clusterOfOwn starts a cluster for the test alone (one it may stop and
+// start), with the examples' CRD, and gives the KopfExamples of "default".
+func clusterOfOwn(t *testing.T) (*cluster.Cluster, dynamic.Interface, dynamic.ResourceInterface) {
+	t.Helper()
 	c := cluster.NewForTest(t, cluster.Options{})
-	ctx := context.Background()
-	if err := c.ApplyFile(ctx, filepath.Join(repoRoot, "examples", "crd.yaml")); err != nil {
+	if err := c.ApplyFile(context.Background(), filepath.Join(repoRoot, "examples", "crd.yaml")); err != nil {
 		t.Fatal(err)
 	}
 	d, err := dynamic.NewForConfig(c.RESTConfig())
 	if err != nil {
 		t.Fatal(err)
 	}
-	kex := d.Resource(kexGVR).Namespace("default")
+	return c, d, d.Resource(kexGVR).Namespace("default")
+}
+
+func TestOperatorSurvivesAnAPIServerRestart(t *testing.T) {
+	c, d, kex := clusterOfOwn(t)
+	ctx := context.Background()
 	var creates countingCreate
 	var cu caughtUp
 	log := embeddedWith(t, kopfgo.Options{Namespaces: []string{"default"}, RESTConfig: c.RESTConfig()}, func(op *kopfgo.Operator) {

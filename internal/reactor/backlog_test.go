@@ -14,7 +14,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/watch"
 	clienttesting "k8s.io/client-go/testing"
 
 	"github.com/kopfgo/kopfgo/causes"
@@ -94,14 +93,7 @@ func TestFailedRereadWaitsInsteadOfRunningTheHandlerAgain(t *testing.T) {
 	s := newScenario(t)
 	s.statusSubresource = true // the status patch comes first, and through: it wakes the worker
 	s.settings.Watching.InactivityTimeout = 24 * time.Hour
-	s.watchFilter = func(ev watch.Event) (watch.Event, bool) {
-		u, ok := ev.Object.(*unstructured.Unstructured)
-		if !ok {
-			return ev, true
-		}
-		_, withheld := annotation(u, "kopf.zalando.org/last-handled-configuration")
-		return ev, !withheld
-	}
+	s.withholdHandled()
 	// Armed once the object is handled: the test reads it with GETs too.
 	failed := s.failing("get", 0, apierrors.NewForbidden(kexGR, "kex1", fmt.Errorf("not now")))
 	var calls counter

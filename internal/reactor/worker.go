@@ -396,13 +396,6 @@ func (w *watcher) paced(ctx context.Context, wk *worker) bool {
 	}
 }
 
-// holding reports whether the worker holds a slot for its next pass.
-func (w *watcher) holding(wk *worker) bool {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return wk.held
-}
-
 // unhold gives back a slot the worker holds but will not use.
 func (w *watcher) unhold(wk *worker) {
 	w.mu.Lock()
@@ -436,15 +429,6 @@ func (w *watcher) work(ctx context.Context, wk *worker) {
 		return
 	}
 	for {
-		if w.holding(wk) {
-			// Started for a pass with its slot: news is waiting.
-			select {
-			case <-wk.wake:
-			default:
-			}
-			n = w.pass(ctx, wk)
-			continue
-		}
 		if n.wait < 0 && w.park(wk) {
 			return // woken by wakeLocked, retired by its timer
 		}
@@ -550,7 +534,7 @@ func (w *watcher) park(wk *worker) bool {
 		return false
 	}
 	w.mu.Lock()
-	if len(wk.wake) > 0 {
+	if len(wk.wake) > 0 || wk.held { // news, or a slot granted for its pass
 		w.mu.Unlock()
 		return false
 	}
