@@ -6,6 +6,7 @@ import (
 	"archive/tar"
 	"context"
 	"io"
+	"log"
 	"net/http/httptest"
 	"os"
 	"os/exec"
@@ -50,7 +51,7 @@ func kopfgoIn(t *testing.T, args ...string) string {
 // of the ServiceAccount those manifests create: under the generated RBAC
 // only, as it would run in the cluster.
 func TestImageBuildPushRun(t *testing.T) {
-	srv := httptest.NewServer(registry.New(registry.Logger(nil)))
+	srv := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
 	t.Cleanup(srv.Close)
 	ref := strings.TrimPrefix(srv.URL, "http://") + "/kopfgo/example:e2e"
 	const pkg = "./examples/01-minimal"
