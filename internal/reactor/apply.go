@@ -125,21 +125,31 @@ func (st *state) keep(pt *patch.Patch) {
 	if kept.IsEmpty() && len(kept.Fns) == 0 {
 		return
 	}
-	if st.unwritten == nil {
-		st.unwritten = kept
+	if st.own == nil {
+		st.own = &ownWrites{}
+	}
+	o := st.own
+	if o.unwritten == nil {
+		o.unwritten = kept
 		return
 	}
-	st.unwritten.Merge(kept)
-	st.unwritten.Fns = append(st.unwritten.Fns, kept.Fns...)
+	o.unwritten.Merge(kept)
+	o.unwritten.Fns = append(o.unwritten.Fns, kept.Fns...)
 }
 
 // rewrite sends the patch of an earlier pass that failed to be written.
 func (w *watcher) rewrite(ctx context.Context, ps *pass) next {
 	st := ps.state
 	st.mu.Lock()
-	pt := st.unwritten
-	st.unwritten = nil
+	var pt *patch.Patch
+	if st.own != nil { // it is, as read found it: only this worker keeps and takes it
+		pt, st.own.unwritten = st.own.unwritten, nil
+		st.tidy()
+	}
 	st.mu.Unlock()
+	if pt == nil {
+		return onNews
+	}
 	ps.log.Debug("Writing the outcome of the last pass again: its patch failed.")
 	return w.apply(ctx, ps.obj, st, ps.log, pt).then(onNews)
 }

@@ -55,7 +55,7 @@ func (w *watcher) read(ctx context.Context, wk *worker) (*pass, bool) {
 	}
 	ps := &pass{obj: u, state: st, log: w.objectLogger(u)}
 	st.mu.Lock()
-	ps.facts.Unwritten = st.unwritten != nil && !st.released
+	ps.facts.Unwritten = st.own != nil && st.own.unwritten != nil && !st.released
 	st.mu.Unlock()
 	if ps.facts.Unwritten {
 		return ps, true // the body only names the object to write to

@@ -74,19 +74,15 @@ type state struct {
 	// still holds until the DELETED event (the API server answers that
 	// patch with the version already seen, so expected cannot tell).
 	released bool
+	// quietly: the throttling is for the API server's trouble (levelOf).
+	quietly bool
 	// last is the latest version the watch delivered ("" before any).
 	last string
 	// own follows the operator's own writes until the watch delivers
 	// their versions; nil while there are none (most objects, most of the
 	// time: it is kept out of every object's state to keep that small).
-	own *ownWrites
-	// unwritten is a patch that failed to be written (an API server down or
-	// overloaded): the outcome of handlers that have run. The next pass
-	// writes it before anything else, so that the handlers are not run
-	// again (plan.Rewrite). Nil nearly always.
-	unwritten  *patch.Patch
+	own        *ownWrites
 	errors     int            // consecutive unexpected errors, for throttling
-	quietly    bool           // the throttling is for the API server's trouble (levelOf)
 	memo       *handlers.Memo // the user's Memo of the object
 	background *background    // daemons and timers (background.go)
 }
@@ -102,8 +98,14 @@ func (w *watcher) newState(uid string) *state {
 }
 
 // ownWrites follows the operator's own writes to an object (patches, and
-// re-reads that stand in for one) until the watch delivers their versions.
+// re-reads that stand in for one) until the watch delivers their versions,
+// and keeps a write that failed until it is written.
 type ownWrites struct {
+	// unwritten is a patch that failed to be written (an API server down or
+	// overloaded): the outcome of handlers that have run. The next pass
+	// writes it before anything else, so that the handlers are not run
+	// again (plan.Rewrite).
+	unwritten *patch.Patch
 	// expected is the resourceVersion of the operator's latest own patch,
 	// until the watch delivers it; expectedAt is when it was patched.
 	expected   string
@@ -170,7 +172,7 @@ func (s *state) land(rv string, now time.Time) {
 
 // tidy drops the record of own writes once nothing is left in it.
 func (s *state) tidy() {
-	if o := s.own; o.expected == "" && o.flying == 0 {
+	if o := s.own; o.expected == "" && o.flying == 0 && o.unwritten == nil {
 		s.own = nil
 	}
 }
