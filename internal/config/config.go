@@ -81,7 +81,10 @@ type Queueing struct {
 	ResourceBurst int
 	// ObjectInterval is the least time between the starts of two passes of
 	// one object: news that comes sooner waits for the rest of it, and
-	// everything that came meanwhile is handled in one pass. 0: none.
+	// everything that came meanwhile is handled in one pass. It is counted
+	// while the object's worker lives: a worker retires after IdleTimeout
+	// without news, and a pass after that starts at once, so an interval
+	// longer than IdleTimeout acts as IdleTimeout. 0: none.
 	ObjectInterval time.Duration
 }
 
