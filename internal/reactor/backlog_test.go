@@ -251,46 +251,6 @@ func workerGoroutines() int {
 	}
 }
 
-// With an interval between one object's passes, news that comes sooner
-// waits for the rest of it and is handled in one pass.
-func TestObjectIntervalCoalescesNewsIntoOnePass(t *testing.T) {
-	s := newScenario(t)
-	s.settings.Queueing.ObjectInterval = 10 * time.Second
-	hooks := &waitingHooks{news: s.poke}
-	s.hooks = hooks
-	var updates counter
-	var saw atomic.Value
-	s.on(causes.Update, "update_fn", func(ctx context.Context, c *handlers.Change) (any, error) {
-		updates.inc(c.Name)
-		saw.Store(fmt.Sprint(c.Spec["field"]))
-		return nil, nil
-	})
-	// Handled before the start: its first pass, of the listing, is a noop
-	// that needs no clock, and starts the interval.
-	s.create("kex1", map[string]any{"field": "x"})
-	s.update("kex1", func(u *unstructured.Unstructured) {
-		u.SetAnnotations(map[string]string{"kopf.zalando.org/last-handled-configuration": `{"spec":{"field":"x"}}` + "\n"})
-	})
-	s.start()
-	s.until("the listing's pass over, its worker waiting", func() bool { return s.waits.Load() > 0 })
-	waits, events := s.waits.Load(), hooks.events.Load()
-	for _, v := range []string{"a", "b"} {
-		s.update("kex1", func(u *unstructured.Unstructured) { u.Object["spec"] = map[string]any{"field": v} })
-	}
-	// Each update is two watch events (see versioned); once the last is
-	// observed, the informer's store has b.
-	s.until("the updates observed, the worker waiting for its interval", func() bool {
-		return hooks.events.Load() >= events+4 && s.waits.Load() > waits
-	})
-	if n := updates.get("kex1"); n != 0 {
-		t.Fatalf("update handler ran %d times before the interval passed", n)
-	}
-	s.stepUntil(10*time.Second, "Updating is processed")
-	if n := updates.get("kex1"); n != 1 || saw.Load() != "b" {
-		t.Errorf("update handler ran %d times and saw %v, want once with the latest spec (b)", n, saw.Load())
-	}
-}
-
 // A resource's passes per second are capped: with one a second and no
 // burst, the second object waits for the clock.
 func TestResourceRateCapsPassesPerSecond(t *testing.T) {

@@ -585,14 +585,22 @@ func (w *watcher) stop(ctx context.Context) {
 	w.mu.Unlock() // empty on purpose: a barrier
 	w.wg.Wait()
 	w.pool.stop()
+	// The parked workers' timers stop outside w.mu: a fake clock runs a
+	// due timer's function (retireParked, which takes w.mu) under its own
+	// lock, which Stop takes too. With parked cleared first, a timer that
+	// fires meanwhile does nothing.
 	w.mu.Lock()
+	var timers []clock.Timer
 	for _, wk := range w.workers {
 		if wk.parked != nil {
-			wk.parked.timer.Stop()
+			timers = append(timers, wk.parked.timer)
 			wk.parked = nil
 		}
 	}
 	w.mu.Unlock()
+	for _, t := range timers {
+		t.Stop()
+	}
 	reason := context.Cause(ctx)
 	if !errors.Is(reason, handlers.ErrOperatorPausing) && !errors.Is(reason, handlers.ErrResourceDeleted) {
 		reason = handlers.ErrOperatorExiting
