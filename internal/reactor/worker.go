@@ -543,7 +543,10 @@ func (w *watcher) park(wk *worker) bool {
 	p := &parking{}
 	// The timer's function takes w.mu, so it cannot see p before the
 	// timer is in it.
-	p.timer = clk.AfterFunc(w.Settings.Queueing.IdleTimeout, func() { w.retireParked(wk, p) })
+	// The retirement runs on a goroutine of its own, as the real clock's
+	// AfterFunc runs it: a fake clock runs it under its own lock, which
+	// goroutines holding w.mu take too (Now, Stop), and took w.mu there.
+	p.timer = clk.AfterFunc(w.Settings.Queueing.IdleTimeout, func() { go w.retireParked(wk, p) })
 	wk.parked = p
 	w.mu.Unlock()
 	if w.onWait != nil {
