@@ -22,7 +22,8 @@
 // in use (at least half of it in flight or waiting), it grows by one per
 // request below the slow-start threshold and by one per round of `limit`
 // requests above it; a 429, a 500/502/503/504, or a client-side timeout
-// halves it, and latency well above the baseline cuts it by a tenth. A
+// halves it, and latency well above the baseline cuts it by a tenth, but
+// not below its initial value (the server still answers, only slower). A
 // decrease is applied at most once per round: only requests started after
 // the last decrease can cause another, as TCP reduces its window once per
 // window of loss. Latency is judged for writes only: a LIST's latency

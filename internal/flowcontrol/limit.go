@@ -61,7 +61,17 @@ func (cs *class) sample(now time.Time, rtt time.Duration, seq, lastSeq uint64, d
 			base = min(base, cs.basePrev)
 		}
 		if cs.srtt > latencyTolerance*base+latencySlack {
-			cs.cut(latencyCut, seq, lastSeq)
+			// Latency alone does not take the limit below its initial
+			// value: the server answers, only slower, and a limit kept
+			// below the concurrency a plain client uses gave up
+			// throughput for latency (a backlog of 20 000 objects drained
+			// in 1.11x the time of a bare client-go program with 16
+			// workers). Errors and timeouts still cut it down to one.
+			if cs.limit > cs.initial {
+				cs.cut(latencyCut, seq, lastSeq)
+				cs.limit = max(cs.limit, cs.initial)
+				cs.ssthresh = cs.limit
+			}
 			return
 		}
 	}
