@@ -149,6 +149,9 @@ func (op *Operator) applyFlags(flags *cli.RunFlags, stderr io.Writer) *slog.Logg
 	if flags.NoFlowControl {
 		op.opts.Settings.Networking.FlowControl.Disabled = true
 	}
+	if flags.NoConditions {
+		op.opts.Settings.Persistence.Conditions.Disabled = true
+	}
 	applyLeaderElection(&op.opts.LeaderElection, flags)
 	applySharding(&op.opts.Sharding, flags)
 	return logger

@@ -76,6 +76,8 @@ func TestRunFlags(t *testing.T) {
 			with(func(f *RunFlags) { f.MaxRequestsInFlight, f.NoFlowControl = 8, true })},
 		{"env flow control", nil, map[string]string{"KOPFGO_MAX_REQUESTS_IN_FLIGHT": "32", "KOPFGO_NO_FLOW_CONTROL": "true"},
 			with(func(f *RunFlags) { f.MaxRequestsInFlight, f.NoFlowControl = 32, true })},
+		{"--no-conditions", []string{"--no-conditions"}, nil, with(func(f *RunFlags) { f.NoConditions = true })},
+		{"env no conditions", nil, map[string]string{"KOPFGO_NO_CONDITIONS": "1"}, with(func(f *RunFlags) { f.NoConditions = true })},
 		{"env memory limit ratio", nil, map[string]string{"KOPFGO_MEMORY_LIMIT_RATIO": "0.5"}, with(func(f *RunFlags) { f.MemoryLimitRatio = 0.5 })},
 		{"pass caps", []string{"--max-workers", "16", "--resource-rate", "2.5", "--resource-burst", "10", "--object-interval", "3s"}, nil,
 			with(func(f *RunFlags) { f.MaxWorkers, f.ResourceRate, f.ResourceBurst, f.ObjectInterval = 16, 2.5, 10, 3e9 })},
