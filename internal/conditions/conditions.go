@@ -105,7 +105,7 @@ func For(c Cycle) []patch.ConditionChange {
 		msg := FailedMessage(failures)
 		return []patch.ConditionChange{set(Ready, metav1.ConditionFalse, ReasonFailed, msg), remove(Reconciling), set(Stalled, metav1.ConditionTrue, ReasonFailed, msg)}
 	case c.Done:
-		msg := fmt.Sprintf("%s handled: %d handlers succeeded.", c.Title, succeeded)
+		msg := fmt.Sprintf("%s handled: %d %s succeeded.", c.Title, succeeded, plural(succeeded, "handler"))
 		return []patch.ConditionChange{set(Ready, metav1.ConditionTrue, ReasonSucceeded, msg), remove(Reconciling), remove(Stalled)}
 	}
 	reason := ReasonPending
@@ -284,6 +284,13 @@ func generationOf(body map[string]any) int64 {
 		return g
 	}
 	return 0
+}
+
+func plural(n int, word string) string {
+	if n == 1 {
+		return word
+	}
+	return word + "s"
 }
 
 // maxMessage bounds a condition's message, as metav1.Condition's schema does.

@@ -69,7 +69,7 @@ func TestFailuresReadsFailedMessageBack(t *testing.T) {
 	if got := Failures(FailedMessage(in)); !reflect.DeepEqual(got, in) {
 		t.Errorf("Failures(FailedMessage) = %v, want %v", got, in)
 	}
-	if got := Failures("Creation handled: 1 handlers succeeded."); got != nil {
+	if got := Failures("Creation handled: 1 handler succeeded."); got != nil {
 		t.Errorf("Failures of another message = %v, want none", got)
 	}
 	long := strings.Repeat("é", maxMessage)
