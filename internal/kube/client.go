@@ -56,6 +56,8 @@ type Client struct {
 	// host is the API server's address, to name requests in the log.
 	host string
 	flow *flowcontrol.Gate
+	// kinds caches discovery for ServerSideApply (ssa.go).
+	kinds kinds
 }
 
 // Flow is the gate the client's requests pass; nil when there is none

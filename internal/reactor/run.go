@@ -122,7 +122,8 @@ func Run(ctx context.Context, cfg Config) error {
 	})
 	ctx, stopPosting := startPosting(ctx, poster)
 	defer stopPosting() // after the watchers, so that handlers' last Kubernetes Events are posted
-	ctx, cancel := context.WithCancel(kube.WithConfig(ctx, cfg.REST))
+	// Handlers reach the credentials and the client (kopfgo.Apply) by ctx.
+	ctx, cancel := context.WithCancel(kube.WithClient(kube.WithConfig(ctx, cfg.REST), client))
 	defer cancel()
 	hctx, hcancel := context.WithCancelCause(context.WithoutCancel(ctx))
 	defer hcancel(nil)
