@@ -40,6 +40,13 @@ func (h *unresolvedHooks) get() ([]string, bool) {
 	return h.missing, h.blocking
 }
 
+// failed returns Run's error, for scenarios in which Run fails at start.
+func (s *scenario) failed() error {
+	err := <-s.done
+	s.cancel = nil
+	return err
+}
+
 func addCreate(reg *handling.Registry, resource, id string) {
 	reg.AddChanging(handling.Registration{Resource: resource, Reason: causes.Create,
 		Fn:        func(ctx context.Context, c *handlers.Change) (any, error) { return nil, nil },
@@ -78,8 +85,7 @@ func TestStrictFailsRunOnAMistypedResource(t *testing.T) {
 	s.settings.Scanning.Strict = true
 	addCreate(s.reg, "kopfexampls", "create_fn")
 	s.start()
-	err := <-s.done
-	s.cancel = nil
+	err := s.failed()
 	if !errors.Is(err, resources.ErrUnresolved) || !errors.Is(err, handlers.ErrRegistration) ||
 		!strings.Contains(err.Error(), "create_fn") || !strings.Contains(err.Error(), "did you mean kopfexamples?") {
 		t.Fatalf("Run = %v, want an unresolved resource naming create_fn and kopfexamples", err)
@@ -143,8 +149,7 @@ func TestStrictFailsRunOnAFieldPathOutsideTheSchema(t *testing.T) {
 	createCRD(t, s)
 	addField(s.reg, "spec.replica", "scale")
 	s.start()
-	err := <-s.done
-	s.cancel = nil
+	err := s.failed()
 	if !errors.Is(err, resources.ErrUnknownField) || !errors.Is(err, handlers.ErrRegistration) ||
 		!strings.Contains(err.Error(), "handler scale/spec.replica") || !strings.Contains(err.Error(), "did you mean spec.replicas?") {
 		t.Fatalf("Run = %v, want an unknown field naming the handler and spec.replicas", err)
