@@ -54,6 +54,9 @@ func (obs *observability) WatchStarted(key string) { obs.ready.WatchStarted(key)
 func (obs *observability) WatchSynced(key string)  { obs.ready.WatchSynced(key) }
 func (obs *observability) WatchStopped(key string) { obs.ready.WatchStopped(key) }
 func (obs *observability) Served()                 { obs.ready.Served() }
+func (obs *observability) Unresolved(missing []string, blocking bool) {
+	obs.ready.Unresolved(missing, blocking)
+}
 func (obs *observability) Paused(reasons []string) {
 	obs.ready.Paused(reasons)
 	if obs.metrics != nil {
