@@ -22,10 +22,10 @@ import (
 	"github.com/kopfgo/kopfgo/internal/replicas"
 )
 
-// running is one run of an operator: what its components (Operator.Run)
+// run is one run of an operator: what its components (Operator.Run)
 // share. A component writes its fields before it is ready, and the
 // components after it read them only once it is.
-type running struct {
+type run struct {
 	op       *Operator
 	logger   *slog.Logger
 	clock    clock.WithTicker
@@ -42,10 +42,10 @@ type running struct {
 	owns    func(uid string) bool // sharding: whether an object is this replica's; nil: every object
 }
 
-// newRunning checks the options and creates the run's parts; it starts
+// newRun checks the options and creates the run's parts; it starts
 // nothing.
-func (op *Operator) newRunning() (*running, error) {
-	r := &running{op: op, settings: op.opts.Settings, clock: op.opts.Clock, obs: newObservability(op.opts), standby: &replicas.Standby{}}
+func (op *Operator) newRun() (*run, error) {
+	r := &run{op: op, settings: op.opts.Settings, clock: op.opts.Clock, obs: newObservability(op.opts), standby: &replicas.Standby{}}
 	if op.opts.Liveness != "" {
 		ep, err := health.ParseEndpoint(op.opts.Liveness)
 		if err != nil {
@@ -62,7 +62,7 @@ func (op *Operator) newRunning() (*running, error) {
 }
 
 // activity runs the activity handlers of kind hs.
-func (r *running) activity(ctx context.Context, kind handlers.ActivityKind, hs []*handling.ActivityHandler) (map[string]any, error) {
+func (r *run) activity(ctx context.Context, kind handlers.ActivityKind, hs []*handling.ActivityHandler) (map[string]any, error) {
 	env := handling.ActivityEnv{Clock: r.clock, Memo: r.op.memo, Settings: &r.settings}
 	env.Logger = logging.Named(r.logger, "kopf.activities."+string(kind))
 	env.DefaultBackoff = r.settings.WithDefaults().Execution.DefaultBackoff
@@ -73,7 +73,7 @@ func (r *running) activity(ctx context.Context, kind handlers.ActivityKind, hs [
 // cluster, and settles what they may change (settings, the log filter,
 // the memory limit, the ultimate exiting timeout); once every component
 // after it has stopped, it runs the cleanup handlers.
-func (r *running) activities(ctx context.Context) error {
+func (r *run) activities(ctx context.Context) error {
 	if _, err := r.activity(ctx, handlers.Startup, r.op.reg.Activities(handlers.Startup)); err != nil {
 		if ctx.Err() != nil {
 			return nil
@@ -98,7 +98,7 @@ func (r *running) activities(ctx context.Context) error {
 
 // credentials logs in (Operator.credentials) and sets up the API's flow
 // control for the clients of the components after it.
-func (r *running) credentials(ctx context.Context) error {
+func (r *run) credentials(ctx context.Context) error {
 	cfg, err := r.op.credentials(ctx, r.logger, r.clock, func(ctx context.Context, hs []*handling.ActivityHandler) (map[string]any, error) {
 		return r.activity(ctx, handlers.Login, hs)
 	})
@@ -114,7 +114,7 @@ func (r *running) credentials(ctx context.Context) error {
 
 // clients is ctx with the credentials and the clients (client.go), which
 // handlers, probes and cleanup reach through it.
-func (r *running) clients(ctx context.Context) context.Context {
+func (r *run) clients(ctx context.Context) context.Context {
 	if r.cfg == nil {
 		return ctx
 	}
@@ -122,13 +122,13 @@ func (r *running) clients(ctx context.Context) context.Context {
 }
 
 // client is a new API client on the run's credentials and flow control.
-func (r *running) client() (*kube.Client, error) {
+func (r *run) client() (*kube.Client, error) {
 	return kube.NewClient(r.cfg, clientOptions(r.settings, r.flow))
 }
 
 // livenessEndpoint serves the probe handlers' results (Options.Liveness),
 // with /readyz and /metrics unless they have a server of their own.
-func (r *running) livenessEndpoint(ctx context.Context) error {
+func (r *run) livenessEndpoint(ctx context.Context) error {
 	if r.liveness == nil {
 		return nil
 	}
@@ -143,7 +143,7 @@ func (r *running) livenessEndpoint(ctx context.Context) error {
 }
 
 // admission serves the validating and mutating handlers, if any.
-func (r *running) admission(ctx context.Context) error {
+func (r *run) admission(ctx context.Context) error {
 	hs := r.op.reg.Admissions()
 	if len(hs) == 0 {
 		return nil
@@ -162,14 +162,14 @@ func (r *running) admission(ctx context.Context) error {
 }
 
 // replicaModes fails on options that contradict each other (checkModes).
-func (r *running) replicaModes(context.Context) error {
+func (r *run) replicaModes(context.Context) error {
 	return checkModes(r.op.opts, r.settings)
 }
 
 // reactor serves the resources until it is stopped, first of all the
 // components, so that those before it (Leases, peering, cleanup) outlast
 // every handler.
-func (r *running) reactor(ctx context.Context) error {
+func (r *run) reactor(ctx context.Context) error {
 	client, err := r.client()
 	if err != nil {
 		return err

@@ -42,7 +42,7 @@ type LeaderElection struct {
 // leaderElection campaigns for the Lease when leader election is enabled:
 // the operator stands by until it leads. The campaign ends, releasing the
 // Lease, when the component is stopped: after the reactor has stopped.
-func (r *running) leaderElection(ctx context.Context) error {
+func (r *run) leaderElection(ctx context.Context) error {
 	le := r.op.opts.LeaderElection
 	if !le.Enabled {
 		return nil

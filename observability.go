@@ -43,7 +43,7 @@ func (obs *observability) handlers(o Options) map[string]http.Handler {
 // (Operator.Ready) and serves them on Options.MetricsAddr, if set, from
 // before the startup handlers, so that /readyz says 503 meanwhile, until
 // every other component has stopped.
-func (r *running) observability(ctx context.Context) error {
+func (r *run) observability(ctx context.Context) error {
 	r.op.obs.Store(r.obs)
 	defer r.op.obs.Store(nil)
 	component.Ready(ctx)

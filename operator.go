@@ -154,7 +154,7 @@ func (op *Operator) Run(ctx context.Context) error {
 	if err := op.reg.Err(); err != nil {
 		return err
 	}
-	r, err := op.newRunning()
+	r, err := op.newRun()
 	if err != nil {
 		return err
 	}

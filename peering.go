@@ -52,7 +52,7 @@ func checkModes(o Options, s Settings) error {
 // is read or written when standalone, or with leader election or sharding.
 // The operator leaves the peering when the component is stopped: after the
 // reactor has stopped.
-func (r *running) peering(ctx context.Context) error {
+func (r *run) peering(ctx context.Context) error {
 	op, s := r.op, r.settings
 	ps := s.Peering
 	if ps.Standalone || op.opts.Standalone || op.opts.LeaderElection.Enabled || op.opts.Sharding.Shards != 0 {

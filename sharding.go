@@ -52,7 +52,7 @@ type Sharding struct {
 // stands by until it holds a shard, and r.owns tells the reactor which
 // objects are this replica's. The shards are released when the component
 // is stopped: after the reactor has stopped.
-func (r *running) sharding(ctx context.Context) error {
+func (r *run) sharding(ctx context.Context) error {
 	sh := r.op.opts.Sharding
 	if sh.Shards == 0 {
 		return nil
