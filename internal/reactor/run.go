@@ -22,8 +22,8 @@ import (
 	"github.com/kopfgo/kopfgo/internal/flowcontrol"
 	"github.com/kopfgo/kopfgo/internal/handling"
 	"github.com/kopfgo/kopfgo/internal/kube"
-	"github.com/kopfgo/kopfgo/internal/pausing"
 	"github.com/kopfgo/kopfgo/internal/posting"
+	"github.com/kopfgo/kopfgo/internal/replicas"
 	"github.com/kopfgo/kopfgo/internal/resources"
 )
 
@@ -48,10 +48,10 @@ type Config struct {
 	// Pause, while any reason is held in it, stops every watcher (and so
 	// the handlers, daemons and timers) until the last reason is dropped:
 	// peering and leader election hold it. Nil: never paused.
-	Pause *pausing.Switch
+	Pause *replicas.Standby
 	// Owns, when set, tells which objects this replica serves, by uid
 	// (sharding): the others are neither indexed nor handled. It may change
-	// only while Pause is paused and halted (pausing.Switch.WaitHalted),
+	// only while Pause is paused and halted (replicas.Standby.WaitHalted),
 	// since watchers read it as they observe. Nil: every object.
 	Owns func(uid string) bool
 	// Hooks are told of the reactor's progress (readiness, metrics); nil:
