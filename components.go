@@ -113,12 +113,20 @@ func (r *run) credentials(ctx context.Context) error {
 }
 
 // clients is ctx with the credentials and the clients (client.go), which
-// handlers, probes and cleanup reach through it.
+// handlers, probes and cleanup reach through it. Their requests pass the
+// run's flow control like the operator's own: in a backlog or an outage,
+// a handler's calls wait at the same gate instead of adding to the load or
+// retrying on their own (compat: flow-control).
 func (r *run) clients(ctx context.Context) context.Context {
 	if r.cfg == nil {
 		return ctx
 	}
-	return WithClients(ctx, r.cfg)
+	cfg := r.cfg
+	if r.flow != nil {
+		cfg = rest.CopyConfig(cfg)
+		cfg.Wrap(r.flow.Wrap)
+	}
+	return WithClients(ctx, cfg)
 }
 
 // client is a new API client on the run's credentials and flow control.

@@ -5,10 +5,14 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
+	"k8s.io/utils/clock"
 )
 
 // A component's failure stops the components started before it, servers
@@ -37,5 +41,28 @@ func TestRunStopsEveryComponentOnOnesError(t *testing.T) {
 	}
 	if ok, why := op.Ready(); ok || why != "the operator is not running" {
 		t.Errorf("after Run: Ready() = %v, %q; want not running", ok, why)
+	}
+}
+
+// The clients handlers get from their ctx pass the operator's flow
+// control: their failures count towards its idea of the API server's
+// health, and in an outage they wait at the same gate.
+func TestHandlersClientsPassTheFlowControl(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		http.Error(w, "overloaded", http.StatusServiceUnavailable)
+	}))
+	defer srv.Close()
+	cfg := &rest.Config{Host: srv.URL}
+	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	r := &run{cfg: cfg, settings: Settings{}.WithDefaults(), clock: clock.RealClock{}, logger: logger, obs: &observability{}}
+	r.flow = flowControl(cfg, r.settings, r.clock, logger, r.obs)
+	clients := ClientsFrom(r.clients(t.Context()))
+	for range 3 {
+		if _, err := clients.Kube.CoreV1().ConfigMaps("default").Get(t.Context(), "cm", metav1.GetOptions{}); err == nil {
+			t.Fatal("a GET from a server answering 503 succeeded")
+		}
+	}
+	if !r.flow.Stats().Unavailable {
+		t.Error("three failed requests of a handler's clients did not reach the flow control")
 	}
 }

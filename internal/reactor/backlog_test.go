@@ -317,6 +317,7 @@ func TestObjectIntervalCoalescesNewsIntoOnePass(t *testing.T) {
 	})
 	s.start()
 	s.until("the listing's pass over", func() bool { return hooks.passes.Load() >= 1 })
+	s.waitWatching()
 	events := hooks.events.Load()
 	for _, v := range []string{"a", "b"} {
 		s.update("kex1", func(u *unstructured.Unstructured) { u.Object["spec"] = map[string]any{"field": v} })
