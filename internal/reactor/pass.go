@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -111,6 +112,13 @@ func (w *watcher) consistent(ctx context.Context, ps *pass) bool {
 	if st.behind(u.GetResourceVersion()) {
 		ps.facts.Stale = true // the newer version's observation wakes the worker again
 		return false
+	}
+	if st.vanished != nil {
+		if slices.Contains(st.vanished, u.GetResourceVersion()) {
+			ps.facts.Stale = true // gone: the DELETED event drops the state
+			return false
+		}
+		st.vanished = nil // changed since the 404: the object is there after all
 	}
 	expected, expectedAt := st.expecting()
 	if expected == "" || u.GetResourceVersion() == expected {

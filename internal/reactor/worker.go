@@ -72,11 +72,19 @@ type state struct {
 	initial     bool
 	handledOnce bool
 	// released: the operator removed the last finalizer of the object
-	// while it was being deleted, or a patch found it gone (404), so the
-	// object is gone, whatever the cache
+	// while it was being deleted, so the object is gone, whatever the cache
 	// still holds until the DELETED event (the API server answers that
 	// patch with the version already seen, so expected cannot tell).
 	released bool
+	// vanished: a patch found the object gone (404), and these versions
+	// may still come to a pass: the one the watch delivered last before,
+	// and the echo of the part of the patch that landed before the 404 (a
+	// pass's status patch before its object patch). That echo carries no
+	// record of the handling, which was in the part that failed: a pass
+	// over it would run the handlers again. Any other version is a change
+	// made after the 404 (the object was there after all, as a proxy's
+	// answer can claim), handled as usual.
+	vanished []string
 	// quietly: the throttling is for the API server's trouble (levelOf).
 	quietly bool
 	// last is the latest version the watch delivered ("" before any).
@@ -178,6 +186,12 @@ func (s *state) tidy() {
 	if o := s.own; o.expected == "" && o.flying == 0 && o.unwritten == nil {
 		s.own = nil
 	}
+}
+
+// vanish records a patch's 404; rv is the version of the part of the patch
+// that landed before, "" if none did. Callers hold mu.
+func (s *state) vanish(rv string) {
+	s.vanished = []string{s.last, rv}
 }
 
 // expecting is the version of the operator's own latest patch that the
