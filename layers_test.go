@@ -40,7 +40,7 @@ func TestLayers(t *testing.T) {
 		"internal/metrics":        nil,
 		"internal/inspect":        {"diffbase", "persistence"},
 		"internal/posting":        {"internal/config", "internal/flowcontrol", "internal/logging", "internal/pyrepr"},
-		"internal/hierarchies":    nil,
+		"hierarchies":             {"handlers"},
 		"internal/unjson":         nil,
 		"internal/testlog":        nil,
 		"internal/testmod":        nil,
@@ -55,7 +55,7 @@ func TestLayers(t *testing.T) {
 		"internal/reactor": append([]string{"daemons", "indexing", "internal/handling", "handlers", "causes", "diffbase", "persistence", "internal/plan", "internal/resources",
 			"internal/config", "internal/pausing", "internal/kube", "internal/flowcontrol", "internal/logging", "internal/posting", "internal/pyrepr"}, leaves...),
 		"": {"daemons", "indexing", "internal/handling", "handlers", "causes", "patch", "internal/config", "internal/kube", "internal/flowcontrol", "internal/logging", "internal/reactor", "internal/cli",
-			"internal/health", "internal/admission", "internal/posting", "internal/hierarchies", "internal/rbac", "internal/resources", "internal/metrics", "internal/pausing", "internal/leases", "internal/leaderelection", "internal/sharding", "internal/peering", "internal/memlimit",
+			"internal/health", "internal/admission", "internal/posting", "hierarchies", "internal/rbac", "internal/resources", "internal/metrics", "internal/pausing", "internal/leases", "internal/leaderelection", "internal/sharding", "internal/peering", "internal/memlimit",
 			"internal/manifests", "internal/version"},
 	}
 	out, err := exec.Command("go", "list", "-f", `{{.ImportPath}}{{range .Imports}} {{.}}{{end}}`, "./...").CombinedOutput()
