@@ -14,9 +14,9 @@ import (
 
 	"github.com/kopfgo/kopfgo/causes"
 	"github.com/kopfgo/kopfgo/handlers"
-	"github.com/kopfgo/kopfgo/indexing"
 	"github.com/kopfgo/kopfgo/internal/config"
 	"github.com/kopfgo/kopfgo/internal/handling"
+	"github.com/kopfgo/kopfgo/internal/indexing"
 )
 
 func (s *scenario) onEvent(id string, fn handlers.EventFunc, configure func(*handling.Handler)) {

@@ -13,6 +13,7 @@
 // initial listings, so that even the first creation handler sees complete
 // indices (compat: indices-complete).
 //
-// The root package kopfgo re-exports Index, and registers indices with
-// kopfgo.OnIndex and kopfgo.OnTypedIndex; prefer them.
+// It is internal, as the reactor's part: users meet only Index (as
+// kopfgo.Index) and register indices with kopfgo.OnIndex and
+// kopfgo.OnTypedIndex.
 package indexing

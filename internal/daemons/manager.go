@@ -12,8 +12,8 @@ import (
 	"github.com/kopfgo/kopfgo/handlers"
 	"github.com/kopfgo/kopfgo/internal/config"
 	"github.com/kopfgo/kopfgo/internal/resources"
+	"github.com/kopfgo/kopfgo/internal/timers"
 	"github.com/kopfgo/kopfgo/patch"
-	"github.com/kopfgo/kopfgo/timers"
 )
 
 // Config is shared by the daemons and timers of all objects of an operator.
