@@ -74,7 +74,7 @@ bench:
 # events, essence, diffs, progress records, key naming, handler selection,
 # filters, indices, one handling cycle).
 microbench:
-	$(GO) test -run '^$$' -bench . -benchmem . ./internal/unjson ./internal/kube ./causes ./diffbase ./persistence ./handlers ./indexing ./internal/conventions ./internal/logging
+	$(GO) test -run '^$$' -bench . -benchmem . ./internal/unjson ./internal/kube ./causes ./diffbase ./persistence ./handlers ./internal/indexing ./internal/conventions ./internal/logging
 
 # Build the harness, start it, run examples/01-minimal, create obj.yaml,
 # show the log and the resulting status, and clean up.
