@@ -4,7 +4,7 @@ import (
 	"errors"
 	"time"
 
-	"github.com/kopfgo/kopfgo/handlers"
+	"github.com/kopfgo/kopfgo/internal/handlers"
 )
 
 // TemporaryError asks for a retry after its Delay.

@@ -13,9 +13,9 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/kopfgo/kopfgo/causes"
-	"github.com/kopfgo/kopfgo/handlers"
 	"github.com/kopfgo/kopfgo/internal/admission"
 	"github.com/kopfgo/kopfgo/internal/config"
+	"github.com/kopfgo/kopfgo/internal/handlers"
 	"github.com/kopfgo/kopfgo/internal/handling"
 	"github.com/kopfgo/kopfgo/internal/health"
 	"github.com/kopfgo/kopfgo/internal/indexing"

@@ -9,8 +9,8 @@ import (
 
 	"k8s.io/utils/clock"
 
-	"github.com/kopfgo/kopfgo/handlers"
 	"github.com/kopfgo/kopfgo/internal/config"
+	"github.com/kopfgo/kopfgo/internal/handlers"
 	"github.com/kopfgo/kopfgo/internal/resources"
 	"github.com/kopfgo/kopfgo/internal/timers"
 	"github.com/kopfgo/kopfgo/patch"

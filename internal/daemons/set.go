@@ -4,7 +4,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/kopfgo/kopfgo/handlers"
+	"github.com/kopfgo/kopfgo/internal/handlers"
 	"github.com/kopfgo/kopfgo/internal/handling"
 	"github.com/kopfgo/kopfgo/internal/timers"
 )

@@ -12,8 +12,8 @@ import (
 	testingclock "k8s.io/utils/clock/testing"
 
 	"github.com/kopfgo/kopfgo/causes"
-	"github.com/kopfgo/kopfgo/handlers"
 	"github.com/kopfgo/kopfgo/internal/dicts"
+	"github.com/kopfgo/kopfgo/internal/handlers"
 	"github.com/kopfgo/kopfgo/patch"
 	"github.com/kopfgo/kopfgo/persistence"
 )

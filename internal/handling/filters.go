@@ -10,9 +10,9 @@ import (
 
 	"github.com/kopfgo/kopfgo/causes"
 	"github.com/kopfgo/kopfgo/diffbase"
-	"github.com/kopfgo/kopfgo/handlers"
 	"github.com/kopfgo/kopfgo/internal/config"
 	"github.com/kopfgo/kopfgo/internal/dicts"
+	"github.com/kopfgo/kopfgo/internal/handlers"
 	"github.com/kopfgo/kopfgo/internal/resources"
 	"github.com/kopfgo/kopfgo/patch"
 )

@@ -7,7 +7,7 @@ import (
 	"sync"
 
 	"github.com/kopfgo/kopfgo/causes"
-	"github.com/kopfgo/kopfgo/handlers"
+	"github.com/kopfgo/kopfgo/internal/handlers"
 	"github.com/kopfgo/kopfgo/internal/resources"
 )
 

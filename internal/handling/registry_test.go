@@ -8,8 +8,8 @@ import (
 
 	"github.com/kopfgo/kopfgo/causes"
 	"github.com/kopfgo/kopfgo/diffbase"
-	"github.com/kopfgo/kopfgo/handlers"
 	"github.com/kopfgo/kopfgo/internal/config"
+	"github.com/kopfgo/kopfgo/internal/handlers"
 )
 
 func namedFn(ctx context.Context, c *handlers.Change) (any, error) { return nil, nil }

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/kopfgo/kopfgo/causes"
-	"github.com/kopfgo/kopfgo/handlers"
+	"github.com/kopfgo/kopfgo/internal/handlers"
 )
 
 // Sub-handlers (compat: handlers-subhandlers; the manual's "Idempotence"): a

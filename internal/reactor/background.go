@@ -5,8 +5,8 @@ import (
 	"errors"
 
 	"github.com/kopfgo/kopfgo/diffbase"
-	"github.com/kopfgo/kopfgo/handlers"
 	"github.com/kopfgo/kopfgo/internal/daemons"
+	"github.com/kopfgo/kopfgo/internal/handlers"
 	"github.com/kopfgo/kopfgo/internal/handling"
 	"github.com/kopfgo/kopfgo/internal/kube"
 	"github.com/kopfgo/kopfgo/patch"

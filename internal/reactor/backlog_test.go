@@ -17,7 +17,7 @@ import (
 	clienttesting "k8s.io/client-go/testing"
 
 	"github.com/kopfgo/kopfgo/causes"
-	"github.com/kopfgo/kopfgo/handlers"
+	"github.com/kopfgo/kopfgo/internal/handlers"
 )
 
 // faults make the fake API answer requests of a verb on KopfExamples

@@ -10,7 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 
 	"github.com/kopfgo/kopfgo/causes"
-	"github.com/kopfgo/kopfgo/handlers"
+	"github.com/kopfgo/kopfgo/internal/handlers"
 )
 
 // When the watch lags behind the operator's own patches for longer than the

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/kopfgo/kopfgo/causes"
-	"github.com/kopfgo/kopfgo/handlers"
+	"github.com/kopfgo/kopfgo/internal/handlers"
 )
 
 // A changing handler still running when the operator exits has its ctx

@@ -9,7 +9,7 @@ import (
 
 	"github.com/kopfgo/kopfgo/causes"
 	"github.com/kopfgo/kopfgo/diffbase"
-	"github.com/kopfgo/kopfgo/handlers"
+	"github.com/kopfgo/kopfgo/internal/handlers"
 	"github.com/kopfgo/kopfgo/internal/handling"
 	"github.com/kopfgo/kopfgo/internal/plan"
 	"github.com/kopfgo/kopfgo/internal/pyrepr"

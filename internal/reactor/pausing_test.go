@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/kopfgo/kopfgo/causes"
-	"github.com/kopfgo/kopfgo/handlers"
+	"github.com/kopfgo/kopfgo/internal/handlers"
 	"github.com/kopfgo/kopfgo/internal/handling"
 	"github.com/kopfgo/kopfgo/internal/indexing"
 	"github.com/kopfgo/kopfgo/internal/pausing"

@@ -28,9 +28,9 @@ import (
 	testingclock "k8s.io/utils/clock/testing"
 
 	"github.com/kopfgo/kopfgo/causes"
-	"github.com/kopfgo/kopfgo/handlers"
 	"github.com/kopfgo/kopfgo/internal/config"
 	"github.com/kopfgo/kopfgo/internal/dicts"
+	"github.com/kopfgo/kopfgo/internal/handlers"
 	"github.com/kopfgo/kopfgo/internal/handling"
 	"github.com/kopfgo/kopfgo/internal/indexing"
 	"github.com/kopfgo/kopfgo/internal/kube"

@@ -15,10 +15,10 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/kopfgo/kopfgo/causes"
-	"github.com/kopfgo/kopfgo/handlers"
 	"github.com/kopfgo/kopfgo/internal/config"
 	"github.com/kopfgo/kopfgo/internal/daemons"
 	"github.com/kopfgo/kopfgo/internal/flowcontrol"
+	"github.com/kopfgo/kopfgo/internal/handlers"
 	"github.com/kopfgo/kopfgo/internal/handling"
 	"github.com/kopfgo/kopfgo/internal/indexing"
 	"github.com/kopfgo/kopfgo/internal/kube"

@@ -15,7 +15,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/kopfgo/kopfgo/causes"
-	"github.com/kopfgo/kopfgo/handlers"
+	"github.com/kopfgo/kopfgo/internal/handlers"
 	"github.com/kopfgo/kopfgo/internal/handling"
 	"github.com/kopfgo/kopfgo/internal/indexing"
 	"github.com/kopfgo/kopfgo/internal/kube"
