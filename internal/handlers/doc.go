@@ -9,8 +9,11 @@
 // matched against filters and run with Kopf's semantics (retries, backoffs,
 // timeouts, errors modes, sub-handlers, panics turned into errors) is the
 // engine's business, in internal/handling, so that this package can be read
-// in one sitting and only grows when handlers get something new. The root
-// package kopfgo re-exports these types under the same names; prefer it.
+// in one sitting and only grows when handlers get something new. It is
+// internal, as the rest of the engine is: kopfgo re-exports every type here
+// a user meets under the same name (type Change = handlers.Change, …), so
+// that users import kopfgo alone and no public package is imported by
+// internal/ for them.
 //
 // NewObject and NewSpawn build handler arguments outside a running operator
 // (the daemons machinery and the test kit kopfgotest use them): Spawn keeps
