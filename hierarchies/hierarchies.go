@@ -66,6 +66,21 @@ func configure(h helper, opts []Option) (options, error) {
 	return o, nil
 }
 
+// start begins the helper h on obj: it refuses the handler's own argument,
+// applies the options, and collects the objects to change, with the Nested
+// structures when that option fits h.
+func start(h helper, obj any, opts []Option) (options, []target, error) {
+	if err := refuseHandled(obj); err != nil {
+		return options{}, nil, err
+	}
+	o, err := configure(h, opts)
+	if err != nil {
+		return o, nil, err
+	}
+	ts, err := collect(obj, o.nested)
+	return o, ts, err
+}
+
 // Forced overwrites what the objects already have: labels with the same
 // keys, the name, the namespace. It fits Adopt, Label, HarmonizeNaming and
 // AdjustNamespace.
@@ -272,14 +287,7 @@ func (r refs) find(uid string) int {
 // structures given with Nested, keeping the values of keys already there
 // unless Forced.
 func Label(obj any, labels map[string]string, opts ...Option) error {
-	if err := refuseHandled(obj); err != nil {
-		return err
-	}
-	o, err := configure(forLabel, opts)
-	if err != nil {
-		return err
-	}
-	ts, err := collect(obj, o.nested)
+	o, ts, err := start(forLabel, obj, opts)
 	if err != nil {
 		return err
 	}
@@ -336,17 +344,10 @@ func label(ts []target, labels map[string]string, forced bool) error {
 // generateName "<name>-", so that the API server adds a random suffix; with
 // Strict, exactly name.
 func HarmonizeNaming(obj any, name string, opts ...Option) error {
-	if err := refuseHandled(obj); err != nil {
-		return err
-	}
-	o, err := configure(forNaming, opts)
-	if err != nil {
-		return err
-	}
 	if name == "" {
 		return fmt.Errorf("cannot name objects after an empty name: pass the name explicitly")
 	}
-	ts, err := collect(obj, nil)
+	o, ts, err := start(forNaming, obj, opts)
 	if err != nil {
 		return err
 	}
@@ -391,14 +392,7 @@ func harmonize(ts []target, name string, forced, strict bool) {
 // (a cluster-scoped owner's) leaves the objects alone, unless Forced, which
 // clears their namespace.
 func AdjustNamespace(obj any, namespace string, opts ...Option) error {
-	if err := refuseHandled(obj); err != nil {
-		return err
-	}
-	o, err := configure(forNamespace, opts)
-	if err != nil {
-		return err
-	}
-	ts, err := collect(obj, nil)
+	o, ts, err := start(forNamespace, obj, opts)
 	if err != nil {
 		return err
 	}
@@ -433,10 +427,7 @@ func adjust(ts []target, namespace string, forced bool) {
 // labels (Label, also on the Nested structures). Nothing is changed unless
 // all of it can be done.
 func Adopt(obj, owner any, opts ...Option) error {
-	if err := refuseHandled(obj); err != nil {
-		return err
-	}
-	o, err := configure(forAdopt, opts)
+	o, withNested, err := start(forAdopt, obj, opts)
 	if err != nil {
 		return err
 	}
@@ -449,10 +440,6 @@ func Adopt(obj, owner any, opts ...Option) error {
 		return err
 	}
 	ts, err := collect(obj, nil)
-	if err != nil {
-		return err
-	}
-	withNested, err := collect(obj, o.nested)
 	if err != nil {
 		return err
 	}
