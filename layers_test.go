@@ -21,8 +21,8 @@ func TestLayers(t *testing.T) {
 		"internal/cli":            {"internal/logging"},
 		"diffbase":                append([]string{"internal/unjson"}, leaves...),
 		"persistence":             leaves,
-		"causes":                  append([]string{"diffbase"}, leaves...),
-		"internal/plan":           {"causes"},
+		"internal/causes":         append([]string{"diffbase"}, leaves...),
+		"internal/plan":           {"internal/causes"},
 		"internal/config":         append([]string{"diffbase", "persistence", "internal/logging", "internal/flowcontrol"}, leaves...),
 		"internal/flowcontrol":    nil,
 		"internal/kube":           append([]string{"internal/flowcontrol", "internal/resources", "internal/unjson"}, leaves...),
@@ -47,14 +47,14 @@ func TestLayers(t *testing.T) {
 		"kopfgotest":              {"", "e2e/cluster", "internal/handling", "internal/handlers", "diffbase", "patch", "internal/dicts", "internal/resources", "internal/testlog"},
 		"internal/pyrepr":         nil,
 		"internal/memlimit":       nil,
-		"internal/handlers":       append([]string{"causes", "diffbase", "internal/resources", "internal/config"}, leaves...),
-		"internal/handling":       append([]string{"internal/handlers", "causes", "diffbase", "persistence", "internal/resources", "internal/config"}, leaves...),
-		"internal/indexing":       append([]string{"internal/handling", "internal/handlers", "causes", "diffbase", "persistence", "internal/resources", "internal/config"}, leaves...),
+		"internal/handlers":       append([]string{"internal/causes", "diffbase", "internal/resources", "internal/config"}, leaves...),
+		"internal/handling":       append([]string{"internal/handlers", "internal/causes", "diffbase", "persistence", "internal/resources", "internal/config"}, leaves...),
+		"internal/indexing":       append([]string{"internal/handling", "internal/handlers", "internal/causes", "diffbase", "persistence", "internal/resources", "internal/config"}, leaves...),
 		"internal/timers":         nil,
 		"internal/daemons":        append([]string{"internal/timers", "internal/handling", "internal/handlers", "internal/config", "internal/resources"}, leaves...),
-		"internal/reactor": append([]string{"internal/daemons", "internal/indexing", "internal/handling", "internal/handlers", "causes", "diffbase", "persistence", "internal/plan", "internal/resources",
+		"internal/reactor": append([]string{"internal/daemons", "internal/indexing", "internal/handling", "internal/handlers", "internal/causes", "diffbase", "persistence", "internal/plan", "internal/resources",
 			"internal/config", "internal/pausing", "internal/kube", "internal/flowcontrol", "internal/logging", "internal/posting", "internal/pyrepr"}, leaves...),
-		"": {"internal/daemons", "internal/indexing", "internal/handling", "internal/handlers", "causes", "patch", "internal/config", "internal/kube", "internal/flowcontrol", "internal/logging", "internal/reactor", "internal/cli",
+		"": {"internal/daemons", "internal/indexing", "internal/handling", "internal/handlers", "internal/causes", "patch", "internal/config", "internal/kube", "internal/flowcontrol", "internal/logging", "internal/reactor", "internal/cli",
 			"internal/health", "internal/admission", "internal/posting", "hierarchies", "internal/rbac", "internal/resources", "internal/metrics", "internal/pausing", "internal/leases", "internal/leaderelection", "internal/sharding", "internal/peering", "internal/memlimit",
 			"internal/manifests", "internal/version"},
 	}
@@ -89,7 +89,7 @@ func TestLayers(t *testing.T) {
 	// The pure packages do no I/O, keep no clock and log nothing: nothing
 	// they depend on, directly or not, may; outside the standard library
 	// they use only kopfgo and golang.org/x packages.
-	for _, pkg := range []string{"causes", "diffbase", "internal/plan"} {
+	for _, pkg := range []string{"internal/causes", "diffbase", "internal/plan"} {
 		out, err := exec.Command("go", "list", "-deps", "./"+pkg).CombinedOutput()
 		if err != nil {
 			t.Fatalf("go list -deps: %v\n%s", err, out)

@@ -7,7 +7,7 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/kopfgo/kopfgo/causes"
+	"github.com/kopfgo/kopfgo/internal/causes"
 	"github.com/kopfgo/kopfgo/internal/handlers"
 	"github.com/kopfgo/kopfgo/internal/health"
 	"github.com/kopfgo/kopfgo/internal/metrics"

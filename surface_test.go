@@ -19,7 +19,7 @@ var updateSurface = flag.Bool("update", false, "rewrite docs/api-surface.txt fro
 
 // surfacePackages are the packages users import: the root and the top-level
 // packages of the layout (README.md, Layout). Everything else is internal.
-var surfacePackages = []string{".", "causes", "diffbase", "persistence", "patch", "hierarchies", "kopfgotest"}
+var surfacePackages = []string{".", "diffbase", "persistence", "patch", "hierarchies", "kopfgotest"}
 
 // TestAPISurface keeps the exported names of the public packages in a
 // golden file, docs/api-surface.txt, so that every change to the public API

@@ -12,7 +12,7 @@ import (
 
 	kjson "sigs.k8s.io/json"
 
-	"github.com/kopfgo/kopfgo/causes"
+	"github.com/kopfgo/kopfgo/internal/causes"
 	"github.com/kopfgo/kopfgo/internal/handling"
 )
 

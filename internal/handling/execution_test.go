@@ -11,7 +11,7 @@ import (
 
 	testingclock "k8s.io/utils/clock/testing"
 
-	"github.com/kopfgo/kopfgo/causes"
+	"github.com/kopfgo/kopfgo/internal/causes"
 	"github.com/kopfgo/kopfgo/internal/dicts"
 	"github.com/kopfgo/kopfgo/internal/handlers"
 	"github.com/kopfgo/kopfgo/patch"

@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kopfgo/kopfgo/causes"
+	"github.com/kopfgo/kopfgo/internal/causes"
 	"github.com/kopfgo/kopfgo/internal/handlers"
 )
 

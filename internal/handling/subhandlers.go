@@ -9,7 +9,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/kopfgo/kopfgo/causes"
+	"github.com/kopfgo/kopfgo/internal/causes"
 	"github.com/kopfgo/kopfgo/internal/handlers"
 )
 

@@ -5,7 +5,7 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/kopfgo/kopfgo/causes"
+	"github.com/kopfgo/kopfgo/internal/causes"
 	"github.com/kopfgo/kopfgo/internal/handlers"
 )
 

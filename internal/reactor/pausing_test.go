@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kopfgo/kopfgo/causes"
+	"github.com/kopfgo/kopfgo/internal/causes"
 	"github.com/kopfgo/kopfgo/internal/handlers"
 	"github.com/kopfgo/kopfgo/internal/handling"
 	"github.com/kopfgo/kopfgo/internal/indexing"

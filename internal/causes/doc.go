@@ -13,5 +13,6 @@
 // when it is added or removed is decided by the reactor's plan
 // (internal/plan).
 //
-// Everything here is pure: no I/O, no clock, no logging.
+// Everything here is pure: no I/O, no clock, no logging. It is internal,
+// as the engine is: users meet only its Reason, as kopfgo.Reason.
 package causes
