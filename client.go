@@ -61,6 +61,15 @@ type clientsBox struct {
 	cfg     *rest.Config
 	once    sync.Once
 	clients *Clients
+	// kube is the client of Apply outside the reactor (activities, tests).
+	kubeOnce sync.Once
+	kube     *kube.Client
+	kubeErr  error
+}
+
+func (b *clientsBox) kubeClient() (*kube.Client, error) {
+	b.kubeOnce.Do(func() { b.kube, b.kubeErr = kube.NewClient(b.cfg, kube.ClientOptions{}) })
+	return b.kube, b.kubeErr
 }
 
 func (b *clientsBox) get() *Clients {

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/kopfgo/kopfgo/internal/handlers"
+	"github.com/kopfgo/kopfgo/internal/resources"
 )
 
 // TemporaryError asks for a retry after its Delay.
@@ -29,6 +30,17 @@ type PanicError = handlers.PanicError
 // ErrRegistration marks invalid registrations, returned by Run before
 // anything starts.
 var ErrRegistration = handlers.ErrRegistration
+
+// ErrUnresolved marks a handler's resource that does not exist: with
+// Settings.Scanning.Strict (--strict) or Disabled, Run returns it, inside
+// an ErrRegistration naming the handler and the name it may be a typo of.
+var ErrUnresolved = resources.ErrUnresolved
+
+// ErrUnknownField marks a handler's field path (On.Field, a Field filter)
+// that the CRD's schema does not declare: with Settings.Scanning.Strict
+// (--strict), Run returns it, inside an ErrRegistration naming the handler
+// and the field it may be a typo of; without, it is a warning.
+var ErrUnknownField = resources.ErrUnknownField
 
 // DefaultTemporaryDelay is the delay Kopf gives a TemporaryError by default.
 const DefaultTemporaryDelay = handlers.DefaultTemporaryDelay

@@ -2,17 +2,13 @@ package kopfgo
 
 import (
 	"context"
-	"log/slog"
-	"sync"
 	"time"
 
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
 
 	"github.com/kopfgo/kopfgo/internal/cli"
-	"github.com/kopfgo/kopfgo/internal/leaderelection"
-	"github.com/kopfgo/kopfgo/internal/leases"
-	"github.com/kopfgo/kopfgo/internal/pausing"
+	"github.com/kopfgo/kopfgo/internal/component"
+	"github.com/kopfgo/kopfgo/internal/replicas"
 )
 
 // LeaderElection makes one replica of an operator serve while the others
@@ -43,48 +39,41 @@ type LeaderElection struct {
 	LeaseDuration, RenewDeadline, RetryPeriod time.Duration
 }
 
-// campaign starts the leader election when it is enabled: the operator
-// stands by until it leads. stop ends the campaign, releasing the Lease,
-// and waits for it; call it after the reactor has stopped.
-func (op *Operator) campaign(ctx context.Context, cfg *rest.Config, pause *pausing.Switch, logger *slog.Logger, obs *observability) (stop func(), _ error) {
-	le := op.opts.LeaderElection
+// leaderElection campaigns for the Lease when leader election is enabled:
+// the operator stands by until it leads. The campaign ends, releasing the
+// Lease, when the component is stopped: after the reactor has stopped.
+func (r *run) leaderElection(ctx context.Context) error {
+	le := r.op.opts.LeaderElection
 	if !le.Enabled {
-		return func() {}, nil
+		return nil
 	}
-	clients, err := kubernetes.NewForConfig(cfg)
+	clients, err := kubernetes.NewForConfig(r.cfg)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	c := leaderelection.Config{
+	c := replicas.ElectionConfig{
 		Leases: clients.CoordinationV1(), Name: le.Lease, Namespace: le.Namespace, Identity: le.Identity,
-		Timing: leases.Timing{LeaseDuration: le.LeaseDuration, RenewDeadline: le.RenewDeadline, RetryPeriod: le.RetryPeriod},
-		Logger: logger, Pause: pause, Leading: obs.Leading,
+		Timing: replicas.Timing{LeaseDuration: le.LeaseDuration, RenewDeadline: le.RenewDeadline, RetryPeriod: le.RetryPeriod},
+		Logger: r.logger, Pause: r.standby, Leading: r.obs.Leading,
 	}
 	if c.Name == "" {
 		c.Name = "kopfgo-operator"
 	}
-	c.Namespace = op.leaseNamespace(c.Namespace)
+	c.Namespace = r.op.leaseNamespace(c.Namespace)
 	if c.Identity == "" {
-		c.Identity = leases.Identity()
+		c.Identity = replicas.HolderIdentity()
 	}
 	if err := c.Validate(); err != nil {
-		return nil, err
+		return err
 	}
 	// Standing by from the start: the reactor must not watch before the
 	// campaign has begun.
-	pause.Pause(leaderelection.Reason)
-	// The campaign outlives ctx: it releases the Lease when stop is called.
-	lctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		if err := leaderelection.Run(lctx, c); err != nil {
-			logger.Error(err.Error())
-		}
-	})
-	return func() {
-		cancel()
-		wg.Wait()
-	}, nil
+	r.standby.Pause(replicas.ElectionReason)
+	component.Ready(ctx)
+	if err := replicas.RunElection(ctx, c); err != nil {
+		r.logger.Error(err.Error())
+	}
+	return nil
 }
 
 // applyLeaderElection applies the run command's --leader-elect flags.

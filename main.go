@@ -149,6 +149,15 @@ func (op *Operator) applyFlags(flags *cli.RunFlags, stderr io.Writer) *slog.Logg
 	if flags.NoFlowControl {
 		op.opts.Settings.Networking.FlowControl.Disabled = true
 	}
+	if flags.NoConditions {
+		op.opts.Settings.Persistence.Conditions.Disabled = true
+	}
+	if flags.Strict {
+		op.opts.Settings.Scanning.Strict = true
+	}
+	if flags.ReadyWhileUnresolved {
+		op.opts.Settings.Scanning.ReadyWhileUnresolved = true
+	}
 	applyLeaderElection(&op.opts.LeaderElection, flags)
 	applySharding(&op.opts.Sharding, flags)
 	return logger

@@ -8,14 +8,14 @@ import (
 	"time"
 
 	"github.com/kopfgo/kopfgo/internal/causes"
+	"github.com/kopfgo/kopfgo/internal/component"
 	"github.com/kopfgo/kopfgo/internal/handlers"
 	"github.com/kopfgo/kopfgo/internal/health"
 	"github.com/kopfgo/kopfgo/internal/metrics"
 )
 
 // observability is a run's readiness and metrics, and the reactor's hooks
-// that feed them. Kept apart from Run so that Run only creates it, starts
-// its server and marks the end of the startup.
+// that feed them.
 type observability struct {
 	ready   *health.Readiness
 	metrics *metrics.Metrics // nil: no metrics are served
@@ -39,8 +39,26 @@ func (obs *observability) handlers(o Options) map[string]http.Handler {
 	return hs
 }
 
-// serve serves /metrics and /readyz on o.MetricsAddr until ctx ends; it
-// starts before the startup handlers, so that /readyz says 503 meanwhile.
+// observability makes the run's readiness and metrics the operator's
+// (Operator.Ready) and serves them on Options.MetricsAddr, if set, from
+// before the startup handlers, so that /readyz says 503 meanwhile, until
+// every other component has stopped.
+func (r *run) observability(ctx context.Context) error {
+	r.op.obs.Store(r.obs)
+	defer r.op.obs.Store(nil)
+	component.Ready(ctx)
+	if r.op.opts.MetricsAddr == "" {
+		<-ctx.Done()
+		return nil
+	}
+	err := r.obs.serve(ctx, r.op.opts, r.logger)
+	if err != nil {
+		r.logger.Error(err.Error())
+	}
+	return err
+}
+
+// serve serves /metrics and /readyz on o.MetricsAddr until ctx ends.
 func (obs *observability) serve(ctx context.Context, o Options, logger *slog.Logger) error {
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", obs.metrics.HTTPHandler())
@@ -54,6 +72,9 @@ func (obs *observability) WatchStarted(key string) { obs.ready.WatchStarted(key)
 func (obs *observability) WatchSynced(key string)  { obs.ready.WatchSynced(key) }
 func (obs *observability) WatchStopped(key string) { obs.ready.WatchStopped(key) }
 func (obs *observability) Served()                 { obs.ready.Served() }
+func (obs *observability) Unresolved(missing []string, blocking bool) {
+	obs.ready.Unresolved(missing, blocking)
+}
 func (obs *observability) Paused(reasons []string) {
 	obs.ready.Paused(reasons)
 	if obs.metrics != nil {

@@ -12,17 +12,14 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/clock"
 
-	"github.com/kopfgo/kopfgo/internal/admission"
 	"github.com/kopfgo/kopfgo/internal/causes"
+	"github.com/kopfgo/kopfgo/internal/component"
 	"github.com/kopfgo/kopfgo/internal/config"
 	"github.com/kopfgo/kopfgo/internal/handlers"
 	"github.com/kopfgo/kopfgo/internal/handling"
-	"github.com/kopfgo/kopfgo/internal/health"
 	"github.com/kopfgo/kopfgo/internal/indexing"
 	"github.com/kopfgo/kopfgo/internal/kube"
 	"github.com/kopfgo/kopfgo/internal/logging"
-	"github.com/kopfgo/kopfgo/internal/pausing"
-	"github.com/kopfgo/kopfgo/internal/reactor"
 )
 
 // Settings is the operator's configuration; its zero value is Kopf's
@@ -143,6 +140,12 @@ func (op *Operator) Err() error { return op.reg.Err() }
 // first, before anything touches the cluster; cleanup handlers run last,
 // after everything else has stopped. Run owns every goroutine it starts and
 // returns only after all of them have stopped.
+//
+// The operator is a list of components (components.go), started in this
+// order, each once the ones before it are set up, and stopped in the
+// reverse order: so the reactor stops first, and the Leases, the peering
+// record and the cleanup handlers outlast every handler. One component's
+// error stops them all and is Run's, naming the component.
 func (op *Operator) Run(ctx context.Context) error {
 	if !op.running.CompareAndSwap(false, true) {
 		return fmt.Errorf("operator is already running: an Operator runs once at a time")
@@ -151,170 +154,22 @@ func (op *Operator) Run(ctx context.Context) error {
 	if err := op.reg.Err(); err != nil {
 		return err
 	}
-	var liveness *health.Endpoint
-	if op.opts.Liveness != "" {
-		ep, err := health.ParseEndpoint(op.opts.Liveness)
-		if err != nil {
-			return err
-		}
-		liveness = &ep
-	}
-	settings := op.opts.Settings
-	op.logFilter.Set(settings.Logging.Filter)
-	logger := op.logger()
-	clk := op.opts.Clock
-	if clk == nil {
-		clk = clock.RealClock{}
-	}
-	env := handling.ActivityEnv{Clock: clk, Memo: op.memo, Settings: &settings}
-	runActivity := func(ctx context.Context, kind handlers.ActivityKind, hs []*handling.ActivityHandler) (map[string]any, error) {
-		env.Logger = logging.Named(logger, "kopf.activities."+string(kind))
-		env.DefaultBackoff = settings.WithDefaults().Execution.DefaultBackoff
-		return handling.RunActivity(ctx, kind, hs, env)
-	}
-	activity := func(ctx context.Context, kind handlers.ActivityKind) (map[string]any, error) {
-		return runActivity(ctx, kind, op.reg.Activities(kind))
-	}
-
-	// Readiness and metrics (observability.go): their own server, if any,
-	// serves from now on, so that /readyz says 503 during the startup.
-	obs := newObservability(op.opts)
-	op.obs.Store(obs)
-	defer op.obs.Store(nil)
-	var obsWG sync.WaitGroup
-	defer obsWG.Wait()
-	obsCtx, obsCancel := context.WithCancelCause(ctx)
-	defer obsCancel(nil)
-	if op.opts.MetricsAddr != "" {
-		obsWG.Go(func() {
-			if err := obs.serve(obsCtx, op.opts, logger); err != nil {
-				logger.Error(err.Error())
-				obsCancel(err)
-			}
-		})
-	}
-	ctx = obsCtx
-
-	if _, err := activity(ctx, handlers.Startup); err != nil {
-		if ctx.Err() != nil {
-			return nil
-		}
-		return fmt.Errorf("the operator cannot start: %w", err)
-	}
-	obs.ready.StartupDone()
-	// The startup handlers have returned: nothing writes settings now.
-	op.logFilter.Set(settings.Logging.Filter)
-	settings = settings.WithDefaults()
-	applyMemoryLimit(rootFS, settings.Process.MemoryLimitRatio, logger)
-	op.ultimate.Store(&settings.Process.UltimateExitingTimeout)
-	defer op.ultimate.Store(nil)
-	// The cleanup handlers get the clients once there are credentials.
-	cleanupCtx := ctx
-	defer func() {
-		if _, err := activity(context.WithoutCancel(cleanupCtx), handlers.Cleanup); err != nil {
-			logger.Error(fmt.Sprintf("Cleanup has failed: %v", err))
-		}
-	}()
-
-	cfg, err := op.credentials(ctx, logger, clk, func(ctx context.Context, hs []*handling.ActivityHandler) (map[string]any, error) {
-		return runActivity(ctx, handlers.Login, hs)
-	})
-	if err != nil {
-		if ctx.Err() != nil {
-			return nil
-		}
-		return err
-	}
-	// Handlers, probes and cleanup reach the credentials and the clients
-	// through ctx (client.go).
-	ctx = WithClients(ctx, cfg)
-	cleanupCtx = ctx
-
-	ctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	var wg sync.WaitGroup
-	defer wg.Wait()
-	flow := flowControl(cfg, settings, clk, logger, obs)
-	if liveness != nil {
-		srv := &health.Server{
-			Endpoint: *liveness, Clock: clk, Logger: logger, Extra: obs.handlers(op.opts),
-			Probe: func(ctx context.Context) (map[string]any, error) { return activity(ctx, handlers.Probe) },
-		}
-		wg.Go(func() {
-			if err := srv.Run(ctx); err != nil {
-				cancel(err)
-			}
-		})
-	}
-	if hs := op.reg.Admissions(); len(hs) > 0 {
-		if settings.Admission.Server == nil {
-			cancel(admission.ErrNoServer)
-		} else if client, err := kube.NewClient(cfg, clientOptions(settings, flow)); err != nil {
-			cancel(err)
-		} else {
-			wg.Go(func() {
-				err := admission.Run(ctx, admission.Config{
-					Handlers: hs, Settings: settings.Admission, Client: client, Logger: logger, Memo: op.memo,
-				})
-				if err != nil {
-					cancel(err)
-				}
-			})
-		}
-	}
-	op.mu.Lock()
-	indexers := append([]indexing.Runner(nil), op.indexers...)
-	op.mu.Unlock()
-	// pause holds the reasons the operator stands by (peering, leader
-	// election, sharding); the reactor watches nothing while any holds.
-	pause := &pausing.Switch{}
-	if err := checkModes(op.opts, settings); err != nil {
-		return err
-	}
-	stopCampaign, err := op.campaign(ctx, cfg, pause, logger, obs)
+	r, err := op.newRun()
 	if err != nil {
 		return err
 	}
-	// The Leases are released only once the reactor has stopped, so that a
-	// successor never starts beside a handler still running here.
-	defer stopCampaign()
-	owns, stopSharding, err := op.shard(ctx, cfg, pause, logger, obs, clk)
-	if err != nil {
-		return err
-	}
-	defer stopSharding()
-	// Peers, like the Leases, are left only once the reactor has stopped.
-	stopPeering, err := op.peer(ctx, cfg, settings, flow, pause, logger, clk)
-	if err != nil {
-		return err
-	}
-	defer stopPeering()
-	client, err := kube.NewClient(cfg, clientOptions(settings, flow))
-	if err != nil {
-		return err
-	}
-	err = reactor.Run(ctx, reactor.Config{
-		Client:     client,
-		Registry:   op.reg,
-		Settings:   settings,
-		REST:       cfg,
-		Namespaces: op.opts.Namespaces,
-		Logger:     logger,
-		Clock:      clk,
-		Indexers:   indexers,
-		Memo:       op.memo,
-		Hooks:      obs, // readiness and metrics
-		Pause:      pause,
-		Owns:       owns, // sharding
-
-		DefaultNamespace: op.defaultNamespace(),
-	})
-	if err == nil {
-		if cause := context.Cause(ctx); cause != nil && !errors.Is(cause, context.Canceled) {
-			err = cause
-		}
-	}
-	return err
+	return orCause(ctx, component.Run(ctx,
+		component.Component{Name: "observability", Start: r.observability}, // /metrics, /readyz from the start
+		component.Component{Name: "activities", Start: r.activities},       // startup, settings, memory limit; cleanup last
+		component.Component{Name: "credentials", Start: r.credentials},     // login, flow control
+		component.Component{Name: "liveness", Start: r.livenessEndpoint},
+		component.Component{Name: "admission", Start: r.admission},
+		component.Component{Name: "replica modes", Start: r.replicaModes}, // contradictions
+		component.Component{Name: "leader election", Start: r.leaderElection},
+		component.Component{Name: "sharding", Start: r.sharding},
+		component.Component{Name: "peering", Start: r.peering},
+		component.Component{Name: "reactor", Start: r.reactor},
+	))
 }
 
 // ultimateExitingTimeout is Process.UltimateExitingTimeout as the running

@@ -4,18 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"slices"
 	"sync"
 
-	"k8s.io/client-go/rest"
-	"k8s.io/utils/clock"
-
 	"github.com/kopfgo/kopfgo/internal/cli"
-	"github.com/kopfgo/kopfgo/internal/flowcontrol"
+	"github.com/kopfgo/kopfgo/internal/component"
 	"github.com/kopfgo/kopfgo/internal/kube"
-	"github.com/kopfgo/kopfgo/internal/pausing"
-	"github.com/kopfgo/kopfgo/internal/peering"
+	"github.com/kopfgo/kopfgo/internal/replicas"
 	"github.com/kopfgo/kopfgo/internal/resources"
 )
 
@@ -51,59 +46,58 @@ func checkModes(o Options, s Settings) error {
 	return errors.Join(errs...)
 }
 
-// peer joins the operator's peering (compat: peering-auto): the peering
-// object named Settings.Peering.Name, a ClusterKopfPeering for a
+// peering joins the operator's peering (compat: peering-auto): the
+// peering object named Settings.Peering.Name, a ClusterKopfPeering for a
 // cluster-wide operator, a KopfPeering in each namespace otherwise. Nothing
 // is read or written when standalone, or with leader election or sharding.
-// stop leaves the peering; call it after the reactor has stopped.
-func (op *Operator) peer(ctx context.Context, cfg *rest.Config, s Settings, flow *flowcontrol.Gate, pause *pausing.Switch, logger *slog.Logger, clk clock.WithTicker) (stop func(), _ error) {
-	nothing := func() {}
+// The operator leaves the peering when the component is stopped: after the
+// reactor has stopped.
+func (r *run) peering(ctx context.Context) error {
+	op, s := r.op, r.settings
 	ps := s.Peering
 	if ps.Standalone || op.opts.Standalone || op.opts.LeaderElection.Enabled || op.opts.Sharding.Shards != 0 {
-		return nothing, nil
+		return nil
 	}
-	client, err := kube.NewClient(cfg, clientOptions(s, flow))
+	client, err := r.client()
 	if err != nil {
-		return nil, err
+		return err
 	}
-	client.Retry = kube.Retry{Backoffs: s.Networking.ErrorBackoffs, Clock: clk, Logger: logger}
+	client.Retry = kube.Retry{Backoffs: s.Networking.ErrorBackoffs, Clock: r.clock, Logger: r.logger}
 	nss, exact := resources.NewNamespaces(op.opts.Namespaces).Exact()
-	res := peering.Peerings
+	res := replicas.Peerings
 	if ps.Clusterwide || len(op.opts.Namespaces) == 0 || !exact {
-		res, nss = peering.ClusterPeerings, []string{""}
+		res, nss = replicas.ClusterPeerings, []string{""}
 	}
 	all, err := client.Discover(ctx)
 	if len(all) == 0 && err != nil {
-		return nil, fmt.Errorf("cannot discover the peering resources: %w", err)
+		return fmt.Errorf("cannot discover the peering resources: %w", err)
 	}
 	served := slices.ContainsFunc(all, func(r resources.Resource) bool { return r.Group == res.Group && r.Plural == res.Plural })
 	if !served {
 		if !ps.Mandatory {
-			logger.Warn(fmt.Sprintf("Peering resource %s is not served, falling back to the standalone mode (apply deploy/crds, then deploy/peering, to peer: kubectl apply -k; or pass --standalone to say so).", res.Kind))
-			return nothing, nil
+			r.logger.Warn(fmt.Sprintf("Peering resource %s is not served, falling back to the standalone mode (apply deploy/crds, then deploy/peering, to peer: kubectl apply -k; or pass --standalone to say so).", res.Kind))
+			return nil
 		}
 		// As Kopf: a mandatory peering without its CRD stands by until
 		// the operator restarts with the CRD applied.
 		const reason = "peering CRD is missing"
-		logger.Error(fmt.Sprintf("Peering resource %s is not served, though peering %q is mandatory: standing by (apply deploy/crds, then deploy/peering: kubectl apply -k).", res.Kind, ps.Name))
-		pause.Pause(reason)
-		return nothing, nil
+		r.logger.Error(fmt.Sprintf("Peering resource %s is not served, though peering %q is mandatory: standing by (apply deploy/crds, then deploy/peering: kubectl apply -k).", res.Kind, ps.Name))
+		r.standby.Pause(reason)
+		return nil
 	}
-	identity := peering.Identity(false, clk.Now())
-	pctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	identity := replicas.PeerIdentity(false, r.clock.Now())
+	component.Ready(ctx)
 	var wg sync.WaitGroup
 	for _, ns := range nss {
-		c := peering.Config{
+		c := replicas.PeeringConfig{
 			Client: client, Resource: res, Namespace: ns, Name: ps.Name, Identity: identity,
 			Priority: ps.Priority, Lifetime: ps.Lifetime, Stealth: ps.Stealth, Mandatory: ps.Mandatory,
-			Logger: logger, Pause: pause, Clock: clk,
+			Logger: r.logger, Pause: r.standby, Clock: r.clock,
 		}
-		wg.Go(func() { peering.Run(pctx, c) })
+		wg.Go(func() { replicas.RunPeering(ctx, c) })
 	}
-	return func() {
-		cancel()
-		wg.Wait()
-	}, nil
+	wg.Wait()
+	return nil
 }
 
 // applyPeering applies the run command's peering flags, as Kopf's run does:

@@ -16,6 +16,7 @@ type (
 	WatchingSettings    = config.Watching
 	NetworkingSettings  = config.Networking
 	FlowControlSettings = config.FlowControl
+	ConditionsSettings  = config.Conditions
 	ScanningSettings    = config.Scanning
 	ProcessSettings     = config.Process
 	PostingSettings     = config.Posting

@@ -2,19 +2,14 @@ package kopfgo
 
 import (
 	"context"
-	"log/slog"
 	"os"
-	"sync"
 	"time"
 
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
-	"k8s.io/utils/clock"
 
 	"github.com/kopfgo/kopfgo/internal/cli"
-	"github.com/kopfgo/kopfgo/internal/leases"
-	"github.com/kopfgo/kopfgo/internal/pausing"
-	"github.com/kopfgo/kopfgo/internal/sharding"
+	"github.com/kopfgo/kopfgo/internal/component"
+	"github.com/kopfgo/kopfgo/internal/replicas"
 )
 
 // Sharding spreads the objects of every served resource over several
@@ -27,7 +22,7 @@ import (
 // the others release shards to it. A shard's Lease is released only after
 // its handlers have finished and its daemons and timers have returned, and
 // a shard is served only after its Lease is acquired, so that no two
-// replicas serve one object at once (see internal/sharding for the order).
+// replicas serve one object at once (see internal/replicas for the order).
 // Indices are per replica: a replica's indices hold only its shards'
 // objects. Sharding replaces Kopf's peering: the replicas do not peer.
 type Sharding struct {
@@ -53,50 +48,44 @@ type Sharding struct {
 	LeaseDuration, RenewDeadline, RetryPeriod time.Duration
 }
 
-// shard joins the operator's sharding when it is enabled: the operator
-// stands by until it holds a shard, and owns tells the reactor which
-// objects are this replica's (nil: every object). stop releases the shards
-// and waits; call it after the reactor has stopped.
-func (op *Operator) shard(ctx context.Context, cfg *rest.Config, pause *pausing.Switch, logger *slog.Logger, obs *observability, clk clock.WithTicker) (owns func(uid string) bool, stop func(), _ error) {
-	sh := op.opts.Sharding
+// sharding joins the operator's sharding when it is enabled: the operator
+// stands by until it holds a shard, and r.owns tells the reactor which
+// objects are this replica's. The shards are released when the component
+// is stopped: after the reactor has stopped.
+func (r *run) sharding(ctx context.Context) error {
+	sh := r.op.opts.Sharding
 	if sh.Shards == 0 {
-		return nil, func() {}, nil
+		return nil
 	}
-	clients, err := kubernetes.NewForConfig(cfg)
+	clients, err := kubernetes.NewForConfig(r.cfg)
 	if err != nil {
-		return nil, nil, err
+		return err
 	}
-	c := sharding.Config{
-		Leases: clients.CoordinationV1(), Name: sh.Name, Namespace: op.leaseNamespace(sh.Namespace), Shards: sh.Shards,
-		Identity: sh.Identity, Timing: leases.Timing{LeaseDuration: sh.LeaseDuration, RenewDeadline: sh.RenewDeadline, RetryPeriod: sh.RetryPeriod},
-		Clock: clk, Logger: logger, Pause: pause, Held: obs.ShardsHeld,
+	c := replicas.ShardingConfig{
+		Leases: clients.CoordinationV1(), Name: sh.Name, Namespace: r.op.leaseNamespace(sh.Namespace), Shards: sh.Shards,
+		Identity: sh.Identity, Timing: replicas.Timing{LeaseDuration: sh.LeaseDuration, RenewDeadline: sh.RenewDeadline, RetryPeriod: sh.RetryPeriod},
+		Clock: r.clock, Logger: r.logger, Pause: r.standby, Held: r.obs.ShardsHeld,
 	}
 	if c.Name == "" {
 		c.Name = "kopfgo-operator"
 	}
 	if c.Identity == "" {
-		c.Identity = leases.Identity()
+		c.Identity = replicas.HolderIdentity()
 	}
 	if err := c.Validate(); err != nil {
-		return nil, nil, err
+		return err
 	}
 	// Standing by from the start: the reactor must not serve before the
 	// replica holds shards.
-	pause.Pause(sharding.Reason)
-	obs.ShardsHeld(nil)
-	s := sharding.New(c)
-	// The sharder outlives ctx: it releases the Leases when stop is called.
-	sctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		if err := s.Run(sctx); err != nil {
-			logger.Error(err.Error())
-		}
-	})
-	return s.Owns, func() {
-		cancel()
-		wg.Wait()
-	}, nil
+	r.standby.Pause(replicas.ShardingReason)
+	r.obs.ShardsHeld(nil)
+	s := replicas.NewSharder(c)
+	r.owns = s.Owns
+	component.Ready(ctx)
+	if err := s.Run(ctx); err != nil {
+		r.logger.Error(err.Error())
+	}
+	return nil
 }
 
 // leaseNamespace is the namespace of the operator's Leases: the one given,

@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -112,9 +113,18 @@ func TestInspectStates(t *testing.T) {
 		t.Errorf("legacy status record: %+v", h)
 	}
 
-	stuck := inspectJSON(t, "kex", "-n", ns, "--stuck")
-	if len(stuck) != 2 || stuck["stuck"].Name == "" || stuck["failed"].Name == "" {
-		t.Errorf("--stuck lists %v, want stuck and failed", stuck)
+	out, code := inspectExit(t, "kex", "-n", ns, "--stuck", "-o", "json")
+	var stuck []inspected
+	if err := json.Unmarshal([]byte(out), &stuck); err != nil {
+		t.Fatalf("%v in:\n%s", err, out)
+	}
+	var names []string
+	for _, o := range stuck {
+		names = append(names, o.Name)
+	}
+	slices.Sort(names)
+	if strings.Join(names, ",") != "failed,stuck" || code != 3 {
+		t.Errorf("--stuck lists %v and exits %d, want failed and stuck, and 3", names, code)
 	}
 
 	table := inspectCLI(t, "kopfexamples.kopf.dev", "delayed", "-n", ns)

@@ -20,7 +20,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kopfgo/kopfgo/e2e/runner"
-	"github.com/kopfgo/kopfgo/internal/sharding"
+	modes "github.com/kopfgo/kopfgo/internal/replicas"
 )
 
 // shardingObjects is the first batch's size; the two later batches are
@@ -47,7 +47,7 @@ func TestShardingSpreadsObjectsOverReplicas(t *testing.T) {
 	// holders are the shards' live holders by POD_NAME ("" for none).
 	holders := func() []string {
 		out := make([]string, shardingShards)
-		list, err := kube(t).CoordinationV1().Leases(ns).List(context.Background(), metav1.ListOptions{LabelSelector: sharding.Label + "=" + name})
+		list, err := kube(t).CoordinationV1().Leases(ns).List(context.Background(), metav1.ListOptions{LabelSelector: modes.ShardingLabel + "=" + name})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -140,9 +140,9 @@ func TestShardingSpreadsObjectsOverReplicas(t *testing.T) {
 	byCreator := creations()
 	for i := 0; i < n; i++ {
 		obj := fmt.Sprintf("kex-%04d", i)
-		want := owner[sharding.Shard(uids[obj], shardingShards)]
+		want := owner[modes.Shard(uids[obj], shardingShards)]
 		if got := byCreator[obj]; len(got) != 1 || got[0] != want {
-			t.Errorf("%s (shard %d of %s) was created by %v, want once by %s", obj, sharding.Shard(uids[obj], shardingShards), want, got, want)
+			t.Errorf("%s (shard %d of %s) was created by %v, want once by %s", obj, modes.Shard(uids[obj], shardingShards), want, got, want)
 		}
 		split[want]++
 	}
@@ -194,7 +194,7 @@ func TestShardingSpreadsObjectsOverReplicas(t *testing.T) {
 		owner := holders()
 		running, _ := daemonsRunning(t, journal)
 		for obj, uid := range uids {
-			want := pidOf(owner[sharding.Shard(uid, shardingShards)])
+			want := pidOf(owner[modes.Shard(uid, shardingShards)])
 			if got := running[ns+"/"+obj]; !slices.Equal(got, []string{want}) {
 				return false, fmt.Errorf("%s's daemon runs in %v, want in %s", obj, got, want)
 			}
@@ -317,7 +317,7 @@ func TestShardingUnderGeneratedRBAC(t *testing.T) {
 	}
 	waitLog(t, b, "on exit.", 1)
 	eventually(t, time.Minute, "the other replica to take every shard", func() (bool, error) {
-		list, err := kube(t).CoordinationV1().Leases(ns).List(context.Background(), metav1.ListOptions{LabelSelector: sharding.Label + "=rbac"})
+		list, err := kube(t).CoordinationV1().Leases(ns).List(context.Background(), metav1.ListOptions{LabelSelector: modes.ShardingLabel + "=rbac"})
 		if err != nil {
 			return false, err
 		}

@@ -3,6 +3,7 @@ package patch
 import (
 	"encoding/json"
 	"fmt"
+	"time"
 
 	"github.com/kopfgo/kopfgo/internal/dicts"
 )
@@ -19,6 +20,51 @@ type Patch struct {
 	// earlier Fns applied and changes it in place. Mutating admission
 	// handlers send the result as a JSON patch; see Transform.
 	Fns []func(body map[string]any) error
+
+	// conditions wait for the object's current status.conditions (see
+	// ChangeCondition).
+	conditions []ConditionChange
+}
+
+// ConditionChange is a change to one condition of status.conditions that
+// waits to be merged into the object's current list: a merge patch
+// replaces a list whole, so the list can only be written by whoever has
+// the object at hand, which the framework has when it sends the patch.
+// Its fields are metav1.Condition's (handlers set conditions with
+// Object.SetCondition, which takes that type; this package keeps to the
+// standard library, for the pure packages that build patches).
+type ConditionChange struct {
+	Type    string
+	Status  string // "True", "False" or "Unknown"
+	Reason  string
+	Message string
+	// ObservedGeneration 0 means the generation of the object handled.
+	ObservedGeneration int64
+	// LastTransitionTime zero means the time the list is written, if
+	// Status changes; a Status that stays keeps the time it has.
+	LastTransitionTime time.Time
+	// Remove removes the condition of the Type instead.
+	Remove bool
+}
+
+// ChangeCondition queues a change to status.conditions: the framework
+// merges the changes into the object's current list when it sends the
+// patch, as meta.SetStatusCondition does, and sends the list only if it
+// has changed. Several changes of one type: the last wins.
+func (p *Patch) ChangeCondition(c ConditionChange) {
+	p.conditions = append(p.conditions, c)
+}
+
+// Conditions are the condition changes waiting to be merged into the
+// object's list, in the order they were made.
+func (p *Patch) Conditions() []ConditionChange { return p.conditions }
+
+// TakeConditions returns the waiting condition changes and forgets them:
+// the framework calls it when it writes them into the patch.
+func (p *Patch) TakeConditions() []ConditionChange {
+	c := p.conditions
+	p.conditions = nil
+	return c
 }
 
 // Map returns the patch as a tree. It is the patch's own storage, not a copy.
@@ -29,7 +75,9 @@ func (p *Patch) Map() map[string]any {
 	return p.root
 }
 
-// IsEmpty reports whether applying the patch would send nothing.
+// IsEmpty reports whether applying the patch would send nothing. Condition
+// changes waiting to be merged (ChangeCondition) do not count: they are
+// written into the patch, if they change anything, before it is sent.
 func (p *Patch) IsEmpty() bool { return len(p.root) == 0 }
 
 // Section returns the map at the given keys, creating it when absent, so that
@@ -80,7 +128,11 @@ func (p *Patch) Has(keys ...string) bool {
 // Merge folds other into p with merge-patch semantics: nested maps merge,
 // everything else (nil included) overwrites.
 func (p *Patch) Merge(other *Patch) {
-	if other == nil || other.IsEmpty() {
+	if other == nil {
+		return
+	}
+	p.conditions = append(p.conditions, other.conditions...)
+	if other.IsEmpty() {
 		return
 	}
 	mergeInto(p.Map(), other.root)

@@ -9,7 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kopfgo/kopfgo/internal/kube"
-	"github.com/kopfgo/kopfgo/internal/peering"
+	"github.com/kopfgo/kopfgo/internal/replicas"
 )
 
 // peeringFlags are what kopf freeze and kopf resume share.
@@ -52,12 +52,12 @@ func (f *peeringFlags) touch(cmd *cobra.Command, env string, priority int, lifet
 	}
 	id := f.id
 	if id == "" {
-		id = peering.Identity(true, time.Now())
+		id = replicas.PeerIdentity(true, time.Now())
 	}
-	me := peering.Peer{Identity: id, Priority: priority, Lifetime: lifetime, LastSeen: time.Now()}
-	res, nss := peering.Peerings, f.namespaces
+	me := replicas.Peer{Identity: id, Priority: priority, Lifetime: lifetime, LastSeen: time.Now()}
+	res, nss := replicas.Peerings, f.namespaces
 	if f.clusterwide {
-		res, nss = peering.ClusterPeerings, []string{""}
+		res, nss = replicas.ClusterPeerings, []string{""}
 	}
 	var errs []error
 	for _, ns := range nss {
@@ -65,7 +65,7 @@ func (f *peeringFlags) touch(cmd *cobra.Command, env string, priority int, lifet
 		if ns != "" {
 			where = "in namespace " + ns
 		}
-		if err := peering.Touch(cmd.Context(), client, res, ns, f.name, me); err != nil {
+		if err := replicas.Touch(cmd.Context(), client, res, ns, f.name, me); err != nil {
 			if errors.Is(err, kube.ErrGone) {
 				err = fmt.Errorf("the peering %q %s does not exist", f.name, where)
 			}

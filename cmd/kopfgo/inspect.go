@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/kopfgo/kopfgo/internal/cli"
 	"github.com/kopfgo/kopfgo/internal/inspect"
 	"github.com/kopfgo/kopfgo/internal/kube"
 	"github.com/kopfgo/kopfgo/internal/resources"
@@ -28,7 +29,17 @@ RESOURCE is named as in handlers: plural, kind, short name, plural.group or
 group/version/plural.
 
 States: fresh (never handled), in-progress, delayed, failed, done (handled,
-unchanged since), changed (handled, changed since: a cycle is due).`
+unchanged since), changed (handled, changed since: a cycle is due). A handler
+that failed permanently is read from its progress record while its cycle
+goes on, and from the Stalled condition kopfgo leaves in the object's
+status.conditions once the cycle has ended (Kopf's records are purged then;
+with conditions off, nothing is left and the object reads as done).
+
+With --stuck, only the stuck objects are listed, and the command exits with
+status 3 when there is any, for scripts and probes.`
+
+// exitStuck is inspect --stuck's exit status when some object is stuck.
+const exitStuck = 3
 
 type inspectFlags struct {
 	namespace, kubeconfig, context, output, prefix, finalizer string
@@ -54,7 +65,7 @@ func newInspectCommand() *cobra.Command {
 	fs.StringVarP(&f.namespace, "namespace", "n", "", "the namespace (default: the kubeconfig context's)")
 	fs.BoolVarP(&f.all, "all-namespaces", "A", false, "objects of all namespaces")
 	fs.StringVarP(&f.output, "output", "o", "table", "output format: table or json")
-	fs.BoolVar(&f.stuck, "stuck", false, "only objects with failed, long-delayed or long-running handlers")
+	fs.BoolVar(&f.stuck, "stuck", false, "only objects with failed, long-delayed or long-running handlers; exit status 3 if there is any")
 	fs.DurationVar(&f.stuckAfter, "stuck-after", 10*time.Minute, "how long a delay or a cycle may last before the object counts as stuck")
 	fs.StringVar(&f.prefix, "prefix", "", "the operator's annotation prefix (default kopf.zalando.org)")
 	fs.StringVar(&f.finalizer, "finalizer", "", "the operator's finalizer (default kopf.zalando.org/KopfFinalizerMarker)")
@@ -114,7 +125,18 @@ func runInspect(ctx context.Context, out io.Writer, f inspectFlags, args []strin
 		}
 		objs = append(objs, o)
 	}
-	if f.output == "json" {
+	if err := write(out, f.output, objs, now); err != nil {
+		return err
+	}
+	if f.stuck && len(objs) > 0 {
+		return &cli.ExitCodeError{Code: exitStuck}
+	}
+	return nil
+}
+
+// write prints the reports in the output format.
+func write(out io.Writer, format string, objs []inspect.Object, now time.Time) error {
+	if format == "json" {
 		b, err := inspect.JSON(objs)
 		if err != nil {
 			return err

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	"github.com/kopfgo/kopfgo/e2e/bench/probe"
 	"github.com/kopfgo/kopfgo/e2e/cluster"
 )
@@ -81,6 +83,10 @@ func (b *bench) backlogOne(ctx context.Context, scenario, name string) (result, 
 	if err := b.namespace(ctx, ns); err != nil {
 		return result{}, err
 	}
+	// The next contender meets the API server as this one did: without
+	// this one's objects, which would grow etcd and the watch cache it
+	// serves from (deferred first, so it runs after the contender stops).
+	defer b.clear(ns)
 	logf("%s: %s: creating %d unhandled objects", scenario, name, n)
 	if err := b.parallel(ctx, n, func(ctx context.Context, i int) error { return b.create(ctx, ns, i, false) }); err != nil {
 		return result{}, err
@@ -135,6 +141,16 @@ func (b *bench) backlogOne(ctx context.Context, scenario, name string) (result, 
 	logf("%s: %s: drained in %.1f s, %.1f s CPU, %.0f MB peak RSS, %d calls, %d writes sent, %d patches made, failed: %s; load average %s",
 		scenario, name, r.Seconds, r.CPUSeconds, r.PeakRSSMB, r.Calls, r.Writes, r.Patches, byCode(r.FailedRequests), r.LoadAverage)
 	return r, p.stop()
+}
+
+// clear deletes the objects of a namespace in one request (the harness
+// runs no namespace controller to do it for a deleted namespace).
+func (b *bench) clear(ns string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	if err := b.dyn.Resource(probe.GVR).Namespace(ns).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{}); err != nil {
+		logf("cannot delete the objects of %s: %v; the contenders after it meet a larger API server", ns, err)
+	}
 }
 
 // sofar fills in the figures of a contender still at work: time, CPU and

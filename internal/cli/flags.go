@@ -40,6 +40,14 @@ type RunFlags struct {
 	// given (see Settings.Networking.FlowControl).
 	MaxRequestsInFlight int
 	NoFlowControl       bool // --no-flow-control (kopfgo's own)
+	// NoConditions: --no-conditions (kopfgo's own; see
+	// Settings.Persistence.Conditions).
+	NoConditions bool
+
+	// Typos (kopfgo's own; see Settings.Scanning.Strict and
+	// ReadyWhileUnresolved).
+	Strict               bool // --strict
+	ReadyWhileUnresolved bool // --ready-while-unresolved
 
 	// The caps on passes (kopfgo's own; see Settings.Execution.MaxWorkers
 	// and Settings.Queueing): 0 not given.
@@ -95,6 +103,10 @@ var envNames = map[string]string{
 
 	"max-requests-in-flight": "KOPFGO_MAX_REQUESTS_IN_FLIGHT",
 	"no-flow-control":        "KOPFGO_NO_FLOW_CONTROL",
+	"no-conditions":          "KOPFGO_NO_CONDITIONS",
+
+	"strict":                 "KOPFGO_STRICT",
+	"ready-while-unresolved": "KOPFGO_READY_WHILE_UNRESOLVED",
 
 	"leader-elect":                "KOPFGO_LEADER_ELECT",
 	"leader-elect-lease":          "KOPFGO_LEADER_ELECT_LEASE",
@@ -171,6 +183,12 @@ func (f *RunFlags) Bind(fs *pflag.FlagSet) {
 			"the flow control adapts its limits below it (default 64)"))
 	fs.BoolVar(&f.NoFlowControl, "no-flow-control", false, usage("no-flow-control",
 		"send every API request at once, as Kopf does, without the adaptive limits and the outage gate"))
+	fs.BoolVar(&f.NoConditions, "no-conditions", false, usage("no-conditions",
+		"write no Ready, Reconciling and Stalled conditions into the objects' status, as Kopf writes none"))
+	fs.BoolVar(&f.Strict, "strict", false, usage("strict",
+		"fail at start, instead of warning, when a handler's resource does not exist or its field path is not in the CRD's schema"))
+	fs.BoolVar(&f.ReadyWhileUnresolved, "ready-while-unresolved", false, usage("ready-while-unresolved",
+		"say ready at /readyz while some handler's resource does not exist (default: not ready until all exist)"))
 	fs.BoolVar(&f.LeaderElect, "leader-elect", false, usage("leader-elect",
 		"run as one of several replicas: only the holder of a Lease serves, the others stand by (no peering)"))
 	fs.StringVar(&f.LeaderElectLease, "leader-elect-lease", "", usage("leader-elect-lease",

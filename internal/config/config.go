@@ -45,6 +45,19 @@ type Persistence struct {
 	// back through the watch before state-dependent handlers run again.
 	// Default 5s; negative disables the wait.
 	ConsistencyTimeout time.Duration
+	// Conditions are the standard status.conditions (Ready, Reconciling,
+	// Stalled) that kopfgo keeps on the custom resources it handles,
+	// unlike Kopf; on by default (docs/conditions.md).
+	Conditions Conditions
+}
+
+// Conditions tunes the status.conditions the framework writes
+// (docs/conditions.md). Conditions that handlers set themselves
+// (Patch.SetCondition) are written whatever these say.
+type Conditions struct {
+	// Disabled writes none of the framework's conditions, as Kopf writes
+	// none: objects carry exactly what Kopf would write.
+	Disabled bool
 }
 
 // Execution tunes handler invocation.

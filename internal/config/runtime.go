@@ -68,6 +68,17 @@ type Scanning struct {
 	// appear later are not watched, and a handler whose resource does not
 	// exist fails Run. Default: scanning is on.
 	Disabled bool
+	// Strict fails Run, each error naming its handler, where the defaults
+	// only warn: a resource that does not exist (yet), and a field path
+	// (On.Field, a Field filter) that the CRD's schema does not declare.
+	// Both say the name they may be a typo of (kopfgo's own: compat:
+	// resources-typos).
+	Strict bool
+	// ReadyWhileUnresolved lets the operator be ready (/readyz) while some
+	// registered resource does not exist: by default it is not ready until
+	// every one resolves, and /readyz names those that do not (kopfgo's
+	// own: compat: resources-typos).
+	ReadyWhileUnresolved bool
 }
 
 // Process tunes the operator process as a whole.

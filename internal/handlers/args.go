@@ -5,6 +5,8 @@ import (
 	"log/slog"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	"github.com/kopfgo/kopfgo/diffbase"
 	"github.com/kopfgo/kopfgo/internal/causes"
 	"github.com/kopfgo/kopfgo/internal/dicts"
@@ -36,6 +38,25 @@ type Object struct {
 	Memo *Memo
 	// Param is the value given with the Param option at registration.
 	Param any
+}
+
+// SetCondition sets a condition of the object's status.conditions, of
+// the handler's own type (the framework keeps Ready, Reconciling and
+// Stalled: docs/conditions.md). It goes into Patch, and is merged into the
+// object's current list when the patch is sent, as meta.SetStatusCondition
+// does: LastTransitionTime moves only when Status changes (or is the one
+// given), ObservedGeneration 0 becomes the handled object's generation,
+// and an unchanged condition costs no write. It is written whether or not
+// the framework's own conditions are on (Settings.Persistence.Conditions).
+func (o Object) SetCondition(c metav1.Condition) {
+	o.Patch.ChangeCondition(patch.ConditionChange{Type: c.Type, Status: string(c.Status), Reason: c.Reason, Message: c.Message,
+		ObservedGeneration: c.ObservedGeneration, LastTransitionTime: c.LastTransitionTime.Time})
+}
+
+// RemoveCondition removes the condition of the type from the object's
+// status.conditions when Patch is sent.
+func (o Object) RemoveCondition(conditionType string) {
+	o.Patch.ChangeCondition(patch.ConditionChange{Type: conditionType, Remove: true})
 }
 
 // Attempt describes the current attempt of a retried handler.

@@ -16,6 +16,7 @@ import (
 
 	"github.com/kopfgo/kopfgo/diffbase"
 	"github.com/kopfgo/kopfgo/internal/causes"
+	"github.com/kopfgo/kopfgo/internal/conditions"
 	"github.com/kopfgo/kopfgo/internal/config"
 	"github.com/kopfgo/kopfgo/internal/dicts"
 	"github.com/kopfgo/kopfgo/internal/handlers"
@@ -68,6 +69,10 @@ type Cycle struct {
 	// handlers' successes on the object until it is released, so that an
 	// operator restarted meanwhile does not run them again.
 	KeepDone bool
+	// Conditions: the cycle sets the framework's status.conditions in
+	// Patch after its pass (internal/conditions); its sub-handlers' cycles
+	// never do, their parent's does.
+	Conditions bool
 
 	// parent is set in the cycles of sub-handlers (subhandlers.go).
 	parent *scope
@@ -146,14 +151,17 @@ func (c *Cycle) Run(ctx context.Context) Outcome {
 			out.Delay = min(out.Delay, c.delayOf(s, now))
 		}
 	}
-	if !done {
-		return out
-	}
-	out.Done, out.Delay = true, 0
 	title := c.Title
 	if title == "" {
 		title = c.Reason.Title()
 	}
+	if c.Conditions && c.parent == nil {
+		c.setConditions(title, done, states)
+	}
+	if !done {
+		return out
+	}
+	out.Done, out.Delay = true, 0
 	if len(c.Handlers) > 0 && c.Kind == "" {
 		// Kopf says nothing of a cause without handlers (compat: logging-lines): every
 		// object found at start-up would log a line otherwise.
@@ -163,6 +171,21 @@ func (c *Cycle) Run(ctx context.Context) Outcome {
 		c.purge(states)
 	}
 	return out
+}
+
+// setConditions puts the framework's conditions for the cycle's state
+// into the patch, to be merged into the object's list when it is sent.
+func (c *Cycle) setConditions(title string, done bool, states []state) {
+	hs := make([]conditions.Handler, len(states))
+	for i, s := range states {
+		hs[i].ID = s.h.ID
+		if s.rec != nil {
+			hs[i].Succeeded, hs[i].Failed, hs[i].Retries, hs[i].Message = s.rec.Success, s.rec.Failure, s.rec.Retries, s.rec.Message
+		}
+	}
+	for _, ch := range conditions.For(conditions.Cycle{Title: title, Done: done, Deleting: c.Reason == causes.Delete, Handlers: hs}) {
+		c.Patch.ChangeCondition(ch)
+	}
 }
 
 func (c *Cycle) delayOf(s state, now time.Time) time.Duration {

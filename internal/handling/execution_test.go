@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	testingclock "k8s.io/utils/clock/testing"
 
 	"github.com/kopfgo/kopfgo/internal/causes"
@@ -57,12 +58,18 @@ func (w *world) handler(id string, fn func(c *handlers.Change) (any, error), opt
 }
 
 func (w *world) pass(hs ...*Handler) (Outcome, *patch.Patch) {
+	return w.passWith(false, hs...)
+}
+
+// passWith is pass with the framework's conditions on or off.
+func (w *world) passWith(conditions bool, hs ...*Handler) (Outcome, *patch.Patch) {
 	p := &patch.Patch{}
 	c := &Cycle{
 		Reason: causes.Create, Handlers: hs, Known: hs, Body: w.body, Patch: p,
 		Storage: persistence.NewAnnotationsStorage(), Clock: w.clock,
 		Logger:         slog.New(slog.NewTextHandler(io.MultiWriter(w.logs), nil)),
 		DefaultBackoff: 60 * time.Second,
+		Conditions:     conditions,
 	}
 	out := c.Run(context.Background())
 	w.body = p.Apply(w.body)
@@ -298,5 +305,66 @@ func TestSupersededCauseIsReportedAsKopf(t *testing.T) {
 	c.Run(context.Background())
 	if want := "Creation is superseded by deletion: 1 succeeded; 0 failed; 0 left to the moment."; !strings.Contains(w.logs.String(), want) {
 		t.Errorf("no %q in:\n%s", want, w.logs)
+	}
+}
+
+// briefConditions renders a patch's waiting condition changes as
+// "Type=Status/Reason" or "-Type".
+func briefConditions(p *patch.Patch) string {
+	var out []string
+	for _, ch := range p.Conditions() {
+		if ch.Remove {
+			out = append(out, "-"+ch.Type)
+			continue
+		}
+		out = append(out, ch.Type+"="+ch.Status+"/"+ch.Reason)
+	}
+	return strings.Join(out, " ")
+}
+
+// With Conditions, each pass of the cycle leaves the framework's
+// conditions for its state in the patch, once (not again for the
+// sub-handlers' cycles), next to what the handlers set themselves; without,
+// only the handlers' own.
+func TestCycleSetsConditionsForItsState(t *testing.T) {
+	w := newWorld(t)
+	parent := w.handler("parent", func(c *handlers.Change) (any, error) { return nil, nil })
+	parent.Fn = func(ctx context.Context, c *handlers.Change) (any, error) {
+		c.SetCondition(metav1.Condition{Type: "Synced", Status: metav1.ConditionFalse, Reason: "Trying"})
+		return nil, Execute(ctx, map[string]handlers.ChangeFunc{"child": func(context.Context, *handlers.Change) (any, error) {
+			return nil, &handlers.TemporaryError{Err: errors.New("not yet"), Delay: time.Second}
+		}})
+	}
+	if _, p := w.passWith(true, parent); briefConditions(p) != "Synced=False/Trying Ready=False/HandlersPending Reconciling=True/HandlersPending -Stalled" {
+		t.Errorf("after a pass with a sub-handler retrying: %s", briefConditions(p))
+	}
+
+	w = newWorld(t)
+	h := w.handler("create_fn", func(c *handlers.Change) (any, error) {
+		if c.Retry == 0 {
+			return nil, &handlers.TemporaryError{Err: errors.New("not yet"), Delay: time.Second}
+		}
+		return nil, &handlers.PermanentError{Err: errors.New("boom")}
+	})
+	_, p := w.passWith(true, h)
+	if got, want := briefConditions(p), "Ready=False/HandlerRetrying Reconciling=True/HandlerRetrying -Stalled"; got != want {
+		t.Errorf("after a temporary error:\n got %s\nwant %s", got, want)
+	}
+	w.clock.Step(time.Second)
+	out, p := w.passWith(true, h)
+	if got, want := briefConditions(p), "Ready=False/HandlerFailed -Reconciling Stalled=True/HandlerFailed"; !out.Done || got != want {
+		t.Fatalf("after the permanent failure (done %v):\n got %s\nwant %s", out.Done, got, want)
+	}
+	if msg := p.Conditions()[2].Message; msg != "Handler 'create_fn' failed for good: boom" {
+		t.Errorf("Stalled's message: %q", msg)
+	}
+
+	w = newWorld(t)
+	h = w.handler("create_fn", func(c *handlers.Change) (any, error) {
+		c.SetCondition(metav1.Condition{Type: "Synced", Status: metav1.ConditionTrue, Reason: "Done"})
+		return nil, nil
+	})
+	if _, p := w.passWith(false, h); briefConditions(p) != "Synced=True/Done" {
+		t.Errorf("without conditions: %s, want the handler's own only", briefConditions(p))
 	}
 }

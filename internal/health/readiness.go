@@ -13,7 +13,10 @@ import (
 // handlers have finished, the resources it serves at startup are all being
 // watched, and every watch has processed its initial listing, indices
 // included. Watches started later (CRDs that appear) count too while they
-// list. Not ready means 503, so that a Service or a rollout waits.
+// list. A registered resource that does not exist makes it not ready too,
+// unless relaxed: a typo in a resource's name is then a 503 naming it, not
+// an operator that says ok and serves nothing. Not ready means 503, so that
+// a Service or a rollout waits.
 type Readiness struct {
 	mu      sync.Mutex
 	started bool            // the startup handlers have finished
@@ -21,6 +24,18 @@ type Readiness struct {
 	pending map[string]bool // watches whose initial listing is not done
 	paused  []string        // why the operator stands by, if it does
 	shards  *[]int          // the shards held, if sharded
+	// missing are the registered resources that resolve to nothing;
+	// blocking: they make the operator not ready.
+	missing  []string
+	blocking bool
+}
+
+// Unresolved: these registered resources resolve to nothing (described
+// for the answer); blocking: the operator is not ready while any does.
+func (r *Readiness) Unresolved(missing []string, blocking bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.missing, r.blocking = missing, blocking
 }
 
 // Shards: the shards this replica holds (sharding), said in the answer.
@@ -91,6 +106,8 @@ func (r *Readiness) Ready() (bool, string) {
 		}
 		sort.Strings(keys)
 		return false, "the initial listing is not complete for " + strings.Join(keys, ", ")
+	case len(r.missing) > 0 && r.blocking:
+		return false, unresolvedNote(r.missing)
 	}
 	return true, ""
 }
@@ -104,9 +121,12 @@ func (r *Readiness) ServeHTTP(w http.ResponseWriter, _ *http.Request) {
 		return
 	}
 	r.mu.Lock()
-	paused, shards := r.paused, r.shards
+	paused, shards, missing := r.paused, r.shards, r.missing
 	r.mu.Unlock()
 	var notes []string
+	if len(missing) > 0 {
+		notes = append(notes, unresolvedNote(missing))
+	}
 	if len(paused) > 0 {
 		notes = append(notes, "standing by: "+strings.Join(paused, ", "))
 	}
@@ -122,4 +142,8 @@ func (r *Readiness) ServeHTTP(w http.ResponseWriter, _ *http.Request) {
 		return
 	}
 	fmt.Fprintln(w, "ok")
+}
+
+func unresolvedNote(missing []string) string {
+	return "unresolved resources: " + strings.Join(missing, "; ")
 }

@@ -50,3 +50,28 @@ func TestReadinessSaysTheShardsHeld(t *testing.T) {
 		t.Errorf("%q, want standing by with no shards", got)
 	}
 }
+
+func TestReadinessWaitsForUnresolvedResources(t *testing.T) {
+	r := &Readiness{}
+	r.StartupDone()
+	r.Served()
+	answer := func() (int, string) {
+		w := httptest.NewRecorder()
+		r.ServeHTTP(w, httptest.NewRequest(http.MethodGet, "/readyz", nil))
+		return w.Code, w.Body.String()
+	}
+	missing := []string{"kopfexampls for handlers create_fn (did you mean kopfexamples?)"}
+	r.Unresolved(missing, true)
+	if code, body := answer(); code != 503 || body != "not ready: unresolved resources: kopfexampls for handlers create_fn (did you mean kopfexamples?)\n" {
+		t.Errorf("blocking: %d %q, want 503 naming the resource and the suggestion", code, body)
+	}
+	r.Unresolved(missing, false)
+	if code, body := answer(); code != 200 || body != "ok (unresolved resources: kopfexampls for handlers create_fn (did you mean kopfexamples?))\n" {
+		t.Errorf("relaxed: %d %q, want 200 naming the resource", code, body)
+	}
+	r.Unresolved(missing, true)
+	r.Unresolved(nil, true) // its CRD has appeared
+	if code, body := answer(); code != 200 || body != "ok\n" {
+		t.Errorf("resolved: %d %q, want 200 ok", code, body)
+	}
+}

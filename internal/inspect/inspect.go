@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/kopfgo/kopfgo/diffbase"
+	"github.com/kopfgo/kopfgo/internal/conditions"
 	"github.com/kopfgo/kopfgo/persistence"
 )
 
@@ -59,7 +60,10 @@ type Handler struct {
 	Stopped      *time.Time `json:"stopped,omitempty"`
 	DelayedUntil *time.Time `json:"delayedUntil,omitempty"`
 	Message      string     `json:"message,omitempty"`
-	Storage      string     `json:"storage"` // "annotations" or "status"
+	// Storage is where the report comes from: "annotations" or "status"
+	// (progress records), or "conditions" (a permanent failure of a cycle
+	// that has ended, read from the Stalled condition).
+	Storage string `json:"storage"`
 }
 
 // Object is the report on one object.
@@ -112,6 +116,9 @@ func Analyze(body map[string]any, now time.Time, o Options) Object {
 	if stored != nil {
 		obj.Handled = true
 		obj.Pending = !diffbase.Equal(stored, db.Build(body, watched(stored)))
+	}
+	if len(obj.Handlers) == 0 && obj.Handled && !obj.Pending {
+		obj.Handlers = failedBefore(body)
 	}
 	obj.State, obj.Cause = objectState(obj)
 	obj.Stuck, obj.Why = stuck(obj, now, o.StuckAfter)
@@ -211,6 +218,24 @@ func records(body map[string]any, o Options, problems *[]string) []Handler {
 	}
 	if hs == nil {
 		hs = []Handler{}
+	}
+	return hs
+}
+
+// failedBefore reads the handlers that failed permanently in the object's
+// last cycle from its Stalled condition (internal/conditions): the cycle's
+// end purges the progress records, as Kopf's does, and the condition is
+// what remains of the failure. Without the framework's conditions (turned
+// off, or a built-in kind) nothing remains, and the object reads as done.
+func failedBefore(body map[string]any) []Handler {
+	c, ok := conditions.Find(body, conditions.Stalled)
+	if !ok || c.Status != "True" || c.Reason != conditions.ReasonFailed {
+		return []Handler{}
+	}
+	hs := []Handler{}
+	for _, f := range conditions.Failures(c.Message) {
+		at := c.LastTransitionTime.Time
+		hs = append(hs, Handler{ID: f.ID, State: HandlerFailed, Message: f.Message, Storage: "conditions", Stopped: &at})
 	}
 	return hs
 }

@@ -130,3 +130,50 @@ func TestAnalyzeDiffBaseWithWatchedStatusFields(t *testing.T) {
 		t.Errorf("changed watched status: state %q pending %v, want %q and a pending change", o.State, o.Pending, Changed)
 	}
 }
+
+// A permanent failure whose cycle has ended (its records purged) is read
+// from the Stalled condition the framework left: the object is failed and
+// stuck, naming the handler; a newer change, or a Stalled of another
+// meaning, does not count.
+func TestAnalyzeFailureAfterTheCycleEnded(t *testing.T) {
+	stalled := func(reason, msg string) map[string]any {
+		return map[string]any{"type": "Stalled", "status": "True", "reason": reason, "message": msg, "lastTransitionTime": "2026-11-23T11:59:01Z", "observedGeneration": int64(1)}
+	}
+	cases := []struct {
+		name       string
+		lastHanded string
+		condition  map[string]any
+		state      string
+		handlers   []string
+	}{
+		{"failed for good", handled, stalled("HandlerFailed", "Handler 'create_fn' failed for good: boom\nHandler 'other' failed for good: bang"), Failed, []string{"create_fn: boom", "other: bang"}},
+		{"changed since: a new cycle is due", `{"spec":{"x":2}}` + "\n", stalled("HandlerFailed", "Handler 'create_fn' failed for good: boom"), Changed, nil},
+		{"a Stalled of the handlers' own", handled, stalled("QuotaExceeded", "Handler 'x' failed for good: y"), Done, nil},
+		{"no conditions (turned off): done, as before", handled, nil, Done, nil},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			body := obj(map[string]any{"kopf.zalando.org/last-handled-configuration": c.lastHanded}, nil)
+			if c.condition != nil {
+				body["status"] = map[string]any{"conditions": []any{c.condition}}
+			}
+			o := Analyze(body, now, Options{})
+			if o.State != c.state || o.Stuck != (c.state == Failed) {
+				t.Fatalf("state %q stuck %v (%s), want %q", o.State, o.Stuck, o.Why, c.state)
+			}
+			var got []string
+			for _, h := range o.Handlers {
+				if h.State != HandlerFailed || h.Storage != "conditions" {
+					t.Errorf("handler %+v, want failed, from conditions", h)
+				}
+				got = append(got, h.ID+": "+h.Message)
+			}
+			if strings.Join(got, ";") != strings.Join(c.handlers, ";") {
+				t.Errorf("handlers %q, want %q", got, c.handlers)
+			}
+			if c.state == Failed && o.Why != "handler create_fn failed: boom" {
+				t.Errorf("why %q", o.Why)
+			}
+		})
+	}
+}

@@ -56,6 +56,8 @@ type Client struct {
 	// host is the API server's address, to name requests in the log.
 	host string
 	flow *flowcontrol.Gate
+	// kinds caches discovery for ServerSideApply (ssa.go).
+	kinds kinds
 }
 
 // Flow is the gate the client's requests pass; nil when there is none
@@ -306,4 +308,26 @@ func (c *Client) CreateEmpty(ctx context.Context, res resources.Resource, kind, 
 		return explain(err, "create", res, "", name)
 	}
 	return nil
+}
+
+// CRD reads the CustomResourceDefinition of this name (plural.group), or
+// nil if there is none (a built-in or aggregated resource). It lists by
+// name rather than gets: an operator that scans CRDs may list them, and
+// needs no "get" for this.
+func (c *Client) CRD(ctx context.Context, name string) (map[string]any, error) {
+	crds := resources.Resource{Group: "apiextensions.k8s.io", Version: "v1", Plural: "customresourcedefinitions"}
+	var list *unstructured.UnstructuredList
+	err := c.retry(ctx, func() string { return c.describe("GET", crds, "", "", "") }, func() (err error) {
+		list, err = c.resource(crds, "").List(ctx, metav1.ListOptions{FieldSelector: "metadata.name=" + name})
+		return err
+	})
+	if err != nil {
+		return nil, explain(err, "list", crds, "", name)
+	}
+	for _, item := range list.Items {
+		if item.GetName() == name {
+			return item.Object, nil
+		}
+	}
+	return nil, nil
 }

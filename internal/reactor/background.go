@@ -5,6 +5,7 @@ import (
 	"errors"
 
 	"github.com/kopfgo/kopfgo/diffbase"
+	"github.com/kopfgo/kopfgo/internal/conditions"
 	"github.com/kopfgo/kopfgo/internal/daemons"
 	"github.com/kopfgo/kopfgo/internal/handlers"
 	"github.com/kopfgo/kopfgo/internal/handling"
@@ -104,6 +105,14 @@ func (w *watcher) backgroundOf(ctx context.Context, key string, ps *pass) *backg
 			return cur.Object, string(cur.GetUID()) == uid
 		},
 		Apply: func(ctx context.Context, pt *patch.Patch) error {
+			if cur, ok := w.latest(key); ok && len(pt.Conditions()) > 0 {
+				// The daemon's or timer's own conditions, merged into
+				// the freshest list at hand.
+				conditions.Write(cur.Object, pt, w.Clock.Now())
+				if pt.IsEmpty() && len(pt.Fns) == 0 {
+					return nil
+				}
+			}
 			logPatch(ctx, log, pt)
 			_, err := w.client.Apply(ctx, w.res, ns, name, pt)
 			if errors.Is(err, kube.ErrGone) {

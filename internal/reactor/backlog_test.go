@@ -276,3 +276,60 @@ func TestResourceRateCapsPassesPerSecond(t *testing.T) {
 		})
 	}
 }
+
+// passHooks count the passes that have ended, beside what waitingHooks
+// record.
+type passHooks struct {
+	waitingHooks
+	passes atomic.Int32
+}
+
+func (h *passHooks) Busy(delta int) {
+	if delta < 0 {
+		h.passes.Add(1)
+		if h.news != nil {
+			h.news()
+		}
+	}
+}
+
+// With an interval between one object's passes, news that comes sooner
+// waits for the rest of it and is handled in one pass, of the latest state.
+// The clock stands still until the test steps it, so nothing but the
+// interval can hold the second pass back.
+func TestObjectIntervalCoalescesNewsIntoOnePass(t *testing.T) {
+	s := newScenario(t)
+	s.settings.Queueing.ObjectInterval = 10 * time.Second
+	hooks := &passHooks{waitingHooks: waitingHooks{news: s.poke}}
+	s.hooks = hooks
+	var updates counter
+	var saw atomic.Value
+	s.on(causes.Update, "update_fn", func(ctx context.Context, c *handlers.Change) (any, error) {
+		updates.inc(c.Name)
+		saw.Store(fmt.Sprint(c.Spec["field"]))
+		return nil, nil
+	})
+	// Handled before the start: its first pass, of the listing, is a noop
+	// that needs no clock, and starts the interval.
+	s.create("kex1", map[string]any{"field": "x"})
+	s.update("kex1", func(u *unstructured.Unstructured) {
+		u.SetAnnotations(map[string]string{"kopf.zalando.org/last-handled-configuration": `{"spec":{"field":"x"}}` + "\n"})
+	})
+	s.start()
+	s.until("the listing's pass over", func() bool { return hooks.passes.Load() >= 1 })
+	s.waitWatching()
+	events := hooks.events.Load()
+	for _, v := range []string{"a", "b"} {
+		s.update("kex1", func(u *unstructured.Unstructured) { u.Object["spec"] = map[string]any{"field": v} })
+	}
+	// Each update is two watch events (see versioned); once the last is
+	// observed, the informer's store has b.
+	s.until("the updates observed", func() bool { return hooks.events.Load() >= events+4 })
+	if n := updates.get("kex1"); n != 0 {
+		t.Fatalf("update handler ran %d times before the interval passed", n)
+	}
+	s.stepUntil(10*time.Second, "Updating is processed")
+	if n := updates.get("kex1"); n != 1 || saw.Load() != "b" {
+		t.Errorf("update handler ran %d times and saw %v, want once with the latest spec (b)", n, saw.Load())
+	}
+}

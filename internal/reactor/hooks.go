@@ -21,6 +21,11 @@ type Hooks interface {
 	WatchStopped(key string)
 	// Served: the resources of the startup are all being watched.
 	Served()
+	// Unresolved: the registered resources that resolve to nothing, each
+	// described (selector, handlers, the name it may be a typo of), after
+	// the startup's scan and every rescan; none: all resolve. blocking:
+	// the operator is not ready while any is unresolved.
+	Unresolved(missing []string, blocking bool)
 	// Paused: the operator stands by for these reasons (Config.Pause);
 	// none: it serves again.
 	Paused(reasons []string)
@@ -53,6 +58,7 @@ func (nopHooks) WatchStarted(string)                                      {}
 func (nopHooks) WatchSynced(string)                                       {}
 func (nopHooks) WatchStopped(string)                                      {}
 func (nopHooks) Served()                                                  {}
+func (nopHooks) Unresolved([]string, bool)                                {}
 func (nopHooks) Paused([]string)                                          {}
 func (nopHooks) WatchEvent(string, string)                                {}
 func (nopHooks) WatchRestart(string)                                      {}

@@ -322,15 +322,16 @@ func (o *orchestrator) watchCRDs(ctx context.Context, unresolved []resources.Sel
 		case <-again:
 			retry = nil
 		}
-		served, unresolved, err := resolve(ctx, o.client, o.Registry, o.Indexers, quiet, false)
+		found, err := resolve(ctx, o.client, o.Registry, o.Indexers, quiet, false)
 		if err != nil {
 			if ctx.Err() == nil {
 				o.Logger.Log(ctx, levelOf(err, slog.LevelWarn), fmt.Sprintf("Cannot rescan the cluster's resources: %v", err))
 			}
 			continue
 		}
-		o.serve(served)
-		late := defined(unresolved, informer.GetStore().List())
+		o.serve(found.served)
+		o.hooks().Unresolved(found.missing, !o.Settings.Scanning.ReadyWhileUnresolved) // hook: readiness
+		late := defined(found.unresolved, informer.GetStore().List())
 		lagging.Store(len(late) > 0)
 		if len(late) == 0 {
 			attempts = 0

@@ -4,15 +4,19 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/kopfgo/kopfgo/diffbase"
 	"github.com/kopfgo/kopfgo/internal/causes"
+	"github.com/kopfgo/kopfgo/internal/conditions"
+	"github.com/kopfgo/kopfgo/internal/config"
 	"github.com/kopfgo/kopfgo/internal/handlers"
 	"github.com/kopfgo/kopfgo/internal/handling"
 	"github.com/kopfgo/kopfgo/internal/plan"
 	"github.com/kopfgo/kopfgo/internal/pyrepr"
+	"github.com/kopfgo/kopfgo/internal/resources"
 	"github.com/kopfgo/kopfgo/patch"
 )
 
@@ -244,15 +248,33 @@ func (w *watcher) handle(ctx context.Context, ps *pass, reason causes.Reason) ne
 		// release: the delete handlers' successes go onto the object
 		// then, or an operator that dies before the daemons have exited
 		// would run the handlers again. The release removes the object.
-		KeepDone: holds(ps.facts, reason),
+		KeepDone:   holds(ps.facts, reason),
+		Conditions: w.conditions,
 	}
 	logProgress(ctx, ps.log, reason, c.Body, c.Old, c.New, c.Diff)
 	out := cycle.Run(w.handlerContext(ctx))
 	ps.cycled = true
+	// Now, not when the patch goes: whether the patch is empty decides
+	// what the pass logs.
+	conditions.Write(c.Body, c.Patch, w.Clock.Now())
 	if out.Done {
 		ps.state.handled()
 	}
 	return w.act(ctx, ps, plan.After(ps.facts, plan.Outcome{Done: out.Done, Delay: out.Delay, Ran: out.Ran, Stopping: ctx.Err() != nil}))
+}
+
+// conditionsOn reports whether the framework keeps its status.conditions
+// on the objects of a resource: only on custom resources, and not when the
+// settings turn them off. A built-in kind's conditions belong to its own
+// controllers (a Pod's Ready is the kubelet's, a Deployment's Progressing
+// the deployment controller's), and a merge patch of the list would race
+// with them. Built-in kinds are the core group and the groups without a
+// dot or under k8s.io and kubernetes.io (CRDs of those groups, such as the
+// Gateway API's, are left alone too).
+func conditionsOn(s config.Conditions, res resources.Resource) bool {
+	g := res.Group
+	builtIn := !strings.Contains(g, ".") || strings.HasSuffix(g, ".k8s.io") || strings.HasSuffix(g, ".kubernetes.io")
+	return !s.Disabled && !builtIn
 }
 
 // holds reports whether a done cycle for the reason ends its pass with

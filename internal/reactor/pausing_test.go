@@ -12,12 +12,12 @@ import (
 	"github.com/kopfgo/kopfgo/internal/handlers"
 	"github.com/kopfgo/kopfgo/internal/handling"
 	"github.com/kopfgo/kopfgo/internal/indexing"
-	"github.com/kopfgo/kopfgo/internal/pausing"
+	"github.com/kopfgo/kopfgo/internal/replicas"
 )
 
 func TestPauseStopsWatchingAndResumeHandlesWhatCameMeanwhile(t *testing.T) {
 	s := newScenario(t)
-	s.pause = &pausing.Switch{}
+	s.pause = &replicas.Standby{}
 	var calls counter
 	s.on(causes.Create, "create_fn", func(ctx context.Context, c *handlers.Change) (any, error) {
 		calls.inc(c.Name)
@@ -61,7 +61,7 @@ func TestPauseStopsWatchingAndResumeHandlesWhatCameMeanwhile(t *testing.T) {
 
 func TestPausedFromTheStartWatchesNothingUntilResumed(t *testing.T) {
 	s := newScenario(t)
-	s.pause = &pausing.Switch{}
+	s.pause = &replicas.Standby{}
 	s.pause.Pause("leader election")
 	var calls counter
 	s.on(causes.Create, "create_fn", func(ctx context.Context, c *handlers.Change) (any, error) {
@@ -92,7 +92,7 @@ func TestPausedFromTheStartWatchesNothingUntilResumed(t *testing.T) {
 // at once for one object.
 func TestPauseStopsDaemonsAndResumeRespawnsThemAfterTheyReturn(t *testing.T) {
 	s := newScenario(t)
-	s.pause = &pausing.Switch{}
+	s.pause = &replicas.Standby{}
 	var running, overlaps, starts atomic.Int32
 	reasons := make(chan error, 2)
 	release := make(chan struct{})
@@ -146,12 +146,12 @@ func TestPauseStopsDaemonsAndResumeRespawnsThemAfterTheyReturn(t *testing.T) {
 	}
 }
 
-// The reactor reports a pause halted (pausing.Switch.WaitHalted) only once
+// The reactor reports a pause halted (replicas.Standby.WaitHalted) only once
 // the daemons it stopped have returned: sharding releases a shard's Lease
 // only then.
 func TestPauseIsHaltedOnlyOnceTheDaemonsHaveReturned(t *testing.T) {
 	s := newScenario(t)
-	s.pause = &pausing.Switch{}
+	s.pause = &replicas.Standby{}
 	var returned atomic.Bool
 	release := make(chan struct{})
 	started := make(chan struct{})
@@ -189,7 +189,7 @@ func TestPauseIsHaltedOnlyOnceTheDaemonsHaveReturned(t *testing.T) {
 // halted serves them after the resume.
 func TestOwnsKeepsOtherShardsObjectsAway(t *testing.T) {
 	s := newScenario(t)
-	s.pause = &pausing.Switch{}
+	s.pause = &replicas.Standby{}
 	var mine atomic.Value
 	mine.Store("uid-kex1")
 	s.owns = func(uid string) bool { return uid == mine.Load() }

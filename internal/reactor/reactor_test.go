@@ -35,7 +35,7 @@ import (
 	"github.com/kopfgo/kopfgo/internal/indexing"
 	"github.com/kopfgo/kopfgo/internal/kube"
 	"github.com/kopfgo/kopfgo/internal/logging"
-	"github.com/kopfgo/kopfgo/internal/pausing"
+	"github.com/kopfgo/kopfgo/internal/replicas"
 	"github.com/kopfgo/kopfgo/internal/testlog"
 )
 
@@ -62,7 +62,7 @@ type scenario struct {
 	// indexers and memo go to the reactor's Config (watcher_test.go).
 	indexers []indexing.Runner
 	memo     *handlers.Memo
-	pause    *pausing.Switch
+	pause    *replicas.Standby
 	owns     func(uid string) bool // Config.Owns (sharding)
 	hooks    Hooks                 // Config.Hooks
 	// statusSubresource makes the status of KopfExamples a subresource, so

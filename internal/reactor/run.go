@@ -22,8 +22,8 @@ import (
 	"github.com/kopfgo/kopfgo/internal/handling"
 	"github.com/kopfgo/kopfgo/internal/indexing"
 	"github.com/kopfgo/kopfgo/internal/kube"
-	"github.com/kopfgo/kopfgo/internal/pausing"
 	"github.com/kopfgo/kopfgo/internal/posting"
+	"github.com/kopfgo/kopfgo/internal/replicas"
 	"github.com/kopfgo/kopfgo/internal/resources"
 )
 
@@ -48,10 +48,10 @@ type Config struct {
 	// Pause, while any reason is held in it, stops every watcher (and so
 	// the handlers, daemons and timers) until the last reason is dropped:
 	// peering and leader election hold it. Nil: never paused.
-	Pause *pausing.Switch
+	Pause *replicas.Standby
 	// Owns, when set, tells which objects this replica serves, by uid
 	// (sharding): the others are neither indexed nor handled. It may change
-	// only while Pause is paused and halted (pausing.Switch.WaitHalted),
+	// only while Pause is paused and halted (replicas.Standby.WaitHalted),
 	// since watchers read it as they observe. Nil: every object.
 	Owns func(uid string) bool
 	// Hooks are told of the reactor's progress (readiness, metrics); nil:
@@ -107,10 +107,14 @@ func Run(ctx context.Context, cfg Config) error {
 		}
 	}
 	client.Retry = kube.Retry{Backoffs: cfg.Settings.Networking.ErrorBackoffs, Clock: cfg.Clock, Logger: cfg.Logger}
-	served, unresolved, err := resolve(ctx, client, cfg.Registry, cfg.Indexers, cfg.Logger, cfg.Settings.Scanning.Disabled)
+	found, err := resolve(ctx, client, cfg.Registry, cfg.Indexers, cfg.Logger, cfg.Settings.Scanning.Disabled || cfg.Settings.Scanning.Strict)
 	if err != nil {
 		return err
 	}
+	if err := checkFields(ctx, client, cfg.Registry, found.served, cfg.Logger, cfg.Settings.Scanning.Strict); err != nil {
+		return err
+	}
+	cfg.hooks().Unresolved(found.missing, !cfg.Settings.Scanning.ReadyWhileUnresolved) // hook: readiness
 
 	poster := posting.New(posting.Config{
 		Client:   countingClient{client, cfg.hooks()}, // hook: events posted
@@ -118,7 +122,8 @@ func Run(ctx context.Context, cfg Config) error {
 	})
 	ctx, stopPosting := startPosting(ctx, poster)
 	defer stopPosting() // after the watchers, so that handlers' last Kubernetes Events are posted
-	ctx, cancel := context.WithCancel(kube.WithConfig(ctx, cfg.REST))
+	// Handlers reach the credentials and the client (kopfgo.Apply) by ctx.
+	ctx, cancel := context.WithCancel(kube.WithClient(kube.WithConfig(ctx, cfg.REST), client))
 	defer cancel()
 	hctx, hcancel := context.WithCancelCause(context.WithoutCancel(ctx))
 	defer hcancel(nil)
@@ -142,7 +147,7 @@ func Run(ctx context.Context, cfg Config) error {
 
 	var wg sync.WaitGroup
 	orch := newOrchestrator(ctx, r, &wg)
-	orch.serve(served)
+	orch.serve(found.served)
 	wg.Go(func() { orch.follow(ctx) })
 	cfg.hooks().Served() // hook: readiness
 	if r.ready != nil {
@@ -161,7 +166,7 @@ func Run(ctx context.Context, cfg Config) error {
 		})
 	}
 	if !cfg.Settings.Scanning.Disabled {
-		wg.Go(func() { orch.watchCRDs(ctx, unresolved) })
+		wg.Go(func() { orch.watchCRDs(ctx, found.unresolved) })
 	}
 	<-ctx.Done()
 	// Daemons stop at once and in parallel with the watchers; each has its
@@ -250,13 +255,16 @@ func startPosting(ctx context.Context, p *posting.Poster) (_ context.Context, st
 // resolve turns the handlers' selectors into discovered resources. A
 // selector matching resources of several groups is an error naming its
 // handlers. A selector matching nothing is a warning while scanning is on
-// (its CRD may come later, and is served then) and an error otherwise.
-// The unresolved selectors are returned for the rescans (orchestration.go).
-func resolve(ctx context.Context, client *kube.Client, reg *handling.Registry, indexers []indexing.Runner, log *slog.Logger, strict bool) (served []resources.Resource, unresolved []resources.Selector, _ error) {
+// (its CRD may come later, and is served then) and an error otherwise, or
+// with strict. Either says the nearest discovered name, if one is near
+// enough to be a typo. The unresolved selectors are returned for the
+// rescans (orchestration.go), and described for readiness.
+func resolve(ctx context.Context, client *kube.Client, reg *handling.Registry, indexers []indexing.Runner, log *slog.Logger, strict bool) (_ resolution, _ error) {
+	var out resolution
 	all, err := client.Discover(ctx)
 	if err != nil {
 		if len(all) == 0 {
-			return nil, nil, err
+			return out, err
 		}
 		log.Warn(fmt.Sprintf("Some API groups cannot be discovered and are skipped: %v", err))
 	}
@@ -279,20 +287,36 @@ func resolve(ctx context.Context, client *kube.Client, reg *handling.Registry, i
 					names = append(names, ix.Spec().ID)
 				}
 			}
+			hint := ""
+			if errors.Is(err, resources.ErrUnresolved) {
+				if near := sel.Suggest(all); near != "" {
+					hint = fmt.Sprintf(" (did you mean %s?)", near)
+				}
+			}
 			if errors.Is(err, resources.ErrUnresolved) && !strict {
-				log.Warn(fmt.Sprintf("Unresolved resources cannot be served (try creating their CRDs): %s for handlers %s; they are served as soon as they appear.", sel, strings.Join(names, ", ")))
-				unresolved = append(unresolved, sel)
+				log.Warn(fmt.Sprintf("Unresolved resources cannot be served (try creating their CRDs): %s for handlers %s%s; they are served as soon as they appear.", sel, strings.Join(names, ", "), hint))
+				out.unresolved = append(out.unresolved, sel)
+				out.missing = append(out.missing, fmt.Sprintf("%s for handlers %s%s", sel, strings.Join(names, ", "), hint))
 				continue
 			}
-			errs = append(errs, fmt.Errorf("%w: handlers %s: %w", handlers.ErrRegistration, strings.Join(names, ", "), err))
+			errs = append(errs, fmt.Errorf("%w: handlers %s: %w%s", handlers.ErrRegistration, strings.Join(names, ", "), err, hint))
 			continue
 		}
 		for _, r := range found {
 			if !seen[r.String()] {
 				seen[r.String()] = true
-				served = append(served, r)
+				out.served = append(out.served, r)
 			}
 		}
 	}
-	return served, unresolved, errors.Join(errs...)
+	return out, errors.Join(errs...)
+}
+
+// resolution is what resolve found.
+type resolution struct {
+	served     []resources.Resource
+	unresolved []resources.Selector
+	// missing describes the unresolved selectors: the selector, its
+	// handlers, the name it may be a typo of.
+	missing []string
 }

@@ -58,6 +58,9 @@ type watcher struct {
 	// indexed, when set, is called once the indexers have seen the initial
 	// listing (or the watcher gives up).
 	indexed func()
+	// conditions: the handling cycles keep the framework's
+	// status.conditions on the objects (conditionsOn).
+	conditions bool
 
 	informer cache.SharedIndexInformer
 	store    cache.Store   // the informer's: the latest state of each object
@@ -86,6 +89,7 @@ func newWatcher(r *run, res resources.Resource, ns string, scope resources.Names
 		states:   map[string]*state{},
 	}
 	w.detector = handling.NewDetector(w.changing, &r.Settings.Persistence)
+	w.conditions = conditionsOn(r.Settings.Persistence.Conditions, res)
 	for _, ix := range w.indexers {
 		if ix.Spec().Global {
 			w.globalIndexers = append(w.globalIndexers, ix)

@@ -1,4 +1,4 @@
-package pausing
+package replicas
 
 import (
 	"context"
@@ -20,11 +20,11 @@ func closed(ch <-chan struct{}) bool {
 	}
 }
 
-func TestSwitchFlipsOnFirstAndLastReason(t *testing.T) {
-	var s Switch
+func TestStandbyFlipsOnFirstAndLastReason(t *testing.T) {
+	var s Standby
 	paused, ch := s.State()
 	if paused || closed(ch) {
-		t.Fatalf("zero switch: paused=%v, changed closed=%v; want neither", paused, closed(ch))
+		t.Fatalf("zero Standby: paused=%v, changed closed=%v; want neither", paused, closed(ch))
 	}
 	s.Pause("peering")
 	if !closed(ch) || !s.Paused() {
@@ -51,17 +51,17 @@ func TestSwitchFlipsOnFirstAndLastReason(t *testing.T) {
 	}
 }
 
-func TestNilSwitchIsNeverPaused(t *testing.T) {
-	var s *Switch
+func TestNilStandbyIsNeverPaused(t *testing.T) {
+	var s *Standby
 	s.Pause("x")
 	paused, ch := s.State()
 	if paused || ch != nil || s.Reasons() != nil {
-		t.Fatalf("nil switch: paused=%v changed=%v reasons=%v", paused, ch, s.Reasons())
+		t.Fatalf("nil Standby: paused=%v changed=%v reasons=%v", paused, ch, s.Reasons())
 	}
 }
 
 func TestWaitHaltedWaitsForTheReportOfThePeriodInForce(t *testing.T) {
-	var s Switch
+	var s Standby
 	ctx := context.Background()
 	if err := s.WaitHalted(ctx, nil, nil); err == nil {
 		t.Fatal("WaitHalted on a switch not paused: nil, want an error")

@@ -1,4 +1,4 @@
-package peering
+package replicas
 
 import (
 	"fmt"
@@ -145,7 +145,7 @@ func Judge(peers []Peer, identity string, priority int, now time.Time) Verdict {
 
 // Identity is an operator's identity as Kopf builds it: $POD_ID, else
 // user@host (manual, for freeze and resume), else user@host/started/random.
-func Identity(manual bool, now time.Time) string {
+func PeerIdentity(manual bool, now time.Time) string {
 	if pod, ok := os.LookupEnv("POD_ID"); ok {
 		return pod
 	}

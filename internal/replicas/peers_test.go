@@ -1,4 +1,4 @@
-package peering
+package replicas
 
 import (
 	"strings"
@@ -92,16 +92,16 @@ func TestJudge(t *testing.T) {
 
 func TestIdentityAsKopfBuildsIt(t *testing.T) {
 	t.Setenv("POD_ID", "operator-7d9c-x2")
-	if got := Identity(false, now); got != "operator-7d9c-x2" {
+	if got := PeerIdentity(false, now); got != "operator-7d9c-x2" {
 		t.Errorf("with POD_ID: %q", got)
 	}
 }
 
 func TestReasonIsKopfsToggleName(t *testing.T) {
-	if r := (Config{Name: "default"}).Reason(); r != "default@None" {
+	if r := (PeeringConfig{Name: "default"}).Reason(); r != "default@None" {
 		t.Errorf("cluster-wide: %q", r)
 	}
-	if r := (Config{Name: "team", Namespace: "ns1"}).Reason(); r != "team@ns1" {
+	if r := (PeeringConfig{Name: "team", Namespace: "ns1"}).Reason(); r != "team@ns1" {
 		t.Errorf("namespaced: %q", r)
 	}
 }

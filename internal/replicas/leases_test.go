@@ -1,4 +1,4 @@
-package leases
+package replicas
 
 import (
 	"strings"
@@ -39,7 +39,7 @@ func TestValidateTellsWhichDurationIsTooShort(t *testing.T) {
 
 func TestIdentityIsThePodOrHostWithARandomSuffix(t *testing.T) {
 	t.Setenv("POD_NAME", "op-7d9c-x2")
-	a, b := Identity(), Identity()
+	a, b := HolderIdentity(), HolderIdentity()
 	if !strings.HasPrefix(a, "op-7d9c-x2_") || a == b {
 		t.Errorf("identities %q and %q: want the pod's name, a suffix, and two different ones", a, b)
 	}

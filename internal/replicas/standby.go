@@ -1,4 +1,4 @@
-package pausing
+package replicas
 
 import (
 	"context"
@@ -8,10 +8,12 @@ import (
 	"time"
 )
 
-// Switch is the set of reasons the operator is paused for. The zero value
-// is not paused; a nil *Switch is never paused and ignores Pause/Resume, so
+// Standby is the one idea of standing by that every replica mode feeds: the
+// set of reasons the operator is paused for (each mode adds and drops only
+// its own), and the reactor's report that it has halted. The zero value is
+// not paused; a nil *Standby is never paused and ignores Pause/Resume, so
 // that code can hold one unconditionally.
-type Switch struct {
+type Standby struct {
 	mu      sync.Mutex
 	reasons map[string]bool
 	// changed is closed and replaced whenever the paused state flips.
@@ -24,15 +26,15 @@ type Switch struct {
 }
 
 // Pause adds a reason to pause (a no-op if it is held already).
-func (s *Switch) Pause(reason string) { s.set(reason, true) }
+func (s *Standby) Pause(reason string) { s.set(reason, true) }
 
 // Resume drops a reason to pause (a no-op if it is not held).
-func (s *Switch) Resume(reason string) { s.set(reason, false) }
+func (s *Standby) Resume(reason string) { s.set(reason, false) }
 
 // Set adds or drops a reason.
-func (s *Switch) Set(reason string, paused bool) { s.set(reason, paused) }
+func (s *Standby) Set(reason string, paused bool) { s.set(reason, paused) }
 
-func (s *Switch) set(reason string, on bool) {
+func (s *Standby) set(reason string, on bool) {
 	if s == nil {
 		return
 	}
@@ -60,7 +62,7 @@ func (s *Switch) set(reason string, on bool) {
 	s.wakeLocked()
 }
 
-func (s *Switch) wakeLocked() {
+func (s *Standby) wakeLocked() {
 	if s.halt != nil {
 		close(s.halt)
 		s.halt = nil
@@ -70,7 +72,7 @@ func (s *Switch) wakeLocked() {
 // Period is State with the number of the paused period in force (it grows
 // by one on every flip to paused): the reactor reports the period it has
 // halted for with Halted.
-func (s *Switch) Period() (paused bool, period uint64, changed <-chan struct{}) {
+func (s *Standby) Period() (paused bool, period uint64, changed <-chan struct{}) {
 	if s == nil {
 		return false, 0, nil
 	}
@@ -85,7 +87,7 @@ func (s *Switch) Period() (paused bool, period uint64, changed <-chan struct{}) 
 // Halted is the reactor's report that everything it ran in the paused
 // period is stopped: handlers finished, daemons and timers stopped and
 // returned. A report of a period that has ended is ignored.
-func (s *Switch) Halted(period uint64) {
+func (s *Standby) Halted(period uint64) {
 	if s == nil {
 		return
 	}
@@ -101,7 +103,7 @@ func (s *Switch) Halted(period uint64) {
 // for the paused period in force, calling tick whenever ticks fires
 // meanwhile (a caller renews its Leases there). It fails if the
 // switch is resumed meanwhile, or ctx ends.
-func (s *Switch) WaitHalted(ctx context.Context, ticks <-chan time.Time, tick func()) error {
+func (s *Standby) WaitHalted(ctx context.Context, ticks <-chan time.Time, tick func()) error {
 	for {
 		s.mu.Lock()
 		if len(s.reasons) == 0 {
@@ -131,8 +133,8 @@ var errNotPaused = errors.New("the operator was resumed before it halted")
 
 // State tells whether the operator is paused, with a channel closed on the
 // next flip between paused and not paused (reasons added to a paused
-// switch, or dropped while others remain, do not close it).
-func (s *Switch) State() (paused bool, changed <-chan struct{}) {
+// Standby, or dropped while others remain, do not close it).
+func (s *Standby) State() (paused bool, changed <-chan struct{}) {
 	if s == nil {
 		return false, nil // never changes
 	}
@@ -145,13 +147,13 @@ func (s *Switch) State() (paused bool, changed <-chan struct{}) {
 }
 
 // Paused tells whether any reason is held.
-func (s *Switch) Paused() bool {
+func (s *Standby) Paused() bool {
 	paused, _ := s.State()
 	return paused
 }
 
 // Reasons are the reasons held, sorted.
-func (s *Switch) Reasons() []string {
+func (s *Standby) Reasons() []string {
 	if s == nil {
 		return nil
 	}

@@ -1,4 +1,4 @@
-package sharding
+package replicas
 
 import (
 	"fmt"
@@ -6,8 +6,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/kopfgo/kopfgo/internal/leases"
 )
 
 func TestShardIsFNV1aOfTheUIDModuloTheShards(t *testing.T) {
@@ -67,21 +65,21 @@ func TestQuotasAddUpToTheShards(t *testing.T) {
 func TestBalance(t *testing.T) {
 	cases := []struct {
 		name    string
-		view    View
+		view    ShardView
 		acquire []int
 		release []int
 	}{
-		{"alone: takes every shard", View{Shards: 4, Me: "a", Holders: []string{"", "", "", ""}}, []int{0, 1, 2, 3}, nil},
-		{"alone, not yet a visible member", View{Shards: 3, Me: "a", Members: nil, Holders: nil}, []int{0, 1, 2}, nil},
-		{"at quota: nothing", View{Shards: 4, Me: "a", Members: []string{"a", "b"}, Holders: []string{"a", "a", "b", "b"}}, nil, nil},
-		{"a starter takes every M-th free shard from its rank", View{Shards: 6, Me: "b", Members: []string{"a", "b", "c"}, Holders: []string{"", "", "", "", "", ""}}, []int{1, 4}, nil},
-		{"then any free shard", View{Shards: 6, Me: "c", Members: []string{"a", "b", "c"}, Holders: []string{"", "a", "a", "b", "b", ""}}, []int{0, 5}, nil},
-		{"survivors split a dead replica's shards", View{Shards: 12, Me: "b", Members: []string{"a", "b"}, Holders: []string{"a", "a", "a", "a", "b", "b", "b", "b", "", "", "", ""}}, []int{9, 11}, nil},
-		{"a joiner never takes held shards", View{Shards: 4, Me: "c", Members: []string{"a", "b", "c"}, Holders: []string{"a", "a", "b", "b"}}, nil, nil},
-		{"over quota after a join: release the highest", View{Shards: 6, Me: "a", Members: []string{"a", "b", "c"}, Holders: []string{"a", "a", "a", "a", "a", "a"}}, nil, []int{5, 4, 3, 2}},
-		{"a dead replica's expired shards are taken", View{Shards: 6, Me: "a", Members: []string{"a", "b"}, Holders: []string{"a", "a", "", "", "b", "b"}}, []int{2}, nil},
-		{"3 replicas, 8 shards: the first two get 3", View{Shards: 8, Me: "a", Members: []string{"c", "b", "a"}, Holders: []string{"a", "a", "", "b", "b", "b", "c", "c"}}, []int{2}, nil},
-		{"3 replicas, 8 shards: the last gets 2", View{Shards: 8, Me: "c", Members: []string{"c", "b", "a"}, Holders: []string{"a", "a", "c", "b", "b", "b", "c", "c"}}, nil, []int{7}},
+		{"alone: takes every shard", ShardView{Shards: 4, Me: "a", Holders: []string{"", "", "", ""}}, []int{0, 1, 2, 3}, nil},
+		{"alone, not yet a visible member", ShardView{Shards: 3, Me: "a", Members: nil, Holders: nil}, []int{0, 1, 2}, nil},
+		{"at quota: nothing", ShardView{Shards: 4, Me: "a", Members: []string{"a", "b"}, Holders: []string{"a", "a", "b", "b"}}, nil, nil},
+		{"a starter takes every M-th free shard from its rank", ShardView{Shards: 6, Me: "b", Members: []string{"a", "b", "c"}, Holders: []string{"", "", "", "", "", ""}}, []int{1, 4}, nil},
+		{"then any free shard", ShardView{Shards: 6, Me: "c", Members: []string{"a", "b", "c"}, Holders: []string{"", "a", "a", "b", "b", ""}}, []int{0, 5}, nil},
+		{"survivors split a dead replica's shards", ShardView{Shards: 12, Me: "b", Members: []string{"a", "b"}, Holders: []string{"a", "a", "a", "a", "b", "b", "b", "b", "", "", "", ""}}, []int{9, 11}, nil},
+		{"a joiner never takes held shards", ShardView{Shards: 4, Me: "c", Members: []string{"a", "b", "c"}, Holders: []string{"a", "a", "b", "b"}}, nil, nil},
+		{"over quota after a join: release the highest", ShardView{Shards: 6, Me: "a", Members: []string{"a", "b", "c"}, Holders: []string{"a", "a", "a", "a", "a", "a"}}, nil, []int{5, 4, 3, 2}},
+		{"a dead replica's expired shards are taken", ShardView{Shards: 6, Me: "a", Members: []string{"a", "b"}, Holders: []string{"a", "a", "", "", "b", "b"}}, []int{2}, nil},
+		{"3 replicas, 8 shards: the first two get 3", ShardView{Shards: 8, Me: "a", Members: []string{"c", "b", "a"}, Holders: []string{"a", "a", "", "b", "b", "b", "c", "c"}}, []int{2}, nil},
+		{"3 replicas, 8 shards: the last gets 2", ShardView{Shards: 8, Me: "c", Members: []string{"c", "b", "a"}, Holders: []string{"a", "a", "c", "b", "b", "b", "c", "c"}}, nil, []int{7}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -105,7 +103,7 @@ func TestBalanceConverges(t *testing.T) {
 		holders := slices.Clone(start)
 		for round := range 5 {
 			for _, me := range members {
-				p := Balance(View{Shards: len(holders), Me: me, Members: members, Holders: holders})
+				p := Balance(ShardView{Shards: len(holders), Me: me, Members: members, Holders: holders})
 				for _, s := range p.Release {
 					holders[s] = ""
 				}
@@ -127,19 +125,19 @@ func TestBalanceConverges(t *testing.T) {
 	}
 }
 
-func TestValidateNamesWhatIsWrong(t *testing.T) {
+func TestShardingConfigValidateNamesWhatIsWrong(t *testing.T) {
 	cases := []struct {
 		name string
-		cfg  Config
+		cfg  ShardingConfig
 		want string // a substring of the error; "": valid
 	}{
-		{"defaults", Config{Name: "op", Namespace: "ns", Shards: 4}, ""},
-		{"no shards", Config{Name: "op", Namespace: "ns"}, "--shards"},
-		{"no name", Config{Namespace: "ns", Shards: 4}, "--shards-name"},
-		{"no namespace", Config{Name: "op", Shards: 4}, "--shards-namespace"},
-		// No jitter: leases.Timing's test has the other durations.
-		{"retry period too long", Config{Name: "op", Namespace: "ns", Shards: 4, Timing: leases.Timing{RetryPeriod: 10 * time.Second}}, "renew deadline (10s) must be longer than the retry period (10s)"},
-		{"retry period short enough", Config{Name: "op", Namespace: "ns", Shards: 4, Timing: leases.Timing{RetryPeriod: 9 * time.Second}}, ""},
+		{"defaults", ShardingConfig{Name: "op", Namespace: "ns", Shards: 4}, ""},
+		{"no shards", ShardingConfig{Name: "op", Namespace: "ns"}, "--shards"},
+		{"no name", ShardingConfig{Namespace: "ns", Shards: 4}, "--shards-name"},
+		{"no namespace", ShardingConfig{Name: "op", Shards: 4}, "--shards-namespace"},
+		// No jitter: Timing's test has the other durations.
+		{"retry period too long", ShardingConfig{Name: "op", Namespace: "ns", Shards: 4, Timing: Timing{RetryPeriod: 10 * time.Second}}, "renew deadline (10s) must be longer than the retry period (10s)"},
+		{"retry period short enough", ShardingConfig{Name: "op", Namespace: "ns", Shards: 4, Timing: Timing{RetryPeriod: 9 * time.Second}}, ""},
 	}
 	for _, c := range cases {
 		switch err := c.cfg.Validate(); {

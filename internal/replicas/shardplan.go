@@ -1,4 +1,4 @@
-package sharding
+package replicas
 
 import (
 	"hash/fnv"
@@ -18,8 +18,8 @@ func Shard(uid string, shards int) int {
 	return int(h.Sum32() % uint32(shards))
 }
 
-// View is what a replica knows of the others when it balances.
-type View struct {
+// ShardView is what a replica knows of the others when it balances.
+type ShardView struct {
 	// Shards is the number of shards.
 	Shards int
 	// Me is this replica's identity.
@@ -32,8 +32,8 @@ type View struct {
 	Holders []string
 }
 
-// Plan is what a replica does about its shards in one round.
-type Plan struct {
+// ShardPlan is what a replica does about its shards in one round.
+type ShardPlan struct {
 	// Acquire are free shards to take, in this order.
 	Acquire []int
 	// Release are shards to give up (their work stopped first).
@@ -68,7 +68,7 @@ func sortedMembers(members []string, me string) []string {
 // other live replicas are never taken: they come free only when their
 // holder releases them or its Lease expires. Every replica that sees the
 // same members converges on the quotas.
-func Balance(v View) Plan {
+func Balance(v ShardView) ShardPlan {
 	quota := Quota(v.Shards, v.Members, v.Me)
 	var mine, free []int
 	for i := range v.Shards {
@@ -83,7 +83,7 @@ func Balance(v View) Plan {
 			free = append(free, i)
 		}
 	}
-	var p Plan
+	var p ShardPlan
 	if len(mine) > quota {
 		p.Release = slices.Clone(mine[quota:])
 		slices.Reverse(p.Release)

@@ -1,4 +1,4 @@
-package peering
+package replicas
 
 import (
 	"context"
@@ -14,7 +14,6 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/kopfgo/kopfgo/internal/kube"
-	"github.com/kopfgo/kopfgo/internal/pausing"
 	"github.com/kopfgo/kopfgo/internal/pyrepr"
 	"github.com/kopfgo/kopfgo/internal/resources"
 	"github.com/kopfgo/kopfgo/patch"
@@ -26,8 +25,8 @@ var (
 	Peerings        = resources.Resource{Group: "kopf.dev", Version: "v1", Plural: "kopfpeerings", Kind: "KopfPeering", Namespaced: true}
 )
 
-// Config is one operator's membership in one peering object.
-type Config struct {
+// PeeringConfig is one operator's membership in one peering object.
+type PeeringConfig struct {
 	Client *kube.Client
 	// Resource is Peerings (Namespace set) or ClusterPeerings.
 	Resource  resources.Resource
@@ -42,14 +41,14 @@ type Config struct {
 	// may serve (Kopf's mandatory peering starts paused).
 	Mandatory bool
 	Logger    *slog.Logger
-	Pause     *pausing.Switch
+	Pause     *Standby
 	Clock     clock.WithTicker
 }
 
-// Reason is what the operator holds in the pause switch while this peering
+// Reason is what the operator holds in the Standby while this peering
 // makes it stand by: Kopf's toggle name, "name@namespace" ("@None" when
 // cluster-wide).
-func (c Config) Reason() string {
+func (c PeeringConfig) Reason() string {
 	ns := "None"
 	if c.Namespace != "" {
 		ns = c.Namespace
@@ -57,7 +56,7 @@ func (c Config) Reason() string {
 	return c.Name + "@" + ns
 }
 
-func (c Config) where() string {
+func (c PeeringConfig) where() string {
 	if c.Namespace != "" {
 		return "in " + pyrepr.Repr(c.Namespace)
 	}
@@ -67,7 +66,7 @@ func (c Config) where() string {
 // Run keeps the operator's record alive and follows the peers until ctx
 // ends, then removes the record. Cancel ctx only once the reactor has
 // stopped, so that the peers wait for the handlers still running here.
-func Run(ctx context.Context, c Config) {
+func RunPeering(ctx context.Context, c PeeringConfig) {
 	if c.Lifetime <= 0 {
 		c.Lifetime = DefaultLifetime
 	}
@@ -75,7 +74,7 @@ func Run(ctx context.Context, c Config) {
 	// otherwise a replica of lower priority would serve for a moment at
 	// its start. Without the object, optional peering lets it serve, and
 	// mandatory peering keeps it standing by (as Kopf's does).
-	p := &peer{Config: c, news: make(chan struct{}, 1), paused: true}
+	p := &peer{PeeringConfig: c, news: make(chan struct{}, 1), paused: true}
 	c.Pause.Pause(c.Reason())
 	var wg sync.WaitGroup
 	wg.Go(func() { p.keepalive(ctx) })
@@ -88,7 +87,7 @@ func Run(ctx context.Context, c Config) {
 }
 
 type peer struct {
-	Config
+	PeeringConfig
 	news   chan struct{}
 	paused bool
 	// announced: the pause was logged (the initial one is not), so the

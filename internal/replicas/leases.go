@@ -1,4 +1,4 @@
-package leases
+package replicas
 
 import (
 	"crypto/rand"
@@ -66,7 +66,7 @@ func (t Timing) Validate(jitter float64) error {
 
 // Identity is a replica's identity: the pod's name (POD_NAME) or the host's
 // name, and a random suffix so that two processes on one host differ.
-func Identity() string {
+func HolderIdentity() string {
 	name := os.Getenv("POD_NAME")
 	if name == "" {
 		name, _ = os.Hostname()

@@ -1,4 +1,4 @@
-package sharding
+package replicas
 
 import (
 	"context"
@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/goleak"
 	coordv1 "k8s.io/api/coordination/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -19,12 +18,7 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
-
-	"github.com/kopfgo/kopfgo/internal/leases"
-	"github.com/kopfgo/kopfgo/internal/pausing"
 )
-
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // journal is the order of what the replicas and their reactors do.
 type journal struct {
@@ -85,8 +79,8 @@ func (j *journal) String() string {
 type replica struct {
 	name  string
 	s     *Sharder
-	pause *pausing.Switch
-	held  chan []int // what Config.Held is told
+	pause *Standby
+	held  chan []int // what ShardingConfig.Held is told
 }
 
 type world struct {
@@ -143,13 +137,13 @@ func newWorld(t *testing.T) *world {
 }
 
 func (w *world) replica(name string) *replica {
-	r := &replica{name: name, pause: &pausing.Switch{}, held: make(chan []int, 100)}
-	r.s = New(Config{
+	r := &replica{name: name, pause: &Standby{}, held: make(chan []int, 100)}
+	r.s = NewSharder(ShardingConfig{
 		Leases: w.clients.CoordinationV1(), Namespace: "ns", Name: "op", Shards: shards, Identity: name,
 		Clock: w.clock, Logger: slog.New(slog.DiscardHandler), Pause: r.pause,
 		Held: func(shards []int) { r.held <- shards },
 	})
-	r.pause.Pause(Reason) // as Run does
+	r.pause.Pause(ShardingReason) // as Run does
 	// The reactor's stand-in: halts at once, journalling what it served.
 	w.wg.Go(func() {
 		for {
@@ -208,7 +202,7 @@ func TestHandoverReleasesAfterHaltingAndAcquiresBeforeServing(t *testing.T) {
 	if got := b.s.Held(); len(got) != 0 {
 		t.Fatalf("b took %v from a live replica", got)
 	}
-	w.clock.Step(leases.DefaultRetryPeriod)
+	w.clock.Step(DefaultRetryPeriod)
 	w.step(a) // a sees b and releases its share: its highest shards
 	if got := a.s.Held(); !slices.Equal(got, []int{0, 1}) {
 		t.Fatalf("a holds %v after b joined, want [0 1]", got)
@@ -230,12 +224,12 @@ func TestHandoverReleasesAfterHaltingAndAcquiresBeforeServing(t *testing.T) {
 
 	// a dies: its leases stop changing; b takes them a lease duration
 	// after it last saw them change, not before.
-	w.clock.Step(leases.DefaultRenewDeadline)
+	w.clock.Step(DefaultRenewDeadline)
 	w.step(b)
 	if got := b.s.Held(); !slices.Equal(got, []int{2, 3}) {
 		t.Fatalf("b holds %v before a's leases expired, want [2 3]", got)
 	}
-	w.clock.Step(leases.DefaultLeaseDuration - leases.DefaultRenewDeadline + leases.DefaultRetryPeriod)
+	w.clock.Step(DefaultLeaseDuration - DefaultRenewDeadline + DefaultRetryPeriod)
 	w.step(b)
 	if got := b.s.Held(); !slices.Equal(got, []int{0, 1, 2, 3}) {
 		t.Fatalf("b holds %v after a's leases expired, want every shard; journal:\n%s", got, w.j)
@@ -250,12 +244,12 @@ func TestAShardNotRenewedInTimeIsLostAndStopped(t *testing.T) {
 	w.mu.Lock()
 	w.failing["a"] = true
 	w.mu.Unlock()
-	w.clock.Step(leases.DefaultRetryPeriod)
+	w.clock.Step(DefaultRetryPeriod)
 	w.step(a)
 	if got := a.s.Held(); len(got) != shards {
 		t.Fatalf("a holds %v within the renew deadline, want every shard", got)
 	}
-	w.clock.Step(leases.DefaultRenewDeadline)
+	w.clock.Step(DefaultRenewDeadline)
 	w.step(a)
 	if got := a.s.Held(); len(got) != 0 {
 		t.Fatalf("a holds %v past the renew deadline, want none", got)

@@ -1,4 +1,4 @@
-package leaderelection
+package replicas
 
 import (
 	"context"
@@ -10,37 +10,34 @@ import (
 	coordinationv1 "k8s.io/client-go/kubernetes/typed/coordination/v1"
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
-
-	"github.com/kopfgo/kopfgo/internal/leases"
-	"github.com/kopfgo/kopfgo/internal/pausing"
 )
 
-// Reason is what a replica that does not lead holds in the pause switch.
-const Reason = "leader election"
+// ElectionReason is what a replica that does not lead holds in the Standby.
+const ElectionReason = "leader election"
 
-// Config is one replica's campaign for one Lease.
-type Config struct {
+// ElectionConfig is one replica's campaign for one Lease.
+type ElectionConfig struct {
 	Leases    coordinationv1.LeasesGetter
 	Namespace string
 	Name      string
 	// Identity is this replica's name in the Lease's holderIdentity.
 	Identity string
 	// Zero durations are controller-runtime's defaults.
-	leases.Timing
+	Timing
 	Logger *slog.Logger
-	Pause  *pausing.Switch
+	Pause  *Standby
 	// Leading, if set, is told when this replica starts and stops leading.
 	Leading func(bool)
 }
 
 // WithDefaults fills the zero durations.
-func (c Config) WithDefaults() Config {
+func (c ElectionConfig) WithDefaults() ElectionConfig {
 	c.Timing = c.Timing.WithDefaults()
 	return c
 }
 
 // Validate tells what is wrong with the configuration, naming the options.
-func (c Config) Validate() error {
+func (c ElectionConfig) Validate() error {
 	var errs []error
 	if c.Name == "" {
 		errs = append(errs, errors.New("the lease name is empty: set LeaderElection.Lease (--leader-elect-lease)"))
@@ -52,17 +49,17 @@ func (c Config) Validate() error {
 	return errors.Join(errs...)
 }
 
-// Run stands by (cfg.Pause holds Reason) and campaigns for the Lease until
+// Run stands by (cfg.Pause holds ElectionReason) and campaigns for the Lease until
 // ctx ends; it serves while it leads and stands by again when it loses the
 // Lease. When ctx ends, a Lease held is released: cancel ctx only once the
 // reactor has stopped.
-func Run(ctx context.Context, cfg Config) error {
+func RunElection(ctx context.Context, cfg ElectionConfig) error {
 	cfg = cfg.WithDefaults()
 	if err := cfg.Validate(); err != nil {
 		return fmt.Errorf("leader election: %w", err)
 	}
 	where := cfg.Namespace + "/" + cfg.Name
-	cfg.Pause.Pause(Reason)
+	cfg.Pause.Pause(ElectionReason)
 	lock := &resourcelock.LeaseLock{
 		LeaseMeta:  metav1.ObjectMeta{Namespace: cfg.Namespace, Name: cfg.Name},
 		Client:     cfg.Leases,
@@ -86,10 +83,10 @@ func Run(ctx context.Context, cfg Config) error {
 				OnStartedLeading: func(context.Context) {
 					cfg.Logger.Info(fmt.Sprintf("Became the leader of lease %s; serving.", where))
 					leading(true)
-					cfg.Pause.Resume(Reason)
+					cfg.Pause.Resume(ElectionReason)
 				},
 				OnStoppedLeading: func() {
-					cfg.Pause.Pause(Reason)
+					cfg.Pause.Pause(ElectionReason)
 					leading(false)
 					if ctx.Err() == nil {
 						cfg.Logger.Warn(fmt.Sprintf("Lost the leadership of lease %s; standing by and campaigning again.", where))

@@ -1,4 +1,4 @@
-package sharding
+package replicas
 
 import (
 	"context"
@@ -20,21 +20,18 @@ import (
 	coordinationv1 "k8s.io/client-go/kubernetes/typed/coordination/v1"
 	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
-
-	"github.com/kopfgo/kopfgo/internal/leases"
-	"github.com/kopfgo/kopfgo/internal/pausing"
 )
 
-// Reason is what a replica holds in the pause switch while it hands shards
+// ShardingReason is what a replica holds in the Standby while it hands shards
 // over, and while it holds none.
-const Reason = "sharding"
+const ShardingReason = "sharding"
 
-// Label is the label of every Lease of an operator's sharding (shards and
+// ShardingLabel is the label of every Lease of an operator's sharding (shards and
 // members), valued with the operator's name: one list reads them all.
-const Label = "kopfgo.dev/sharding"
+const ShardingLabel = "kopfgo.dev/sharding"
 
-// Config is one replica's part in an operator's sharding.
-type Config struct {
+// ShardingConfig is one replica's part in an operator's sharding.
+type ShardingConfig struct {
 	Leases    coordinationv1.LeasesGetter
 	Namespace string
 	// Name is the operator's name: the shards' Leases are
@@ -45,18 +42,18 @@ type Config struct {
 	// Identity is this replica's name in the Leases' holderIdentity.
 	Identity string
 	// Zero durations are the defaults: 15s, 10s, 2s.
-	leases.Timing
+	Timing
 	Clock  clock.WithTicker
 	Logger *slog.Logger
-	// Pause is the operator's: the replica holds Reason in it while it
+	// Pause is the operator's: the replica holds ShardingReason in it while it
 	// hands shards over, and while it holds none.
-	Pause *pausing.Switch
+	Pause *Standby
 	// Held, if set, is told the shards held after every change.
 	Held func(shards []int)
 }
 
 // WithDefaults fills the zero durations and the clock.
-func (c Config) WithDefaults() Config {
+func (c ShardingConfig) WithDefaults() ShardingConfig {
 	c.Timing = c.Timing.WithDefaults()
 	if c.Clock == nil {
 		c.Clock = clock.RealClock{}
@@ -65,7 +62,7 @@ func (c Config) WithDefaults() Config {
 }
 
 // Validate tells what is wrong with the configuration, naming the options.
-func (c Config) Validate() error {
+func (c ShardingConfig) Validate() error {
 	var errs []error
 	if c.Shards < 1 {
 		errs = append(errs, fmt.Errorf("the number of shards (%d) must be at least 1: set Sharding.Shards (--shards)", c.Shards))
@@ -94,7 +91,7 @@ func MemberLease(name, identity string) string {
 // Sharder is one replica's part in the sharding: it holds the Leases of its
 // shards and tells the reactor which objects are its own (Owns).
 type Sharder struct {
-	cfg Config
+	cfg ShardingConfig
 	// owned are the shards whose objects the reactor serves; it changes
 	// only while the reactor is paused and halted.
 	owned atomic.Pointer[[]bool]
@@ -122,7 +119,7 @@ type sighting struct {
 }
 
 // New makes a replica's sharder; it holds no shard until Run acquires some.
-func New(cfg Config) *Sharder {
+func NewSharder(cfg ShardingConfig) *Sharder {
 	s := &Sharder{cfg: cfg.WithDefaults(), held: map[int]*held{}, seen: map[string]sighting{}}
 	none := make([]bool, max(cfg.Shards, 1))
 	s.owned.Store(&none)
@@ -130,7 +127,7 @@ func New(cfg Config) *Sharder {
 }
 
 // Owns tells whether the object of this uid belongs to a shard this
-// replica serves (reactor.Config.Owns).
+// replica serves (reactor.ShardingConfig.Owns).
 func (s *Sharder) Owns(uid string) bool {
 	owned := *s.owned.Load()
 	return owned[Shard(uid, len(owned))]
@@ -138,12 +135,12 @@ func (s *Sharder) Owns(uid string) bool {
 
 // Run balances the shards every retry period until ctx ends, then releases
 // the Leases held and leaves: cancel ctx only once the reactor has stopped.
-// The replica stands by (Reason held) until it holds a shard.
+// The replica stands by (ShardingReason held) until it holds a shard.
 func (s *Sharder) Run(ctx context.Context) error {
 	if err := s.cfg.Validate(); err != nil {
 		return fmt.Errorf("sharding: %w", err)
 	}
-	s.cfg.Pause.Pause(Reason)
+	s.cfg.Pause.Pause(ShardingReason)
 	s.cfg.Logger.Info(fmt.Sprintf("Sharding the objects into %d shards (leases %s/%s..%d) as %s.", s.cfg.Shards, s.cfg.Namespace, ShardLease(s.cfg.Name, 0), s.cfg.Shards-1, s.cfg.Identity))
 	ticker := s.cfg.Clock.NewTicker(s.cfg.RetryPeriod)
 	defer ticker.Stop()
@@ -178,7 +175,7 @@ func (s *Sharder) bounded(ctx context.Context) (context.Context, context.CancelF
 
 // round reads the Leases, renews ours, balances and acquires. If the
 // Leases cannot be read, only the lost shards count.
-func (s *Sharder) round(ctx context.Context) (lost []int, plan Plan, acquired []int) {
+func (s *Sharder) round(ctx context.Context) (lost []int, plan ShardPlan, acquired []int) {
 	leases, err := s.list(ctx)
 	if err != nil {
 		if ctx.Err() == nil {
@@ -191,7 +188,7 @@ func (s *Sharder) round(ctx context.Context) (lost []int, plan Plan, acquired []
 		return lost, plan, nil
 	}
 	now := s.cfg.Clock.Now()
-	view := View{Shards: s.cfg.Shards, Me: s.cfg.Identity, Holders: make([]string, s.cfg.Shards)}
+	view := ShardView{Shards: s.cfg.Shards, Me: s.cfg.Identity, Holders: make([]string, s.cfg.Shards)}
 	s.mu.Lock()
 	for _, l := range leases {
 		holder := ptr.Deref(l.Spec.HolderIdentity, "")
@@ -231,7 +228,7 @@ func (s *Sharder) round(ctx context.Context) (lost []int, plan Plan, acquired []
 // renewed; then the reactor's filter changes; only then are the released
 // shards' Leases released; last the reactor resumes if any shard is held.
 func (s *Sharder) handover(ctx context.Context, ticks <-chan time.Time, lost, release, acquired []int) {
-	s.cfg.Pause.Pause(Reason)
+	s.cfg.Pause.Pause(ShardingReason)
 	if err := s.cfg.Pause.WaitHalted(ctx, ticks, func() {
 		rctx, cancel := s.bounded(ctx)
 		defer cancel()
@@ -268,7 +265,7 @@ func (s *Sharder) handover(ctx context.Context, ticks <-chan time.Time, lost, re
 		s.cfg.Held(held)
 	}
 	if len(held) > 0 {
-		s.cfg.Pause.Resume(Reason)
+		s.cfg.Pause.Resume(ShardingReason)
 	}
 }
 
@@ -292,7 +289,7 @@ func (s *Sharder) shardOf(name string) (int, bool) {
 // list reads the sharding's Leases and notes when each changed. The
 // caller does not hold s.mu.
 func (s *Sharder) list(ctx context.Context) ([]coordv1.Lease, error) {
-	list, err := s.cfg.Leases.Leases(s.cfg.Namespace).List(ctx, metav1.ListOptions{LabelSelector: Label + "=" + s.cfg.Name})
+	list, err := s.cfg.Leases.Leases(s.cfg.Namespace).List(ctx, metav1.ListOptions{LabelSelector: ShardingLabel + "=" + s.cfg.Name})
 	if err != nil {
 		return nil, err
 	}
@@ -344,7 +341,7 @@ func (s *Sharder) spec(now time.Time, spec coordv1.LeaseSpec) coordv1.LeaseSpec 
 }
 
 func (s *Sharder) meta(name string) metav1.ObjectMeta {
-	return metav1.ObjectMeta{Name: name, Namespace: s.cfg.Namespace, Labels: map[string]string{Label: s.cfg.Name}}
+	return metav1.ObjectMeta{Name: name, Namespace: s.cfg.Namespace, Labels: map[string]string{ShardingLabel: s.cfg.Name}}
 }
 
 // join creates or renews this replica's membership Lease.
@@ -476,7 +473,7 @@ func (s *Sharder) release(ctx context.Context, i int) bool {
 func (s *Sharder) leave(ctx context.Context) {
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.RenewDeadline)
 	defer cancel()
-	s.cfg.Pause.Pause(Reason)
+	s.cfg.Pause.Pause(ShardingReason)
 	held := s.Held()
 	for _, i := range held {
 		s.release(ctx, i)

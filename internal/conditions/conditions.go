@@ -1,0 +1,310 @@
+package conditions
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kopfgo/kopfgo/internal/dicts"
+	"github.com/kopfgo/kopfgo/patch"
+)
+
+// The condition types the framework keeps. They are kstatus's: Ready is the
+// summary that `kubectl wait` and controller-runtime's and Flux's users look
+// for; Reconciling and Stalled have the "abnormal-true" polarity kstatus
+// reads (an object with Reconciling=True is in progress, with Stalled=True
+// failed), and are present only while true.
+const (
+	Ready       = "Ready"
+	Reconciling = "Reconciling"
+	Stalled     = "Stalled"
+)
+
+// The reasons of the framework's conditions.
+const (
+	// ReasonSucceeded: every handler of the cause succeeded (Ready=True).
+	ReasonSucceeded = "HandlersSucceeded"
+	// ReasonPending: handlers of the cause are yet to run or to finish
+	// (Reconciling=True, Ready=False).
+	ReasonPending = "HandlersPending"
+	// ReasonRetrying: a handler failed temporarily and will be retried
+	// (Reconciling=True, Ready=False).
+	ReasonRetrying = "HandlerRetrying"
+	// ReasonFailed: a handler failed permanently; the cause is done with
+	// it (Stalled=True, Ready=False) until the object changes.
+	ReasonFailed = "HandlerFailed"
+)
+
+// Handler is one handler's state in a cycle, as its progress record has it.
+type Handler struct {
+	ID        string
+	Succeeded bool
+	Failed    bool
+	// Retries counts the attempts made.
+	Retries int
+	// Message is the record's: the error of the last attempt that failed.
+	Message string
+}
+
+// Cycle is the state of a handling cycle after one of its passes.
+type Cycle struct {
+	// Title names the cause: "Creation", "Update", ...
+	Title string
+	// Done: every handler has finished (succeeded or failed for good).
+	Done bool
+	// Deleting: the cause is the object's deletion.
+	Deleting bool
+	// Handlers are the cause's handlers, in registration order.
+	Handlers []Handler
+}
+
+// For returns the framework's condition changes for the state of a cycle:
+//
+//   - all handlers succeeded: Ready=True (HandlersSucceeded); Reconciling
+//     and Stalled are removed;
+//   - done, some failed permanently: Ready=False and Stalled=True
+//     (HandlerFailed), the message naming each failed handler and its
+//     error; Reconciling is removed;
+//   - not done: Ready=False and Reconciling=True, HandlerRetrying with the
+//     retrying handler's id and error, or HandlersPending; Stalled is
+//     removed.
+//
+// A deletion that is done writes nothing: the object is on its way out.
+// A cycle without handlers writes nothing: nothing was handled.
+func For(c Cycle) []patch.ConditionChange {
+	if len(c.Handlers) == 0 || c.Deleting && c.Done {
+		return nil
+	}
+	set := func(t string, s metav1.ConditionStatus, reason, msg string) patch.ConditionChange {
+		return patch.ConditionChange{Type: t, Status: string(s), Reason: reason, Message: msg}
+	}
+	remove := func(t string) patch.ConditionChange {
+		return patch.ConditionChange{Type: t, Remove: true}
+	}
+	succeeded, finished := 0, 0
+	var failures []Failure
+	var retrying *Handler
+	for i, h := range c.Handlers {
+		switch {
+		case h.Succeeded:
+			succeeded++
+			finished++
+		case h.Failed:
+			finished++
+			failures = append(failures, Failure{ID: h.ID, Message: h.Message})
+		case retrying == nil && h.Retries > 0 && h.Message != "":
+			retrying = &c.Handlers[i]
+		}
+	}
+	switch {
+	case c.Done && len(failures) > 0:
+		msg := FailedMessage(failures)
+		return []patch.ConditionChange{set(Ready, metav1.ConditionFalse, ReasonFailed, msg), remove(Reconciling), set(Stalled, metav1.ConditionTrue, ReasonFailed, msg)}
+	case c.Done:
+		msg := fmt.Sprintf("%s handled: %d %s succeeded.", c.Title, succeeded, plural(succeeded, "handler"))
+		return []patch.ConditionChange{set(Ready, metav1.ConditionTrue, ReasonSucceeded, msg), remove(Reconciling), remove(Stalled)}
+	}
+	reason := ReasonPending
+	msg := fmt.Sprintf("%s in progress: %d of %d handlers finished.", c.Title, finished, len(c.Handlers))
+	if retrying != nil {
+		// No count of attempts: a handler that keeps failing the same way
+		// leaves the condition as it is, and costs no write.
+		reason = ReasonRetrying
+		msg = fmt.Sprintf("Handler '%s' is retrying: %s", retrying.ID, oneLine(retrying.Message))
+	}
+	return []patch.ConditionChange{set(Ready, metav1.ConditionFalse, reason, msg), set(Reconciling, metav1.ConditionTrue, reason, msg), remove(Stalled)}
+}
+
+// Failure is a handler that failed permanently, as a HandlerFailed
+// condition's message names it.
+type Failure struct {
+	ID      string
+	Message string
+}
+
+const failedInfix = "' failed for good: "
+
+// FailedMessage is the message of the HandlerFailed conditions: a line per
+// failed handler, "Handler 'id' failed for good: error" (unlike the
+// log's "failed permanently", so that the patch logged at DEBUG is not
+// taken for the log line).
+func FailedMessage(fs []Failure) string {
+	lines := make([]string, len(fs))
+	for i, f := range fs {
+		lines[i] = "Handler '" + f.ID + failedInfix + oneLine(f.Message)
+	}
+	return truncate(strings.Join(lines, "\n"), maxMessage)
+}
+
+// Failures reads the failed handlers back from a HandlerFailed condition's
+// message (FailedMessage): `kopfgo inspect` reports them after the cycle's
+// end has purged their progress records.
+func Failures(message string) []Failure {
+	var fs []Failure
+	for line := range strings.SplitSeq(message, "\n") {
+		rest, ok := strings.CutPrefix(line, "Handler '")
+		if !ok {
+			continue
+		}
+		id, msg, ok := strings.Cut(rest, failedInfix)
+		if ok {
+			fs = append(fs, Failure{ID: id, Message: msg})
+		}
+	}
+	return fs
+}
+
+// Find returns the condition of the type in body's status.conditions.
+func Find(body map[string]any, conditionType string) (metav1.Condition, bool) {
+	list, _ := dicts.Get(body, []string{"status", "conditions"})
+	items, _ := list.([]any)
+	if i := index(items, conditionType); i >= 0 {
+		return decode(items[i])
+	}
+	return metav1.Condition{}, false
+}
+
+// Write merges the condition changes waiting in p (patch.Patch.ChangeCondition)
+// into the object's current list, as meta.SetStatusCondition does, and
+// puts the list into p if it differs from body's; changes that change
+// nothing write nothing. The list in p, if p sets one already, is the
+// current list; otherwise body's. ObservedGeneration 0 becomes body's
+// generation; LastTransitionTime becomes now where Status changes.
+// Entries of types not changed stay as they are, whatever their shape.
+func Write(body map[string]any, p *patch.Patch, now time.Time) {
+	changes := p.TakeConditions()
+	if len(changes) == 0 {
+		return
+	}
+	cur, inPatch := dicts.Get(p.Map(), []string{"status", "conditions"})
+	if !inPatch {
+		cur, _ = dicts.Get(body, []string{"status", "conditions"})
+	}
+	old, _ := cur.([]any)
+	items := append([]any(nil), old...)
+	generation := generationOf(body)
+	stamp := metav1.NewTime(now.UTC().Truncate(time.Second))
+	changed := false
+	for _, ch := range changes {
+		i := index(items, ch.Type)
+		if ch.Remove {
+			if i >= 0 {
+				items = append(items[:i], items[i+1:]...)
+				changed = true
+			}
+			continue
+		}
+		c := metav1.Condition{Type: ch.Type, Status: metav1.ConditionStatus(ch.Status), Reason: ch.Reason, Message: ch.Message,
+			ObservedGeneration: ch.ObservedGeneration, LastTransitionTime: metav1.NewTime(ch.LastTransitionTime)}
+		if c.ObservedGeneration == 0 {
+			c.ObservedGeneration = generation
+		}
+		if c.LastTransitionTime.IsZero() {
+			c.LastTransitionTime = stamp
+		}
+		if i < 0 {
+			items = append(items, encode(c))
+			changed = true
+			continue
+		}
+		prev, ok := decode(items[i])
+		next := []metav1.Condition{prev}
+		if !ok {
+			next = nil
+		}
+		meta.SetStatusCondition(&next, c)
+		if ok && same(prev, next[0]) {
+			continue
+		}
+		items[i] = encode(next[0])
+		changed = true
+	}
+	if changed {
+		if items == nil {
+			items = []any{}
+		}
+		p.Status()["conditions"] = items
+	}
+}
+
+func same(a, b metav1.Condition) bool {
+	return a.Type == b.Type && a.Status == b.Status && a.Reason == b.Reason && a.Message == b.Message &&
+		a.ObservedGeneration == b.ObservedGeneration && a.LastTransitionTime.Equal(&b.LastTransitionTime)
+}
+
+func index(items []any, conditionType string) int {
+	for i, it := range items {
+		if m, ok := it.(map[string]any); ok && m["type"] == conditionType {
+			return i
+		}
+	}
+	return -1
+}
+
+// decode reads one entry of a list; false if it is not a condition.
+func decode(item any) (metav1.Condition, bool) {
+	var c metav1.Condition
+	raw, err := json.Marshal(item)
+	if err != nil || json.Unmarshal(raw, &c) != nil || c.Type == "" {
+		return metav1.Condition{}, false
+	}
+	return c, true
+}
+
+// encode turns a condition into the JSON tree a patch holds.
+func encode(c metav1.Condition) any {
+	m := map[string]any{
+		"type":               c.Type,
+		"status":             string(c.Status),
+		"reason":             c.Reason,
+		"message":            c.Message,
+		"lastTransitionTime": c.LastTransitionTime.UTC().Format(time.RFC3339),
+	}
+	if c.ObservedGeneration != 0 {
+		m["observedGeneration"] = c.ObservedGeneration
+	}
+	return m
+}
+
+func generationOf(body map[string]any) int64 {
+	v, _ := dicts.Get(body, []string{"metadata", "generation"})
+	switch n := v.(type) {
+	case int64:
+		return n
+	case int:
+		return int64(n)
+	case float64:
+		return int64(n)
+	case json.Number:
+		g, _ := n.Int64()
+		return g
+	}
+	return 0
+}
+
+func plural(n int, word string) string {
+	if n == 1 {
+		return word
+	}
+	return word + "s"
+}
+
+// maxMessage bounds a condition's message, as metav1.Condition's schema does.
+const maxMessage = 32768
+
+// oneLine is a handler's error on one line, at most a quarter of a
+// message long, so that a few failed handlers fit in one message.
+func oneLine(s string) string {
+	return truncate(strings.ReplaceAll(s, "\n", " "), maxMessage/4)
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return strings.ToValidUTF8(s[:n-3], "") + "..."
+}

@@ -1,0 +1,214 @@
+package conditions
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kopfgo/kopfgo/patch"
+)
+
+// brief renders condition changes as "Type=Status/Reason: message" or
+// "-Type" for removals, in order.
+func brief(chs []patch.ConditionChange) []string {
+	var out []string
+	for _, ch := range chs {
+		if ch.Remove {
+			out = append(out, "-"+ch.Type)
+			continue
+		}
+		out = append(out, ch.Type+"="+ch.Status+"/"+ch.Reason+": "+ch.Message)
+	}
+	return out
+}
+
+func TestFor(t *testing.T) {
+	cases := []struct {
+		name  string
+		cycle Cycle
+		want  []string
+	}{
+		{"no handlers: nothing was handled", Cycle{Title: "Creation", Done: true}, nil},
+		{"all succeeded", Cycle{Title: "Creation", Done: true, Handlers: []Handler{{ID: "a", Succeeded: true}, {ID: "b", Succeeded: true}}},
+			[]string{"Ready=True/HandlersSucceeded: Creation handled: 2 handlers succeeded.", "-Reconciling", "-Stalled"}},
+		{"one pending after a success", Cycle{Title: "Update", Handlers: []Handler{{ID: "a", Succeeded: true, Retries: 1}, {ID: "b"}}},
+			[]string{"Ready=False/HandlersPending: Update in progress: 1 of 2 handlers finished.",
+				"Reconciling=True/HandlersPending: Update in progress: 1 of 2 handlers finished.", "-Stalled"}},
+		{"retrying: the handler and its error, no attempt count", Cycle{Title: "Creation", Handlers: []Handler{{ID: "a", Retries: 3, Message: "not yet\nreally"}}},
+			[]string{"Ready=False/HandlerRetrying: Handler 'a' is retrying: not yet really",
+				"Reconciling=True/HandlerRetrying: Handler 'a' is retrying: not yet really", "-Stalled"}},
+		{"interrupted by the exit: pending, not retrying", Cycle{Title: "Creation", Handlers: []Handler{{ID: "a", Message: "interrupted by the operator's exit"}}},
+			[]string{"Ready=False/HandlersPending: Creation in progress: 0 of 1 handlers finished.",
+				"Reconciling=True/HandlersPending: Creation in progress: 0 of 1 handlers finished.", "-Stalled"}},
+		{"a failure while others are pending: not stalled yet", Cycle{Title: "Creation", Handlers: []Handler{{ID: "a", Failed: true, Retries: 1, Message: "boom"}, {ID: "b"}}},
+			[]string{"Ready=False/HandlersPending: Creation in progress: 1 of 2 handlers finished.",
+				"Reconciling=True/HandlersPending: Creation in progress: 1 of 2 handlers finished.", "-Stalled"}},
+		{"done with failures: stalled, each failure named", Cycle{Title: "Creation", Done: true, Handlers: []Handler{
+			{ID: "a", Failed: true, Message: "boom"}, {ID: "b", Succeeded: true}, {ID: "c/d", Failed: true, Message: "bang"}}},
+			[]string{"Ready=False/HandlerFailed: Handler 'a' failed for good: boom\nHandler 'c/d' failed for good: bang", "-Reconciling",
+				"Stalled=True/HandlerFailed: Handler 'a' failed for good: boom\nHandler 'c/d' failed for good: bang"}},
+		{"a deletion that is done: nothing, the object goes", Cycle{Title: "Deletion", Done: true, Deleting: true, Handlers: []Handler{{ID: "a", Succeeded: true}}}, nil},
+		{"a deletion retrying", Cycle{Title: "Deletion", Deleting: true, Handlers: []Handler{{ID: "a", Retries: 1, Message: "wait"}}},
+			[]string{"Ready=False/HandlerRetrying: Handler 'a' is retrying: wait",
+				"Reconciling=True/HandlerRetrying: Handler 'a' is retrying: wait", "-Stalled"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := brief(For(tc.cycle)); !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("For:\n got %q\nwant %q", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestFailuresReadsFailedMessageBack(t *testing.T) {
+	in := []Failure{{ID: "a", Message: "boom: it failed for good: twice"}, {ID: "sub/child", Message: "x"}}
+	if got := Failures(FailedMessage(in)); !reflect.DeepEqual(got, in) {
+		t.Errorf("Failures(FailedMessage) = %v, want %v", got, in)
+	}
+	if got := Failures("Creation handled: 1 handler succeeded."); got != nil {
+		t.Errorf("Failures of another message = %v, want none", got)
+	}
+	long := strings.Repeat("é", maxMessage)
+	msg := FailedMessage([]Failure{{ID: "a", Message: long}})
+	if len(msg) > maxMessage/4+len("Handler 'a"+failedInfix) || !strings.HasSuffix(msg, "...") {
+		t.Errorf("a long error is not cut: %d bytes", len(msg))
+	}
+}
+
+var (
+	t0 = time.Date(2026, 11, 26, 10, 0, 0, 0, time.UTC)
+	t1 = t0.Add(time.Hour)
+)
+
+func cond(typ, status, reason, msg string, gen int64, at time.Time) map[string]any {
+	m := map[string]any{"type": typ, "status": status, "reason": reason, "message": msg, "lastTransitionTime": at.Format(time.RFC3339)}
+	if gen != 0 {
+		m["observedGeneration"] = gen
+	}
+	return m
+}
+
+func object(gen int64, conds ...any) map[string]any {
+	body := map[string]any{"metadata": map[string]any{"name": "x", "generation": gen}}
+	if conds != nil {
+		body["status"] = map[string]any{"conditions": conds, "other": "kept"}
+	}
+	return body
+}
+
+func TestWrite(t *testing.T) {
+	ready := func(s metav1.ConditionStatus, reason, msg string) patch.ConditionChange {
+		return patch.ConditionChange{Type: Ready, Status: string(s), Reason: reason, Message: msg}
+	}
+	foreign := map[string]any{"type": "Synced", "status": "True", "severity": "Info", "lastTransitionTime": "2020-01-01T00:00:00Z"}
+	cases := []struct {
+		name    string
+		body    map[string]any
+		before  []any // status.conditions already in the patch, if any
+		changes []patch.ConditionChange
+		want    any // status.conditions in the patch; nil: none
+	}{
+		{"nothing to change", object(1), nil, nil, nil},
+		{"a new condition: now, and the object's generation", object(3), nil,
+			[]patch.ConditionChange{ready(metav1.ConditionTrue, "HandlersSucceeded", "ok")},
+			[]any{cond(Ready, "True", "HandlersSucceeded", "ok", 3, t1)}},
+		{"unchanged: no write at all", object(3, cond(Ready, "True", "HandlersSucceeded", "ok", 3, t0)), nil,
+			[]patch.ConditionChange{ready(metav1.ConditionTrue, "HandlersSucceeded", "ok")}, nil},
+		{"same status, new generation: the time stays", object(4, cond(Ready, "True", "HandlersSucceeded", "ok", 3, t0)), nil,
+			[]patch.ConditionChange{ready(metav1.ConditionTrue, "HandlersSucceeded", "ok")},
+			[]any{cond(Ready, "True", "HandlersSucceeded", "ok", 4, t0)}},
+		{"same status, new message: the time stays", object(3, cond(Ready, "False", "HandlerRetrying", "a", 3, t0)), nil,
+			[]patch.ConditionChange{ready(metav1.ConditionFalse, "HandlerRetrying", "b")},
+			[]any{cond(Ready, "False", "HandlerRetrying", "b", 3, t0)}},
+		{"a new status: the time moves", object(3, cond(Ready, "False", "HandlerRetrying", "a", 3, t0)), nil,
+			[]patch.ConditionChange{ready(metav1.ConditionTrue, "HandlersSucceeded", "ok")},
+			[]any{cond(Ready, "True", "HandlersSucceeded", "ok", 3, t1)}},
+		{"removal of an absent type: no write", object(3, cond(Ready, "True", "HandlersSucceeded", "ok", 3, t0)), nil,
+			[]patch.ConditionChange{{Type: Stalled, Remove: true}}, nil},
+		{"removal keeps the others and their order", object(3, foreign, cond(Stalled, "True", "HandlerFailed", "x", 3, t0), cond(Ready, "True", "HandlersSucceeded", "ok", 3, t0)), nil,
+			[]patch.ConditionChange{{Type: Stalled, Remove: true}},
+			[]any{foreign, cond(Ready, "True", "HandlersSucceeded", "ok", 3, t0)}},
+		{"removal of the last one: an empty list", object(3, cond(Stalled, "True", "HandlerFailed", "x", 3, t0)), nil,
+			[]patch.ConditionChange{{Type: Stalled, Remove: true}}, []any{}},
+		{"a handler's own generation and time are kept", object(3), nil,
+			[]patch.ConditionChange{{Type: "Synced", Status: "True", Reason: "Done", ObservedGeneration: 2, LastTransitionTime: t0}},
+			[]any{cond("Synced", "True", "Done", "", 2, t0)}},
+		{"the list already in the patch is the current one", object(3, cond(Ready, "True", "HandlersSucceeded", "ok", 3, t0)),
+			[]any{cond("Synced", "True", "Done", "", 3, t0)},
+			[]patch.ConditionChange{ready(metav1.ConditionTrue, "HandlersSucceeded", "ok")},
+			[]any{cond("Synced", "True", "Done", "", 3, t0), cond(Ready, "True", "HandlersSucceeded", "ok", 3, t1)}},
+		{"the last change of a type wins", object(1), nil,
+			[]patch.ConditionChange{ready(metav1.ConditionFalse, "HandlerRetrying", "a"), ready(metav1.ConditionTrue, "HandlersSucceeded", "ok")},
+			[]any{cond(Ready, "True", "HandlersSucceeded", "ok", 1, t1)}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			p := &patch.Patch{}
+			if tc.before != nil {
+				p.Status()["conditions"] = tc.before
+			}
+			for _, ch := range tc.changes {
+				p.ChangeCondition(ch)
+			}
+			Write(tc.body, p, t1.Add(400*time.Millisecond))
+			status, _ := p.Map()["status"].(map[string]any)
+			got := status["conditions"]
+			if tc.want == nil && tc.before == nil && !p.IsEmpty() {
+				t.Errorf("the patch is %v, want empty", p.Map())
+			}
+			if tc.want != nil && !reflect.DeepEqual(normalize(got), normalize(tc.want)) {
+				t.Errorf("conditions:\n got %v\nwant %v", got, tc.want)
+			}
+			if len(p.Conditions()) != 0 {
+				t.Errorf("changes are left waiting: %v", p.Conditions())
+			}
+		})
+	}
+}
+
+// normalize makes numbers comparable whatever their Go type.
+func normalize(v any) any {
+	switch t := v.(type) {
+	case []any:
+		out := make([]any, len(t))
+		for i, x := range t {
+			out[i] = normalize(x)
+		}
+		return out
+	case map[string]any:
+		out := map[string]any{}
+		for k, x := range t {
+			out[k] = normalize(x)
+		}
+		return out
+	case int:
+		return int64(t)
+	}
+	return v
+}
+
+func TestWriteLeavesTheBodyAlone(t *testing.T) {
+	body := object(2, cond(Stalled, "True", "HandlerFailed", "x", 2, t0), cond(Ready, "False", "HandlerFailed", "x", 2, t0))
+	p := &patch.Patch{}
+	for _, ch := range For(Cycle{Title: "Creation", Done: true, Handlers: []Handler{{ID: "a", Succeeded: true}}}) {
+		p.ChangeCondition(ch)
+	}
+	Write(body, p, t1)
+	if got := len(body["status"].(map[string]any)["conditions"].([]any)); got != 2 {
+		t.Errorf("the body's list has %d entries, want its 2", got)
+	}
+	if c, _ := Find(body, Stalled); c.Status != "True" {
+		t.Errorf("the body's Stalled is %v, want it unchanged", c)
+	}
+	c, ok := Find(p.Apply(body), Ready)
+	if !ok || c.Status != metav1.ConditionTrue || !c.LastTransitionTime.Time.Equal(t1) || c.ObservedGeneration != 2 {
+		t.Errorf("after the patch, Ready is %+v", c)
+	}
+	if _, ok := Find(p.Apply(body), Stalled); ok {
+		t.Error("after the patch, Stalled is still there")
+	}
+}

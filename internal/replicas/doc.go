@@ -1,0 +1,123 @@
+// Package replicas holds the ways several replicas of an operator share
+// the work, and the one idea they share: standing by. A replica stands by
+// while any reason is held in its Standby; then it watches nothing, starts
+// no handlers and runs no daemons or timers, and it serves again when the
+// last reason is dropped. Each mode only adds and drops its own reason:
+//
+//   - peering (Kopf's): a peer of higher priority, or a freeze, holds
+//     "name@namespace" (PeeringConfig.Reason);
+//   - leader election: a replica that does not hold the Lease holds
+//     ElectionReason;
+//   - sharding: a replica that hands shards over, or holds none, holds
+//     ShardingReason.
+//
+// The reactor follows the Standby (it halts and resumes its watchers) and
+// reports when everything it ran has stopped (Standby.Halted), which is
+// what sharding waits for before it hands a shard over. The reasons are
+// names, as in Kopf's operator pause (a set of named toggles), so that logs
+// and readiness can say why the operator waits.
+//
+// The modes live together because they are one concern, the replica's
+// part among its peers: they share the Standby, the Leases' timing and
+// identity (Timing, HolderIdentity), and the rule that a replica leaves
+// (releases its Leases, removes its peering record) only after its reactor
+// has stopped, so that a successor never starts beside a handler still
+// running here.
+//
+// # Leases
+//
+// Leader election and sharding hold coordination.k8s.io/v1 Leases: the
+// three durations that pace a holder (Timing), their defaults and the rule
+// between them, and a replica's identity as a holder are kept in one place,
+// so that both modes keep the same defaults and the same checks.
+//
+// # Leader election
+//
+// One replica serves while the others stand by, on a Lease held with
+// client-go's leaderelection package (as controller-runtime does): no
+// consensus of our own, and the Lease is visible with kubectl.
+//
+// A replica that loses the Lease stands by again and campaigns anew
+// instead of exiting, and a replica that stops releases the Lease only
+// after its reactor has finished, so that its successor starts at once but
+// never beside a handler still running.
+//
+// Fencing: a leader stops renewing when it cannot renew within
+// RenewDeadline, which is shorter than LeaseDuration, so it stands by
+// before another replica can take the Lease after it expires. Handlers in
+// flight when it loses the Lease are the at-least-once window that the
+// difference of the two durations bounds in the normal case.
+//
+// # Sharding
+//
+// Sharding spreads the objects of every served resource over the replicas
+// of an operator, all active: active-active sharding, on Leases written
+// with client-go's typed client.
+//
+// An object belongs to shard FNV-1a-32(uid) mod N (Shard). A replica serves
+// the objects of the shards whose Leases it holds, "<name>-shard-<i>", and
+// no other: the reactor's watchers drop the others' objects before
+// indexing or handling them (reactor.Config.Owns), so indices are per
+// replica too. The uid never changes, so an object never changes shard.
+//
+// Each replica also holds a membership Lease, "<name>-member-<hash of its
+// identity>", renewed with its shards; all the Leases carry the label
+// kopfgo.dev/sharding=<name> (ShardingLabel), so that one list reads them.
+// Every retry period a replica lists them, renews its own, and balances
+// (Balance, a pure function): with the live members sorted, the first N mod
+// M hold ceil(N/M) shards and the others floor(N/M) (Quota). A replica over
+// its quota releases its highest shards; one under it acquires free shards
+// (never one held by a live replica). A Lease is live while it keeps
+// changing: as in client-go's leader election, a replica judges expiry by
+// its own clock, a lease duration after it last saw the Lease change.
+// When a replica dies, its Leases expire and the others take its shards
+// within a lease duration and a retry period; when one joins, the others
+// see its membership and release shards down to their quotas, and it
+// acquires them.
+//
+// A shard is never served by two replicas at once, because a Lease is
+// released only after its work has stopped, and a shard is served only
+// after its Lease is acquired (fencing by Lease):
+//
+//  1. acquire: the free shards' Leases are written, each with the
+//     resourceVersion read, so that of two replicas racing for one, one
+//     conflicts and gives up;
+//  2. halt: the replica holds ShardingReason in the Standby and waits
+//     until the reactor has halted (Standby.WaitHalted): every watcher
+//     stopped, handlers in flight finished, daemons and timers stopped and
+//     returned; the Leases held are renewed meanwhile;
+//  3. swap: the set of shards served changes (lost and released shards
+//     out, acquired ones in);
+//  4. release: the released shards' Leases are written with no holder;
+//  5. resume: the reason is dropped if any shard is held, and the reactor
+//     lists everything afresh, serving the new set (a replica with no
+//     shard stands by).
+//
+// A replica that cannot renew a Lease within the renew deadline counts the
+// shard lost and stops its work at once (steps 2, 3, 5); the others take it
+// only a lease duration after its last renewal, which is later. Handlers
+// in flight when a shard is lost that way are the at-least-once window that
+// the difference of the two durations bounds, as with leader election.
+// On exit, the operator releases every Lease after its reactor has stopped
+// and deletes its membership Lease.
+//
+// A change of the shards served restarts all of the replica's watchers,
+// not only the moved shards': daemons and timers of the shards it keeps are
+// stopped and started again, and resume handlers run again for its objects.
+//
+// # Peering
+//
+// Kopf's peering: operators that share a peering object (a KopfPeering in
+// a namespace, or a ClusterKopfPeering) keep their records in its status,
+// and an operator that sees a live peer of higher priority, or of the same
+// priority, stands by until that peer is gone (compat: peering-priorities).
+// The records are Kopf's, field by field, so that Kopf and kopfgo
+// operators in one peering obey each other:
+//
+//	status:
+//	  <identity>: {priority: 0, lifetime: 60, lastseen: "2026-11-24T03:58:38.123456+00:00"}
+//
+// A record is live until lastseen+lifetime. Each operator renews its own
+// record a few seconds before it expires (Kopf's schedule), removes it when
+// it stops, and removes the records of dead peers when it sees them.
+package replicas
