@@ -7,11 +7,12 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/kopfgo/kopfgo/internal/causes"
 	"github.com/kopfgo/kopfgo/internal/component"
 	"github.com/kopfgo/kopfgo/internal/handlers"
 	"github.com/kopfgo/kopfgo/internal/health"
 	"github.com/kopfgo/kopfgo/internal/metrics"
+	"github.com/kopfgo/kopfgo/internal/reactor"
+	"github.com/kopfgo/kopfgo/internal/version"
 )
 
 // observability is a run's readiness and metrics, and the reactor's hooks
@@ -24,7 +25,8 @@ type observability struct {
 func newObservability(o Options) *observability {
 	obs := &observability{ready: &health.Readiness{}}
 	if o.MetricsAddr != "" || o.Liveness != "" {
-		obs.metrics = metrics.New()
+		build := version.Current()
+		obs.metrics = metrics.New(metrics.Options{Namespaced: len(o.Namespaces) > 0, Version: build.Version, Commit: build.Revision})
 	}
 	return obs
 }
@@ -121,9 +123,11 @@ func (obs *observability) QueueWait(d time.Duration) {
 	}
 }
 
-func (obs *observability) Handler(id string, reason causes.Reason, err error, retry int, d time.Duration) {
+func (obs *observability) Handler(c reactor.HandlerCall, d time.Duration) {
 	if obs.metrics != nil {
-		obs.metrics.HandlerCalled(id, string(reason), outcome(err), retry, d)
+		obs.metrics.HandlerCalled(metrics.Call{
+			Resource: c.Resource, Namespace: c.Namespace, Handler: c.ID, Cause: string(c.Reason), Outcome: outcome(c.Err), Retry: c.Retry,
+		}, d)
 	}
 }
 

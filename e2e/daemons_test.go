@@ -28,13 +28,17 @@ type opRun struct {
 
 func startOperator(t *testing.T, ns string, settings kopfgo.Settings, register func(op *kopfgo.Operator)) *opRun {
 	t.Helper()
+	return startOperatorWith(t, kopfgo.Options{Namespaces: []string{ns}, Settings: settings}, register)
+}
+
+// startOperatorWith is startOperator with more options: the shared
+// cluster's config and a logger into the run's log are added to them.
+func startOperatorWith(t *testing.T, opts kopfgo.Options, register func(op *kopfgo.Operator)) *opRun {
+	t.Helper()
 	r := &opRun{log: &logSink{}, done: make(chan error, 1)}
-	op := kopfgo.New(kopfgo.Options{
-		Namespaces: []string{ns},
-		Settings:   settings,
-		RESTConfig: cluster.Shared(t).RESTConfig(),
-		Logger:     logging.New(logging.Config{Format: logging.FormatPlain, Level: slog.LevelDebug, Writer: r.log}),
-	})
+	opts.RESTConfig = cluster.Shared(t).RESTConfig()
+	opts.Logger = logging.New(logging.Config{Format: logging.FormatPlain, Level: slog.LevelDebug, Writer: r.log})
+	op := kopfgo.New(opts)
 	register(op)
 	ctx, cancel := context.WithCancel(context.Background())
 	r.cancel = cancel

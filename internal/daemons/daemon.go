@@ -213,7 +213,7 @@ func (d *daemon) attempt(st *attempts) handling.Verdict {
 	if err != nil && d.stopper.Stopped() && d.isStopError(err) {
 		err = nil // it was asked to stop, and says so
 	}
-	if observe := d.set.m.cfg.Observe; observe != nil {
+	if observe := d.set.obj.Observe; observe != nil {
 		observe(h.ID, strings.ToLower(h.Kind.String()), err, st.retries, d.clock().Sub(now))
 	}
 	st.retries++

@@ -24,10 +24,6 @@ type Config struct {
 	DefaultBackoff time.Duration
 	// Background tunes stopping; its defaults must be applied.
 	Background config.Background
-	// Observe, when set, is told of each call of a daemon or timer: its
-	// handler id and kind ("daemon", "timer"), its error (nil on success),
-	// its retry number, and how long it ran, for the metrics.
-	Observe func(id, kind string, err error, retry int, d time.Duration)
 }
 
 // Manager owns every daemon and timer of an operator, so that the operator's
@@ -67,6 +63,11 @@ type Object struct {
 	// was abandoned, so the object may need its finalizer no more, or may
 	// get a filtered daemon back.
 	Wake func()
+	// Observe, when set, is told of each call of a daemon or timer: its
+	// handler id and kind ("daemon", "timer"), its error (nil on success),
+	// its retry number, and how long it ran, for the metrics, which label
+	// it with the object's resource and namespace.
+	Observe func(id, kind string, err error, retry int, d time.Duration)
 }
 
 // NewSet returns the (empty) set of daemons and timers of one object; its

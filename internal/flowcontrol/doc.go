@@ -22,15 +22,24 @@
 // in use (at least half of it in flight or waiting), it grows by one per
 // request below the slow-start threshold and by one per round of `limit`
 // requests above it; a 429, a 500/502/503/504, or a client-side timeout
-// halves it, and latency well above the baseline cuts it by a tenth, but
+// halves it, and latency well above its long-term level cuts it by a tenth, but
 // not below its initial value (the server still answers, only slower). A
 // decrease is applied at most once per round: only requests started after
 // the last decrease can cause another, as TCP reduces its window once per
 // window of loss. Latency is judged for writes only: a LIST's latency
-// follows the collection's size more than the server's load. The baseline
-// is the smallest latency of the current and the previous minute; "well
-// above" is a smoothed latency (TCP's 1/8 weighting) beyond twice the
-// baseline plus 50ms, so that the noise of millisecond requests does not
+// follows the collection's size more than the server's load. "Well above"
+// compares a smoothed latency of the last few requests (TCP's 1/8
+// weighting) with a long-term one (1/512: the last few hundred requests),
+// as Netflix's gradient limit does: beyond 1.5 times the long-term latency
+// plus 50ms is a rise, congestion building up; a latency that rose and then
+// holds is the server's pace at this load, and the limit grows again once
+// the long-term latency has caught up with it. A baseline of the smallest
+// latency seen (the first design) judged every request of a busy server
+// against one lucky idle one: on a 2-core machine a backlog's limit then
+// sat at its initial 16 while more requests in flight drained it faster
+// (the handover between one request and the next waiting one costs a
+// scheduling delay that a plain client's 16 workers do not pay). The 50ms
+// are there so that the noise of millisecond requests does not
 // count. Nothing is random: the same responses at the same (fake) times give
 // the same limits.
 //

@@ -88,9 +88,9 @@ const (
 	downAfter        = 3
 	errorCut         = 0.5
 	latencyCut       = 0.9
-	latencyTolerance = 2
+	latencyTolerance = 1.5
 	latencySlack     = 50 * time.Millisecond
-	baselineWindow   = time.Minute
+	longWeight       = 512
 	firstProbe       = 500 * time.Millisecond
 	maxProbe         = 8 * time.Second
 )
@@ -421,7 +421,7 @@ func (g *Gate) done(t ticket, o outcome) {
 	case cancelled:
 	case succeeded:
 		line = g.succeededLocked(now)
-		cs.sample(now, now.Sub(t.start), t.seq, g.seq, demand)
+		cs.sample(now.Sub(t.start), t.seq, g.seq, demand)
 	default:
 		if o.kind != unreachable {
 			cs.cut(errorCut, t.seq, g.seq)

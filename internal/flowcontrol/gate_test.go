@@ -261,6 +261,45 @@ func TestLimitBacksOffOnRisingLatency(t *testing.T) {
 	}
 }
 
+// A latency that rose and then holds is the server's pace at this load,
+// not congestion: once the long-term latency has caught up with it, the
+// limit grows again (a backlog drains faster with more requests in flight
+// though each takes longer), while a further rise still cuts it.
+func TestLimitGrowsAgainOnALatencyPlateau(t *testing.T) {
+	r := newRig(t, Config{Writes: Limits{Initial: 16, Max: 64}})
+	round := func(rtt time.Duration) int {
+		n := r.g.WriteLimit()
+		tks := make([]ticket, 0, n)
+		for range n {
+			tks = append(tks, r.now(Write))
+		}
+		for _, tk := range tks {
+			r.finish(tk, rtt, ok)
+		}
+		return r.g.WriteLimit()
+	}
+	for range 40 {
+		round(5 * time.Millisecond)
+	}
+	start := r.g.WriteLimit()
+	// 200ms at once: a rise, cut down to (not below) the initial limit.
+	low := start
+	for range 10 {
+		low = min(low, round(200*time.Millisecond))
+	}
+	if low >= start || low < 16 {
+		t.Fatalf("limit %d after a rise from 5ms to 200ms (was %d), want cut, to no less than 16", low, start)
+	}
+	// The plateau: 200ms goes on; the limit grows back.
+	var high int
+	for range 200 {
+		high = max(high, round(200*time.Millisecond))
+	}
+	if high <= low {
+		t.Errorf("limit %d after a long plateau of 200ms, want it grown again beyond %d", high, low)
+	}
+}
+
 func TestRetryAfterHoldsTheClassUntilThen(t *testing.T) {
 	r := newRig(t, Config{})
 	r.finish(r.now(Write), time.Millisecond, outcome{kind: steered, code: 429, status: "429 Too Many Requests", retryAfter: 2 * time.Second})

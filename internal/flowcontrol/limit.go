@@ -23,10 +23,8 @@ type class struct {
 	lastCut uint64
 
 	judgeLatency bool
-	srtt         time.Duration // smoothed latency
-	baseCur      time.Duration // smallest latency of the current window
-	basePrev     time.Duration // of the previous one; 0: none
-	windowEnd    time.Time
+	srtt         time.Duration // smoothed latency, of the last few requests
+	lrtt         time.Duration // long-term latency, of the last few hundred
 }
 
 func newClass(l Limits, judgeLatency bool) class {
@@ -41,26 +39,15 @@ func (cs *class) cap() int { return max(1, int(cs.limit)) }
 
 // sample judges a successful request that took rtt; demand is how many
 // requests of the class were in flight (itself included) or waiting.
-func (cs *class) sample(now time.Time, rtt time.Duration, seq, lastSeq uint64, demand int) {
+func (cs *class) sample(rtt time.Duration, seq, lastSeq uint64, demand int) {
 	if cs.judgeLatency {
 		if cs.srtt == 0 {
-			cs.srtt = rtt
+			cs.srtt, cs.lrtt = rtt, rtt
 		} else {
 			cs.srtt += (rtt - cs.srtt) / 8
+			cs.lrtt += (rtt - cs.lrtt) / longWeight
 		}
-		if !now.Before(cs.windowEnd) {
-			if !cs.windowEnd.IsZero() {
-				cs.basePrev = cs.baseCur
-			}
-			cs.baseCur, cs.windowEnd = rtt, now.Add(baselineWindow)
-		} else {
-			cs.baseCur = min(cs.baseCur, rtt)
-		}
-		base := cs.baseCur
-		if cs.basePrev > 0 {
-			base = min(base, cs.basePrev)
-		}
-		if cs.srtt > latencyTolerance*base+latencySlack {
+		if cs.srtt > time.Duration(latencyTolerance*float64(cs.lrtt))+latencySlack {
 			// Latency alone does not take the limit below its initial
 			// value: the server answers, only slower, and a limit kept
 			// below the concurrency a plain client uses gave up

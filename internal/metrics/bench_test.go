@@ -9,12 +9,12 @@ import (
 // in flight, one handler call. Compare with the handling's own cost
 // (handlers' and reactor's benchmarks) for the overhead per object.
 func BenchmarkPerObject(b *testing.B) {
-	m := New()
+	m := New(Options{})
 	b.ReportAllocs()
 	for b.Loop() {
 		m.WatchEvent("kopfexamples.v1.kopf.dev", "MODIFIED")
 		m.Busy(1)
-		m.HandlerCalled("create_fn", "create", Success, 0, time.Millisecond)
+		m.HandlerCalled(Call{Resource: "kopfexamples.v1.kopf.dev", Handler: "create_fn", Cause: "create", Outcome: Success}, time.Millisecond)
 		m.Busy(-1)
 	}
 }

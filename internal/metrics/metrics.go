@@ -4,6 +4,8 @@ import (
 	"context"
 	"net/http"
 	"net/url"
+	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -24,9 +26,21 @@ const (
 	Exception = "exception" // any other error: retried with the default backoff
 )
 
+// Options are what the metrics must know of the operator when they are made.
+type Options struct {
+	// Namespaced: the operator serves some namespaces, not the cluster. The
+	// handler metrics have a namespace label then, whose values are bounded
+	// by the namespaces served; a cluster-wide operator's would be bounded
+	// by nothing but the cluster, so they have none.
+	Namespaced bool
+	// Version and Commit label kopfgo_build_info (internal/version's stamp).
+	Version, Commit string
+}
+
 // Metrics holds an operator's metrics in a registry of its own.
 type Metrics struct {
-	reg *prometheus.Registry
+	reg        *prometheus.Registry
+	namespaced bool
 
 	invocations   *prometheus.CounterVec
 	duration      *prometheus.HistogramVec
@@ -56,21 +70,27 @@ type Metrics struct {
 
 // New makes the metrics, with the Go runtime and process collectors, and
 // makes them the receiver of client-go's request metrics.
-func New() *Metrics {
-	m := &Metrics{reg: prometheus.NewRegistry()}
+func New(o Options) *Metrics {
+	m := &Metrics{reg: prometheus.NewRegistry(), namespaced: o.Namespaced}
+	// Handler metrics are labelled by where the handler is (resource, and
+	// namespace when namespaced), then by the handler itself.
+	where, by := []string{"resource"}, "resource"
+	if o.Namespaced {
+		where, by = []string{"resource", "namespace"}, "resource, namespace"
+	}
 	m.invocations = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "kopfgo_handler_invocations_total",
-		Help: "Calls of handlers, by handler id, cause (create, update, delete, resume, field…; event; daemon, timer) and outcome (success, temporary, permanent, exception).",
-	}, []string{"handler", "cause", "outcome"})
+		Help: "Calls of handlers, by " + by + ", handler id, cause (create, update, delete, resume, field…; event; daemon, timer) and outcome (success, temporary, permanent, exception).",
+	}, slices.Concat(where, []string{"handler", "cause", "outcome"}))
 	m.duration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name:    "kopfgo_handler_duration_seconds",
-		Help:    "How long handlers ran, by handler id and cause (as kopfgo_handler_invocations_total).",
+		Help:    "How long handlers ran, by " + by + ", handler id and cause (as kopfgo_handler_invocations_total).",
 		Buckets: []float64{.001, .005, .01, .05, .1, .5, 1, 5, 10, 60, 300},
-	}, []string{"handler", "cause"})
+	}, slices.Concat(where, []string{"handler", "cause"}))
 	m.retries = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "kopfgo_handler_retries_total",
-		Help: "Calls of handlers that were retries of an earlier failed call, by handler id and cause.",
-	}, []string{"handler", "cause"})
+		Help: "Calls of handlers that were retries of an earlier failed call, by " + by + ", handler id and cause.",
+	}, slices.Concat(where, []string{"handler", "cause"}))
 	m.inFlight = prometheus.NewGauge(prometheus.GaugeOpts{
 		Name: "kopfgo_objects_in_flight",
 		Help: "Objects being processed right now.",
@@ -118,8 +138,16 @@ func New() *Metrics {
 		Name: "kopfgo_api_requests_rejected_total",
 		Help: "API requests the API server answered with 429 or 5xx, by class and code.",
 	}, []string{"class", "code"})
+	build := prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "kopfgo_build_info",
+		Help: "Always 1: the operator's build, by version, commit (empty if unknown) and goversion (the Go release it was built with).",
+		ConstLabels: prometheus.Labels{
+			"version": o.Version, "commit": o.Commit, "goversion": runtime.Version(),
+		},
+	})
+	build.Set(1)
 	m.reg.MustRegister(m.invocations, m.duration, m.retries, m.inFlight, m.queueWait, m.watchEvents, m.watchRestarts,
-		m.apiLatency, m.apiRequests, m.events, m.paused, m.flowWaited, m.flowWait, m.flowRejected,
+		m.apiLatency, m.apiRequests, m.events, m.paused, m.flowWaited, m.flowWait, m.flowRejected, build,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	current.Store(m)
 	registerClientGo.Do(func() {
@@ -136,14 +164,30 @@ func (m *Metrics) HTTPHandler() http.Handler {
 	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{})
 }
 
-// HandlerCalled records one handler call: its outcome (Success, ...), its
-// attempt's number (0: the first) and its duration.
-func (m *Metrics) HandlerCalled(id, cause, outcome string, retry int, d time.Duration) {
-	m.invocations.WithLabelValues(id, cause, outcome).Inc()
-	m.duration.WithLabelValues(id, cause).Observe(d.Seconds())
-	if retry > 0 {
-		m.retries.WithLabelValues(id, cause).Inc()
+// Call is one call of a handler, as the metrics label it.
+type Call struct {
+	// Resource is the handler's resource as the logs name it
+	// (kopfexamples.v1.kopf.dev); Namespace is its object's ("" for a
+	// cluster-scoped one), a label only when the operator is namespaced.
+	Resource, Namespace string
+	Handler, Cause      string
+	Outcome             string // Success, ...
+	Retry               int    // the attempt's number, 0: the first
+}
+
+// HandlerCalled records one handler call and how long it ran.
+func (m *Metrics) HandlerCalled(c Call, d time.Duration) {
+	var buf [5]string
+	lv := append(buf[:0], c.Resource)
+	if m.namespaced {
+		lv = append(lv, c.Namespace)
 	}
+	lv = append(lv, c.Handler, c.Cause)
+	m.duration.WithLabelValues(lv...).Observe(d.Seconds())
+	if c.Retry > 0 {
+		m.retries.WithLabelValues(lv...).Inc()
+	}
+	m.invocations.WithLabelValues(append(lv, c.Outcome)...).Inc()
 }
 
 // Busy adds delta to the objects in flight.

@@ -15,7 +15,7 @@ import (
 // two API requests (latency and result each, through client-go's hooks).
 // Its time over make bench's CPU per object is the metrics' share of it.
 func BenchmarkOneHandledObject(b *testing.B) {
-	m := New()
+	m := New(Options{})
 	ctx := context.Background()
 	u := url.URL{Scheme: "https", Host: "127.0.0.1:6443", Path: "/apis/kopf.dev/v1/namespaces/default/kopfexamples/bench-00001"}
 	const res = "kopfexamples.v1.kopf.dev"
@@ -31,7 +31,7 @@ func BenchmarkOneHandledObject(b *testing.B) {
 			m.QueueWait(3 * time.Millisecond)
 			m.Busy(-1)
 		}
-		m.HandlerCalled("create_fn", "create", Success, 0, 40*time.Microsecond)
+		m.HandlerCalled(Call{Resource: res, Handler: "create_fn", Cause: "create", Outcome: Success}, 40*time.Microsecond)
 		for range 2 {
 			latencyAdapter{}.Observe(ctx, "PATCH", u, 12*time.Millisecond)
 			resultAdapter{}.Increment(ctx, "200", "PATCH", "127.0.0.1:6443")

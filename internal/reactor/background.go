@@ -3,8 +3,10 @@ package reactor
 import (
 	"context"
 	"errors"
+	"time"
 
 	"github.com/kopfgo/kopfgo/diffbase"
+	"github.com/kopfgo/kopfgo/internal/causes"
 	"github.com/kopfgo/kopfgo/internal/conditions"
 	"github.com/kopfgo/kopfgo/internal/daemons"
 	"github.com/kopfgo/kopfgo/internal/handlers"
@@ -93,6 +95,7 @@ func (w *watcher) backgroundOf(ctx context.Context, key string, ps *pass) *backg
 	}
 	u, log := ps.obj, ps.log
 	uid, ns, name := string(u.GetUID()), u.GetNamespace(), u.GetName()
+	observe := w.observeHandler(ns)
 	st.background = &background{set: w.daemons.NewSet(daemons.Object{
 		Resource: w.res,
 		Logger:   log,
@@ -121,6 +124,9 @@ func (w *watcher) backgroundOf(ctx context.Context, key string, ps *pass) *backg
 			return err
 		},
 		Wake: func() { w.poke(ctx, key) },
+		Observe: func(id, kind string, err error, retry int, d time.Duration) {
+			observe(id, causes.Reason(kind), err, retry, d) // hook: handler invocations
+		},
 	})}
 	return st.background
 }

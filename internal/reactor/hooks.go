@@ -29,7 +29,8 @@ type Hooks interface {
 	// Paused: the operator stands by for these reasons (Config.Pause);
 	// none: it serves again.
 	Paused(reasons []string)
-	// WatchEvent: a watch event of a resource, of a type ("ADDED", ...).
+	// WatchEvent: a watch event of a resource, of a type ("ADDED", ...;
+	// "LISTED" for the objects of the initial listing).
 	WatchEvent(resource string, typ string)
 	// WatchRestart: a list or watch failed or ended and is retried.
 	WatchRestart(resource string)
@@ -38,11 +39,9 @@ type Hooks interface {
 	// QueueWait: an object's pass starts d after the oldest news it
 	// handles came (a watch event, a daemon's exit, a timer's touch).
 	QueueWait(d time.Duration)
-	// Handler: a handler ran and returned err (nil: success) after d; retry
-	// is its attempt's number, 0 the first. The reason is the cause for
-	// resource-changing handlers, "event" for event handlers, "daemon" or
-	// "timer" for daemons and timers.
-	Handler(id string, reason causes.Reason, err error, retry int, d time.Duration)
+	// Handler: a handler ran (HandlerCall says which, where and how it
+	// ended) for d.
+	Handler(call HandlerCall, d time.Duration)
 	// EventPosted: a Kubernetes Event was posted (err nil) or not.
 	EventPosted(err error)
 	// Daemons gives a count of the running daemons and timers.
@@ -51,23 +50,37 @@ type Hooks interface {
 	Waiting(waiting func() int)
 }
 
+// HandlerCall is one call of a handler, as the Handler hook is told of it.
+type HandlerCall struct {
+	// Resource is the handler's resource as the logs name it
+	// (kopfexamples.v1.kopf.dev); Namespace is its object's, "" for a
+	// cluster-scoped one.
+	Resource, Namespace string
+	ID                  string
+	// Reason is the cause for resource-changing handlers, "event" for
+	// event handlers, "daemon" or "timer" for daemons and timers.
+	Reason causes.Reason
+	Err    error // nil: success
+	Retry  int   // the attempt's number, 0 the first
+}
+
 // nopHooks is the Hooks of a Config without any.
 type nopHooks struct{}
 
-func (nopHooks) WatchStarted(string)                                      {}
-func (nopHooks) WatchSynced(string)                                       {}
-func (nopHooks) WatchStopped(string)                                      {}
-func (nopHooks) Served()                                                  {}
-func (nopHooks) Unresolved([]string, bool)                                {}
-func (nopHooks) Paused([]string)                                          {}
-func (nopHooks) WatchEvent(string, string)                                {}
-func (nopHooks) WatchRestart(string)                                      {}
-func (nopHooks) Busy(int)                                                 {}
-func (nopHooks) QueueWait(time.Duration)                                  {}
-func (nopHooks) Handler(string, causes.Reason, error, int, time.Duration) {}
-func (nopHooks) EventPosted(error)                                        {}
-func (nopHooks) Daemons(func() int)                                       {}
-func (nopHooks) Waiting(func() int)                                       {}
+func (nopHooks) WatchStarted(string)                {}
+func (nopHooks) WatchSynced(string)                 {}
+func (nopHooks) WatchStopped(string)                {}
+func (nopHooks) Served()                            {}
+func (nopHooks) Unresolved([]string, bool)          {}
+func (nopHooks) Paused([]string)                    {}
+func (nopHooks) WatchEvent(string, string)          {}
+func (nopHooks) WatchRestart(string)                {}
+func (nopHooks) Busy(int)                           {}
+func (nopHooks) QueueWait(time.Duration)            {}
+func (nopHooks) Handler(HandlerCall, time.Duration) {}
+func (nopHooks) EventPosted(error)                  {}
+func (nopHooks) Daemons(func() int)                 {}
+func (nopHooks) Waiting(func() int)                 {}
 
 // countingClient tells the hooks of each Event posted.
 type countingClient struct {

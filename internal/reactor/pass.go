@@ -243,7 +243,7 @@ func (w *watcher) handle(ctx context.Context, ps *pass, reason causes.Reason) ne
 		Patch: c.Patch, Storage: w.Settings.Persistence.ProgressStorage, Clock: w.Clock, Logger: ps.log, Memo: c.Memo,
 		DefaultBackoff: w.Settings.Execution.DefaultBackoff,
 		Handling:       w.Settings.Handling,
-		Observe:        w.hooks().Handler, // hook: handler invocations
+		Observe:        w.observeHandler(ps.obj.GetNamespace()), // hook: handler invocations
 		// A deletion that daemons hold ends with Hold, not with the
 		// release: the delete handlers' successes go onto the object
 		// then, or an operator that dies before the daemons have exited

@@ -8,13 +8,11 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"time"
 
 	"golang.org/x/time/rate"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/clock"
 
-	"github.com/kopfgo/kopfgo/internal/causes"
 	"github.com/kopfgo/kopfgo/internal/config"
 	"github.com/kopfgo/kopfgo/internal/daemons"
 	"github.com/kopfgo/kopfgo/internal/flowcontrol"
@@ -132,9 +130,6 @@ func Run(ctx context.Context, cfg Config) error {
 		Config: cfg, client: client, poster: poster,
 		daemons: daemons.NewManager(ctx, daemons.Config{
 			Clock: cfg.Clock, DefaultBackoff: cfg.Settings.Execution.DefaultBackoff, Background: cfg.Settings.Background,
-			Observe: func(id, kind string, err error, retry int, d time.Duration) {
-				cfg.hooks().Handler(id, causes.Reason(kind), err, retry, d) // hook: handler invocations
-			},
 		}),
 		slots:      newSlots(passLimit(cfg.Settings.Execution.MaxWorkers, client.Flow())),
 		handlerCtx: hctx,

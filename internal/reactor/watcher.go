@@ -38,6 +38,7 @@ import (
 type watcher struct {
 	*run
 	res       resources.Resource
+	resName   string // res as the logs and the metrics name it
 	namespace string
 	// scope filters objects by namespace when the watch is wider than the
 	// operator's scope (namespace patterns); nil serves all.
@@ -78,7 +79,7 @@ type watcher struct {
 // the initial listing.
 func newWatcher(r *run, res resources.Resource, ns string, scope resources.Namespaces, gate *sync.WaitGroup) *watcher {
 	w := &watcher{
-		run: r, res: res, namespace: ns,
+		run: r, res: res, resName: res.String(), namespace: ns,
 		changing: handling.ForResource(r.Registry.Changing(), res),
 		watching: handling.EventsFor(r.Registry.Events(), res),
 		indexers: indexersFor(r.Indexers, res),
@@ -141,14 +142,14 @@ func (w *watcher) watch(ctx context.Context) {
 	if w.indexed != nil {
 		defer w.indexed() // never leave the other handlers waiting
 	}
-	resName := w.res.String()
+	resName := w.resName
 	reg, err := w.informer.AddEventHandler(cache.ResourceEventHandlerDetailedFuncs{
 		AddFunc: func(obj any, initial bool) {
-			typ := handlers.EventAdded
+			typ, label := handlers.EventAdded, string(handlers.EventAdded)
 			if initial {
-				typ = handlers.EventListed
+				typ, label = handlers.EventListed, listedLabel
 			}
-			w.hooks().WatchEvent(resName, string(typ)) // hook: watch events
+			w.hooks().WatchEvent(resName, label) // hook: watch events
 			w.observe(ctx, obj, typ, initial, false)
 		},
 		UpdateFunc: func(_, obj any) {
@@ -350,6 +351,18 @@ func (w *watcher) indexForeign(ctx context.Context, u *unstructured.Unstructured
 // eventCause is the cause the metrics give event handlers' calls.
 const eventCause = causes.Reason("event")
 
+// observeHandler tells the hooks of the calls of a cycle's handlers on an
+// object in the namespace (handling.Cycle.Observe).
+func (w *watcher) observeHandler(namespace string) func(string, causes.Reason, error, int, time.Duration) {
+	return func(id string, reason causes.Reason, err error, retry int, d time.Duration) {
+		w.hooks().Handler(HandlerCall{Resource: w.resName, Namespace: namespace, ID: id, Reason: reason, Err: err, Retry: retry}, d)
+	}
+}
+
+// listedLabel is the watch event type the metrics give the objects of the
+// initial listing, whose raw event type is None in Kopf ("" in kopfgo).
+const listedLabel = "LISTED"
+
 // dispatch runs the watching handlers for the observations queued since the
 // last pass, in their order.
 func (w *watcher) dispatch(ctx context.Context, wk *worker) {
@@ -368,7 +381,7 @@ func (w *watcher) dispatch(ctx context.Context, wk *worker) {
 		handling.HandleEvent(hctx, w.watching, ob.typ, &handling.Cause{
 			Body: u.Object, Resource: w.res, Patch: pt, Logger: log, Memo: ob.state.memo,
 		}, func(id string, err error, d time.Duration) {
-			w.hooks().Handler(id, eventCause, err, 0, d) // hook: handler invocations
+			w.hooks().Handler(HandlerCall{Resource: w.resName, Namespace: u.GetNamespace(), ID: id, Reason: eventCause, Err: err}, d) // hook: handler invocations
 		})
 		// Results and patches of watching handlers are applied as Kopf
 		// does, except for a deleted object, which has nothing left to patch.
