@@ -14,5 +14,6 @@
 // (internal/plan).
 //
 // Everything here is pure: no I/O, no clock, no logging. It is internal,
-// as the engine is: users meet only its Reason, as kopfgo.Reason.
+// as the engine is: users meet its Reason as kopfgo.Reason, and the whole
+// package under its public import path, package causes, which re-exports it.
 package causes

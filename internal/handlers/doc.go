@@ -13,7 +13,8 @@
 // internal, as the rest of the engine is: kopfgo re-exports every type here
 // a user meets under the same name (type Change = handlers.Change, …), so
 // that users import kopfgo alone and no public package is imported by
-// internal/ for them.
+// internal/ for them; package handlers, the public import path users were
+// promised, re-exports this package too.
 //
 // NewObject and NewSpawn build handler arguments outside a running operator
 // (the daemons machinery and the test kit kopfgotest use them): Spawn keeps

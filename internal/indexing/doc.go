@@ -13,7 +13,7 @@
 // initial listings, so that even the first creation handler sees complete
 // indices (compat: indices-complete).
 //
-// It is internal, as the reactor's part: users meet only Index (as
-// kopfgo.Index) and register indices with kopfgo.OnIndex and
-// kopfgo.OnTypedIndex.
+// It is internal, as the reactor's part: users meet only Index and Func
+// (as kopfgo.Index, or under the public import path, package indexing) and
+// register indices with kopfgo.OnIndex and kopfgo.OnTypedIndex.
 package indexing
