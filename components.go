@@ -20,6 +20,7 @@ import (
 	"github.com/kopfgo/kopfgo/internal/logging"
 	"github.com/kopfgo/kopfgo/internal/reactor"
 	"github.com/kopfgo/kopfgo/internal/replicas"
+	"github.com/kopfgo/kopfgo/internal/tracing"
 )
 
 // run is one run of an operator: what its components (Operator.Run)
@@ -40,6 +41,7 @@ type run struct {
 	cfg     *rest.Config          // the credentials; nil before the login
 	flow    *flowcontrol.Gate     // the API's flow control, once there are credentials
 	owns    func(uid string) bool // sharding: whether an object is this replica's; nil: every object
+	tracer  *tracing.Tracer       // nil: tracing is off
 }
 
 // newRun checks the options and creates the run's parts; it starts
@@ -122,16 +124,23 @@ func (r *run) clients(ctx context.Context) context.Context {
 		return ctx
 	}
 	cfg := r.cfg
-	if r.flow != nil {
+	if r.flow != nil || r.tracer != nil {
 		cfg = rest.CopyConfig(cfg)
+	}
+	if r.flow != nil {
 		cfg.Wrap(r.flow.Wrap)
+	}
+	if r.tracer != nil {
+		cfg.Wrap(r.tracer.Transport) // the handlers' own requests nest in their spans
 	}
 	return WithClients(ctx, cfg)
 }
 
 // client is a new API client on the run's credentials and flow control.
 func (r *run) client() (*kube.Client, error) {
-	return kube.NewClient(r.cfg, clientOptions(r.settings, r.flow))
+	opts := clientOptions(r.settings, r.flow)
+	opts.Tracer = r.tracer
+	return kube.NewClient(r.cfg, opts)
 }
 
 // livenessEndpoint serves the probe handlers' results (Options.Liveness),
@@ -196,6 +205,7 @@ func (r *run) reactor(ctx context.Context) error {
 		Indexers:   indexers,
 		Memo:       r.op.memo,
 		Hooks:      r.obs, // readiness and metrics
+		Tracer:     r.tracer,
 		Pause:      r.standby,
 		Owns:       r.owns, // sharding
 

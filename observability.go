@@ -2,13 +2,12 @@ package kopfgo
 
 import (
 	"context"
-	"errors"
 	"log/slog"
 	"net/http"
 	"time"
 
 	"github.com/kopfgo/kopfgo/internal/component"
-	"github.com/kopfgo/kopfgo/internal/handlers"
+	"github.com/kopfgo/kopfgo/internal/handling"
 	"github.com/kopfgo/kopfgo/internal/health"
 	"github.com/kopfgo/kopfgo/internal/metrics"
 	"github.com/kopfgo/kopfgo/internal/reactor"
@@ -149,17 +148,5 @@ func (obs *observability) Waiting(waiting func() int) {
 	}
 }
 
-// outcome names a handler's error as the metrics do, by the error's kind
-// (as Judge tells them apart).
-func outcome(err error) string {
-	var temp *handlers.TemporaryError
-	switch {
-	case err == nil:
-		return metrics.Success
-	case errors.As(err, &temp):
-		return metrics.Temporary
-	case errors.Is(err, &handlers.PermanentError{}):
-		return metrics.Permanent
-	}
-	return metrics.Exception
-}
+// outcome names a handler's error as the metrics do, by the error's kind.
+func outcome(err error) string { return handling.OutcomeOf(err) }

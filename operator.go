@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/clock"
 
@@ -66,6 +67,14 @@ type Options struct {
 	// get: every object's memo starts as a shallow copy of it. Nil: an
 	// empty one.
 	Memo *Memo
+	// TracerProvider receives the spans of passes, handler calls and API
+	// requests (docs/tracing.md); the caller keeps it and shuts it down.
+	// Nil: the standard OTEL_* environment variables decide, and tracing
+	// is off unless they ask for it (an OTLP endpoint or
+	// OTEL_TRACES_EXPORTER=otlp); Run then flushes and shuts down the
+	// provider it made. A no-op provider turns tracing off whatever the
+	// environment says.
+	TracerProvider trace.TracerProvider
 }
 
 // Operator is a set of handlers and the machinery that runs them. Create it
@@ -158,6 +167,11 @@ func (op *Operator) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	stop, err := r.tracing(ctx)
+	if err != nil {
+		return err
+	}
+	defer stop()
 	return orCause(ctx, component.Run(ctx,
 		component.Component{Name: "observability", Start: r.observability}, // /metrics, /readyz from the start
 		component.Component{Name: "activities", Start: r.activities},       // startup, settings, memory limit; cleanup last

@@ -115,17 +115,17 @@ func TestSummarizeRounds(t *testing.T) {
 		return result{Scenario: "burst", Contender: contender, Round: round, Objects: 10, Calls: 10, Writes: 20, CPUPerObjectMs: cpu}
 	}
 	r := report{Params: map[string]any{"rounds": 3}, Results: []result{
-		res(1, "floor", 1.0), res(1, "kopfgo", 0.8), res(1, "kopfgo-metrics", 0.9),
-		res(2, "floor", 2.0), res(2, "kopfgo", 1.8), res(2, "kopfgo-metrics", 1.8),
-		res(3, "floor", 1.0), res(3, "kopfgo", 1.0), res(3, "kopfgo-metrics", 0.9),
+		res(1, "floor", 1.0), res(1, "kopfgo", 0.8), res(1, "kopfgo-metrics", 0.9), res(1, "kopfgo-tracing", 1.0),
+		res(2, "floor", 2.0), res(2, "kopfgo", 1.8), res(2, "kopfgo-metrics", 1.8), res(2, "kopfgo-tracing", 2.7),
+		res(3, "floor", 1.0), res(3, "kopfgo", 1.0), res(3, "kopfgo-metrics", 0.9), res(3, "kopfgo-tracing", 1.1),
 	}}
 	r.ratios()
 	r.summarize()
-	if len(r.Medians) != 3 {
+	if len(r.Medians) != 4 {
 		t.Fatalf("medians: got %d rows, want one per contender: %+v", len(r.Medians), r.Medians)
 	}
 	for _, m := range r.Medians {
-		want := map[string]float64{"floor": 1.0, "kopfgo": 1.0, "kopfgo-metrics": 0.9}[m.Contender]
+		want := map[string]float64{"floor": 1.0, "kopfgo": 1.0, "kopfgo-metrics": 0.9, "kopfgo-tracing": 1.1}[m.Contender]
 		if m.CPUPerObjectMs != want || m.Round != 0 {
 			t.Errorf("%s: median CPU per object %v (round %d), want %v (round 0)", m.Contender, m.CPUPerObjectMs, m.Round, want)
 		}
@@ -146,6 +146,16 @@ func TestSummarizeRounds(t *testing.T) {
 	}
 	if !strings.Contains(cost, "median +0.0% (rounds: +12.5%, +0.0%, -10.0%)") {
 		t.Errorf("metrics' cost note = %q", cost)
+	}
+	// The tracing's: +25%, +50%, +10%: the median is +25%.
+	cost = ""
+	for _, n := range r.Notes {
+		if strings.HasPrefix(n, "burst: the tracing's CPU per object, kopfgo-tracing over kopfgo") {
+			cost = n
+		}
+	}
+	if !strings.Contains(cost, "median +25.0% (rounds: +25.0%, +50.0%, +10.0%)") {
+		t.Errorf("tracing's cost note = %q in %q", cost, r.Notes)
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"strings"
@@ -26,6 +27,7 @@ type process struct {
 	addr    string // the probe's loopback address
 	done    chan struct{}
 	log     *os.File
+	sink    *httptest.Server // kopfgo-tracing's OTLP sink; nil for the others
 
 	stopOnce sync.Once
 	stopErr  error
@@ -53,6 +55,16 @@ func startContenderWith(bin, name, kubeconfig, namespace, logPath string, profil
 	if name == "kopfgo-metrics" {
 		cmd.Env = append(cmd.Env, "KOPFGO_BENCH_METRICS=1")
 	}
+	var sink *httptest.Server
+	if name == "kopfgo-tracing" {
+		// Every span is sampled and exported over OTLP/HTTP to a sink in
+		// the bench's own process, so that the contender pays for the
+		// export (serializing, sending) and not for a collector.
+		sink = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			_, _ = io.Copy(io.Discard, r.Body)
+		}))
+		cmd.Env = append(cmd.Env, "OTEL_EXPORTER_OTLP_ENDPOINT="+sink.URL, "OTEL_SERVICE_NAME=kopfgo-bench")
+	}
 	cmd.Stderr = logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	out, err := cmd.StdoutPipe()
@@ -60,7 +72,7 @@ func startContenderWith(bin, name, kubeconfig, namespace, logPath string, profil
 		logf.Close()
 		return nil, err
 	}
-	p := &process{name: name, cmd: cmd, done: make(chan struct{}), log: logf}
+	p := &process{name: name, cmd: cmd, done: make(chan struct{}), log: logf, sink: sink}
 	p.started = time.Now()
 	if err := cmd.Start(); err != nil {
 		logf.Close()
@@ -183,6 +195,9 @@ func (p *process) stop() error {
 
 func (p *process) terminate() error {
 	defer p.log.Close()
+	if p.sink != nil {
+		defer p.sink.Close()
+	}
 	_ = syscall.Kill(-p.pid(), syscall.SIGTERM)
 	select {
 	case <-p.done:

@@ -163,8 +163,11 @@ func (o options) validate() error {
 // contenderNames in the order they run: the floor first, so that the others'
 // ratios are known as soon as they finish.
 // kopfgo-metrics is kopfgo's contender with its Prometheus metrics on
-// (--metrics-addr): their cost is its figures over kopfgo's.
-var contenderNames = []string{"floor", "kopfgo", "kopfgo-metrics", "peer"}
+// (--metrics-addr): their cost is its figures over kopfgo's; kopfgo-tracing
+// is kopfgo's contender with tracing on (OTEL_EXPORTER_OTLP_ENDPOINT, every
+// span sampled and exported): its cost is its figures over kopfgo's, whose
+// tracing is off.
+var contenderNames = []string{"floor", "kopfgo", "kopfgo-metrics", "kopfgo-tracing", "peer"}
 
 func logf(format string, args ...any) {
 	fmt.Fprintf(os.Stderr, "bench: "+format+"\n", args...)
@@ -286,8 +289,8 @@ func build(ctx context.Context, names []string, prebuilt map[string]string, dir 
 		case "peer":
 			cmd = exec.CommandContext(ctx, "go", "build", "-o", out, ".")
 			cmd.Dir = filepath.Join(repoRoot, "e2e", "bench", "peer")
-		case "kopfgo-metrics":
-			// The same operator; startContender turns the metrics on.
+		case "kopfgo-metrics", "kopfgo-tracing":
+			// The same operator; startContender turns the metrics or tracing on.
 			cmd = exec.CommandContext(ctx, "go", "build", "-o", out, "./e2e/bench/kopfgo")
 			cmd.Dir = repoRoot
 		default:

@@ -39,28 +39,31 @@ func (r *report) summarize() {
 				joinRatios(groups[k], func(x result) float64 { return x.Ratios["cpuPerObject"] })))
 		}
 	}
-	// The metrics' cost: kopfgo-metrics over kopfgo, round by round (both
-	// ran on the same API server, one after the other).
-	for _, sc := range allScenarios {
-		with, without := groups[key{sc, "kopfgo-metrics"}], groups[key{sc, "kopfgo"}]
-		if len(with) == 0 || len(with) != len(without) {
-			continue
-		}
-		var costs []float64
-		for i := range with {
-			if without[i].CPUPerObjectMs > 0 {
-				costs = append(costs, with[i].CPUPerObjectMs/without[i].CPUPerObjectMs-1)
+	// The metrics' and tracing's costs: kopfgo-metrics and kopfgo-tracing
+	// over kopfgo, round by round (each ran on the same API server, one
+	// after the other).
+	for _, on := range []struct{ contender, what string }{{"kopfgo-metrics", "metrics'"}, {"kopfgo-tracing", "tracing's"}} {
+		for _, sc := range allScenarios {
+			with, without := groups[key{sc, on.contender}], groups[key{sc, "kopfgo"}]
+			if len(with) == 0 || len(with) != len(without) {
+				continue
 			}
+			var costs []float64
+			for i := range with {
+				if without[i].CPUPerObjectMs > 0 {
+					costs = append(costs, with[i].CPUPerObjectMs/without[i].CPUPerObjectMs-1)
+				}
+			}
+			if len(costs) == 0 {
+				continue
+			}
+			var each []string
+			for _, c := range costs {
+				each = append(each, fmt.Sprintf("%+.1f%%", 100*c))
+			}
+			r.Notes = append(r.Notes, fmt.Sprintf("%s: the %s CPU per object, %s over kopfgo: median %+.1f%% (rounds: %s)",
+				sc, on.what, on.contender, 100*median(costs), strings.Join(each, ", ")))
 		}
-		if len(costs) == 0 {
-			continue
-		}
-		var each []string
-		for _, c := range costs {
-			each = append(each, fmt.Sprintf("%+.1f%%", 100*c))
-		}
-		r.Notes = append(r.Notes, fmt.Sprintf("%s: the metrics' CPU per object, kopfgo-metrics over kopfgo: median %+.1f%% (rounds: %s)",
-			sc, 100*median(costs), strings.Join(each, ", ")))
 	}
 }
 

@@ -7,11 +7,14 @@ import (
 	"testing"
 	"time"
 
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	testingclock "k8s.io/utils/clock/testing"
 
 	"github.com/kopfgo/kopfgo/diffbase"
 	"github.com/kopfgo/kopfgo/internal/causes"
 	"github.com/kopfgo/kopfgo/internal/handlers"
+	"github.com/kopfgo/kopfgo/internal/tracing"
 	"github.com/kopfgo/kopfgo/patch"
 	"github.com/kopfgo/kopfgo/persistence"
 )
@@ -62,8 +65,20 @@ func BenchmarkSelect(b *testing.B) {
 }
 
 // BenchmarkCyclePass is the common case: one create handler that succeeds
-// at once with a small result, its record stored and purged in one pass.
+// at once with a small result, its record stored and purged in one pass;
+// tracing off (the default), and on with every span sampled and recorded
+// and handed to an exporter that drops them (the export's own cost is in
+// e2e/bench's kopfgo-tracing contender).
 func BenchmarkCyclePass(b *testing.B) {
+	b.Run("tracing=off", func(b *testing.B) { benchmarkCyclePass(b, nil) })
+	b.Run("tracing=on", func(b *testing.B) {
+		tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(tracetest.NewNoopExporter()))
+		defer func() { _ = tp.Shutdown(context.Background()) }()
+		benchmarkCyclePass(b, tracing.New(tp))
+	})
+}
+
+func benchmarkCyclePass(b *testing.B, tracer *tracing.Tracer) {
 	fn := func(context.Context, *handlers.Change) (any, error) {
 		return map[string]any{"message": "hello world"}, nil
 	}
@@ -84,6 +99,7 @@ func BenchmarkCyclePass(b *testing.B) {
 			Reason: causes.Create, Handlers: []*Handler{h}, Known: []*Handler{h},
 			Body: body, New: essence, Diff: diff, Patch: &patch.Patch{}, Storage: storage,
 			Clock: clock, Logger: logger, Memo: &handlers.Memo{}, DefaultBackoff: time.Minute,
+			Tracer: tracer,
 		}
 		if out := c.Run(context.Background()); !out.Done {
 			b.Fatal(out)

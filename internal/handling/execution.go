@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
 	"k8s.io/utils/clock"
 
 	"github.com/kopfgo/kopfgo/diffbase"
@@ -21,6 +22,7 @@ import (
 	"github.com/kopfgo/kopfgo/internal/dicts"
 	"github.com/kopfgo/kopfgo/internal/handlers"
 	"github.com/kopfgo/kopfgo/internal/resources"
+	"github.com/kopfgo/kopfgo/internal/tracing"
 	"github.com/kopfgo/kopfgo/patch"
 	"github.com/kopfgo/kopfgo/persistence"
 )
@@ -62,6 +64,9 @@ type Cycle struct {
 	// Observe, when set, is told of each handler call: its error (nil on
 	// success), the attempt's number (0: the first) and its duration.
 	Observe func(id string, reason causes.Reason, err error, retry int, d time.Duration)
+	// Tracer, when set, makes each handler call a span, a child of ctx's
+	// (the pass's), which the handler's ctx carries. Nil: tracing is off.
+	Tracer *tracing.Tracer
 
 	// KeepDone keeps the records of a cause that is done instead of
 	// purging them, for a caller that cannot end the cause in this pass: a
@@ -307,7 +312,15 @@ func (c *Cycle) attempt(ctx context.Context, h *Handler, prev *persistence.Recor
 		return fail(v.Message, v.Err)
 	}
 
-	result, sub, err := c.invoke(ctx, h, rec, runtime)
+	hctx := ctx
+	var span trace.Span
+	if c.Tracer != nil {
+		hctx, span = c.Tracer.Handler(ctx, h.ID, string(c.Reason), rec.Retries)
+	}
+	result, sub, err := c.invoke(hctx, h, rec, runtime)
+	if span != nil {
+		tracing.End(span, OutcomeOf(err), err)
+	}
 	rec.Subrefs = mergeRefs(rec.Subrefs, sub.refs)
 	if err != nil && ctx.Err() != nil && !errors.Is(context.Cause(ctx), context.DeadlineExceeded) {
 		// The operator is exiting and has cancelled the handler: that says
@@ -351,6 +364,22 @@ func (c *Cycle) attempt(ctx context.Context, h *Handler, prev *persistence.Recor
 		rec.Delayed, rec.Message = &until, v.Message
 	}
 	return &rec, v.Err
+}
+
+// OutcomeOf names a handler's error by its kind, as Judge tells them
+// apart: success, temporary, permanent or exception (the metrics' and the
+// spans' outcome).
+func OutcomeOf(err error) string {
+	var temp *handlers.TemporaryError
+	switch {
+	case err == nil:
+		return "success"
+	case errors.As(err, &temp):
+		return "temporary"
+	case errors.Is(err, &handlers.PermanentError{}):
+		return "permanent"
+	}
+	return "exception"
 }
 
 func seconds(d time.Duration) string {

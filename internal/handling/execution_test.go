@@ -15,6 +15,7 @@ import (
 	"github.com/kopfgo/kopfgo/internal/causes"
 	"github.com/kopfgo/kopfgo/internal/dicts"
 	"github.com/kopfgo/kopfgo/internal/handlers"
+	"github.com/kopfgo/kopfgo/internal/tracing"
 	"github.com/kopfgo/kopfgo/patch"
 	"github.com/kopfgo/kopfgo/persistence"
 )
@@ -29,6 +30,8 @@ type world struct {
 	calls map[string]int
 	// delays between the passes of untilDone
 	delays []time.Duration
+	// tracer, when set, is the cycles' (tracing_test.go)
+	tracer *tracing.Tracer
 }
 
 func newWorld(t *testing.T) *world {
@@ -70,6 +73,7 @@ func (w *world) passWith(conditions bool, hs ...*Handler) (Outcome, *patch.Patch
 		Logger:         slog.New(slog.NewTextHandler(io.MultiWriter(w.logs), nil)),
 		DefaultBackoff: 60 * time.Second,
 		Conditions:     conditions,
+		Tracer:         w.tracer,
 	}
 	out := c.Run(context.Background())
 	w.body = p.Apply(w.body)

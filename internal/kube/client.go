@@ -22,6 +22,7 @@ import (
 
 	"github.com/kopfgo/kopfgo/internal/flowcontrol"
 	"github.com/kopfgo/kopfgo/internal/resources"
+	"github.com/kopfgo/kopfgo/internal/tracing"
 	"github.com/kopfgo/kopfgo/patch"
 )
 
@@ -37,6 +38,11 @@ type ClientOptions struct {
 	// excepted): the same gate for all clients of one API server, so that
 	// they share its limits and its outages. Nil: no flow control.
 	Flow *flowcontrol.Gate
+	// Tracer, when set, makes each request made in a traced context (a
+	// pass, a handler) a child span; its span includes the wait at Flow's
+	// gate, which is part of what the request cost its caller. Watches are
+	// never traced. Nil: the transport is not wrapped at all.
+	Tracer *tracing.Tracer
 }
 
 // Client wraps the dynamic and discovery clients the operator needs.
@@ -92,6 +98,9 @@ func NewClient(cfg *rest.Config, opts ClientOptions) (*Client, error) {
 	wcfg := rest.CopyConfig(cfg) // no request timeout: watches are long
 	wcfg.NextProtos = []string{"http/1.1"}
 	cfg.Timeout = opts.RequestTimeout
+	if opts.Tracer != nil {
+		cfg.Wrap(opts.Tracer.Transport) // outside the gate: the span has the wait
+	}
 	dyn, err := dynamic.NewForConfig(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("cannot create the Kubernetes client: %w", err)

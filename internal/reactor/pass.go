@@ -17,6 +17,7 @@ import (
 	"github.com/kopfgo/kopfgo/internal/plan"
 	"github.com/kopfgo/kopfgo/internal/pyrepr"
 	"github.com/kopfgo/kopfgo/internal/resources"
+	"github.com/kopfgo/kopfgo/internal/tracing"
 	"github.com/kopfgo/kopfgo/patch"
 )
 
@@ -179,6 +180,9 @@ func (w *watcher) goodbye(ctx context.Context, wk *worker) {
 
 // act carries out a step of the plan and says when the next pass comes.
 func (w *watcher) act(ctx context.Context, ps *pass, step plan.Step) next {
+	if w.Tracer != nil {
+		tracing.Step(ctx, step.Action)
+	}
 	switch step.Action {
 	case plan.Wait:
 		return next{wait: step.Wait}
@@ -244,6 +248,7 @@ func (w *watcher) handle(ctx context.Context, ps *pass, reason causes.Reason) ne
 		DefaultBackoff: w.Settings.Execution.DefaultBackoff,
 		Handling:       w.Settings.Handling,
 		Observe:        w.observeHandler(ps.obj.GetNamespace()), // hook: handler invocations
+		Tracer:         w.Tracer,
 		// A deletion that daemons hold ends with Hold, not with the
 		// release: the delete handlers' successes go onto the object
 		// then, or an operator that dies before the daemons have exited

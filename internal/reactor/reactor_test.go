@@ -37,6 +37,7 @@ import (
 	"github.com/kopfgo/kopfgo/internal/logging"
 	"github.com/kopfgo/kopfgo/internal/replicas"
 	"github.com/kopfgo/kopfgo/internal/testlog"
+	"github.com/kopfgo/kopfgo/internal/tracing"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -65,6 +66,7 @@ type scenario struct {
 	pause    *replicas.Standby
 	owns     func(uid string) bool // Config.Owns (sharding)
 	hooks    Hooks                 // Config.Hooks
+	tracer   *tracing.Tracer       // Config.Tracer
 	// statusSubresource makes the status of KopfExamples a subresource, so
 	// that the operator writes it with a patch of its own.
 	statusSubresource bool
@@ -320,6 +322,7 @@ func (s *scenario) start() {
 		Pause:    s.pause,
 		Owns:     s.owns,
 		Hooks:    s.hooks,
+		Tracer:   s.tracer,
 	}
 	go func() { s.done <- Run(ctx, cfg) }()
 	s.t.Cleanup(s.stop)

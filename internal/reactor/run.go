@@ -23,6 +23,7 @@ import (
 	"github.com/kopfgo/kopfgo/internal/posting"
 	"github.com/kopfgo/kopfgo/internal/replicas"
 	"github.com/kopfgo/kopfgo/internal/resources"
+	"github.com/kopfgo/kopfgo/internal/tracing"
 )
 
 // Config is what the caller gives the reactor to run an operator.
@@ -55,6 +56,9 @@ type Config struct {
 	// Hooks are told of the reactor's progress (readiness, metrics); nil:
 	// none.
 	Hooks Hooks
+	// Tracer, when set, makes each pass over an object a span, and each
+	// handler call in it a child span. Nil: tracing is off, at no cost.
+	Tracer *tracing.Tracer
 
 	// onSleep, for tests, is told when a worker starts sleeping until its
 	// delayed handlers are due, and whether it is settled: its own last patch

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
 	"golang.org/x/time/rate"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -429,6 +430,9 @@ func (w *watcher) localLogger(u *unstructured.Unstructured) *slog.Logger {
 // what kopfgo.RESTConfig and kopfgo.Info need.
 func (w *watcher) handlerContext(ctx context.Context) context.Context {
 	if w.handlerCtx != nil {
+		if w.Tracer != nil { // the pass's span goes along
+			return trace.ContextWithSpan(w.handlerCtx, trace.SpanFromContext(ctx))
+		}
 		return w.handlerCtx
 	}
 	return ctx

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/clock"
@@ -16,6 +17,7 @@ import (
 	"github.com/kopfgo/kopfgo/internal/handlers"
 	"github.com/kopfgo/kopfgo/internal/kube"
 	"github.com/kopfgo/kopfgo/internal/pyrepr"
+	"github.com/kopfgo/kopfgo/internal/tracing"
 	"github.com/kopfgo/kopfgo/patch"
 )
 
@@ -495,11 +497,31 @@ func (w *watcher) pass(ctx context.Context, wk *worker) (n next) {
 		w.hooks().QueueWait(w.Clock.Since(news)) // hook: queue wait
 	}
 	w.pool.run(func() {
+		ctx, span := w.passSpan(ctx, wk)
 		w.dispatch(ctx, wk)
 		w.goodbye(ctx, wk)
 		n = w.process(ctx, wk)
+		if span != nil {
+			span.End()
+		}
 	})
 	return n
+}
+
+// passSpan starts the span of a pass over the worker's object when tracing
+// is on; nil when it is off, or when the object is gone.
+func (w *watcher) passSpan(ctx context.Context, wk *worker) (context.Context, trace.Span) {
+	if w.Tracer == nil {
+		return ctx, nil
+	}
+	u, ok := w.latest(wk.key)
+	if !ok {
+		return ctx, nil
+	}
+	return w.Tracer.Pass(ctx, tracing.Object{
+		Resource: w.res.String(), Namespace: u.GetNamespace(), Name: u.GetName(), UID: string(u.GetUID()),
+		Annotations: u.GetAnnotations(),
+	})
 }
 
 // loggerOf is the logger of the worker's object as the store has it.
