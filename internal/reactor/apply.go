@@ -73,6 +73,10 @@ func (w *watcher) apply(ctx context.Context, u *unstructured.Unstructured, st *s
 	defer st.mu.Unlock()
 	st.land(w.expectable(res, err), w.Clock.Now())
 	if errors.Is(err, kube.ErrGone) {
+		// Gone for good, as a released object is: the echo of a part of
+		// the patch that landed before (its status) must not start a pass
+		// on the cached object, which would run its handlers again.
+		st.released = true
 		log.Debug("The object is gone while patching; nothing to do.")
 		return patched{gone: true}
 	}

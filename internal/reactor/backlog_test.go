@@ -333,3 +333,61 @@ func TestObjectIntervalCoalescesNewsIntoOnePass(t *testing.T) {
 		t.Errorf("update handler ran %d times and saw %v, want once with the latest spec (b)", n, saw.Load())
 	}
 }
+
+// seenHooks tell, of the latest pass to have ended, how many watch events
+// had been observed when it started: once that is n, the pass has handled
+// everything the first n events brought (one object's passes run in turn).
+type seenHooks struct {
+	passHooks
+	atStart, ended atomic.Int32
+}
+
+func (h *seenHooks) Busy(delta int) {
+	if delta > 0 {
+		h.atStart.Store(h.events.Load())
+		return
+	}
+	h.ended.Store(h.atStart.Load())
+	h.passHooks.Busy(delta)
+}
+
+// When the object is deleted between the pass's status patch and its patch
+// of the object, the latter finds it gone (404) while the watch still has
+// the echo of the status patch to deliver, before the DELETED event. That
+// echo carries no record of the handling (it was in the patch that failed)
+// and must not start a pass that runs the handler again.
+func TestObjectGoneBetweenItsTwoPatchesIsNotHandledAgain(t *testing.T) {
+	s := newScenario(t)
+	s.statusSubresource = true
+	hooks := &seenHooks{passHooks: passHooks{waitingHooks: waitingHooks{news: s.poke}}}
+	s.hooks = hooks
+	var gone atomic.Bool
+	s.dyn.PrependReactor("patch", "kopfexamples", func(a clienttesting.Action) (bool, k8sruntime.Object, error) {
+		if a.GetSubresource() != "" || !gone.CompareAndSwap(false, true) {
+			return false, nil, nil
+		}
+		// Deleted meanwhile, and the watch lags: no DELETED event comes.
+		return true, nil, apierrors.NewNotFound(kexGR, "kex1")
+	})
+	var calls counter
+	s.on(causes.Create, "create_fn", func(ctx context.Context, c *handlers.Change) (any, error) {
+		calls.inc(c.Name)
+		return map[string]any{"message": "hello"}, nil
+	})
+	s.create("kex1", map[string]any{"field": "value"})
+	s.start()
+	s.waitWatching()
+	s.until("the object patch refused as gone", func() bool { return gone.Load() && hooks.passes.Load() >= 1 })
+	s.until("the status patch landed", func() bool {
+		st, _, _ := unstructured.NestedMap(s.get("kex1").Object, "status", "create_fn")
+		return st != nil
+	})
+	// A later change of the object: once a pass that started after its
+	// events has ended, the status patch's echo has had its pass too.
+	events := hooks.events.Load()
+	s.update("kex1", func(u *unstructured.Unstructured) { u.SetLabels(map[string]string{"touched": "yes"}) })
+	s.until("a pass after the later change", func() bool { return hooks.ended.Load() >= events+2 })
+	if n := calls.get("kex1"); n != 1 {
+		t.Errorf("handler called %d times, want 1", n)
+	}
+}

@@ -72,7 +72,8 @@ type state struct {
 	initial     bool
 	handledOnce bool
 	// released: the operator removed the last finalizer of the object
-	// while it was being deleted, so the object is gone, whatever the cache
+	// while it was being deleted, or a patch found it gone (404), so the
+	// object is gone, whatever the cache
 	// still holds until the DELETED event (the API server answers that
 	// patch with the version already seen, so expected cannot tell).
 	released bool
