@@ -74,7 +74,7 @@ bench:
 # events, essence, diffs, progress records, key naming, handler selection,
 # filters, indices, one handling cycle).
 microbench:
-	$(GO) test -run '^$$' -bench . -benchmem . ./internal/unjson ./internal/kube ./causes ./diffbase ./persistence ./handlers ./indexing ./internal/conventions ./internal/logging
+	$(GO) test -run '^$$' -bench . -benchmem . ./internal/unjson ./internal/kube ./internal/causes ./diffbase ./persistence ./internal/handlers ./internal/indexing ./internal/conventions ./internal/logging
 
 # Build the harness, start it, run examples/01-minimal, create obj.yaml,
 # show the log and the resulting status, and clean up.
@@ -90,7 +90,7 @@ FUZZ_TARGETS = \
 	./persistence:FuzzDecodeFastAgreesWithSlow ./persistence:FuzzParseTime \
 	./diffbase:FuzzAnnotationsFetch ./diffbase:FuzzEssence ./diffbase:FuzzDiffItem ./diffbase:FuzzEncodeValue \
 	./internal/resources:FuzzParse ./internal/resources:FuzzNamespaces \
-	./internal/conventions:FuzzKeys ./causes:FuzzDetect ./handlers:FuzzFilters \
+	./internal/conventions:FuzzKeys ./internal/causes:FuzzDetect ./internal/handling:FuzzFilters \
 	./internal/unjson:FuzzDecoder ./internal/unjson:FuzzUnmarshal ./internal/unjson:FuzzDecodeStreaming
 
 fuzz:

@@ -11,7 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"github.com/kopfgo/kopfgo/internal/hierarchies"
+	"github.com/kopfgo/kopfgo/hierarchies"
 	"github.com/kopfgo/kopfgo/internal/kube"
 )
 
@@ -69,8 +69,8 @@ func ForceConflicts() ApplyOption {
 //	cm, err := kopfgo.Apply(ctx, &corev1.ConfigMap{Data: data}, c, kopfgo.FieldManager("my-operator"))
 func Apply[T any](ctx context.Context, obj T, owner any, opts ...ApplyOption) (T, error) {
 	var zero T
-	if isHandlerArg(obj) {
-		return zero, errHandledObject
+	if hierarchies.IsHandlerArgument(obj) {
+		return zero, hierarchies.ErrHandledObject
 	}
 	cfg := applyConfig{manager: DefaultFieldManager}
 	for _, o := range opts {
@@ -81,7 +81,7 @@ func Apply[T any](ctx context.Context, obj T, owner any, opts ...ApplyOption) (T
 		return zero, err
 	}
 	if owner != nil {
-		if err := hierarchies.Adopt(body, bodyOf(owner), hierarchies.StrictOption{}); err != nil {
+		if err := hierarchies.Adopt(body, owner, hierarchies.Strict()); err != nil {
 			return zero, err
 		}
 	}

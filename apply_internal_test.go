@@ -11,7 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 
-	"github.com/kopfgo/kopfgo/internal/hierarchies"
+	"github.com/kopfgo/kopfgo/hierarchies"
 )
 
 func TestApplyBodyOfEachKindOfObject(t *testing.T) {
@@ -66,7 +66,7 @@ func TestApplyAdoptsACopy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := hierarchies.Adopt(body, owner, hierarchies.StrictOption{}); err != nil {
+	if err := hierarchies.Adopt(body, owner, hierarchies.Strict()); err != nil {
 		t.Fatal(err)
 	}
 	got, _ := json.Marshal(body["metadata"])
@@ -81,7 +81,7 @@ func TestApplyAdoptsACopy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := hierarchies.Adopt(body, owner, hierarchies.StrictOption{}); err != nil {
+	if err := hierarchies.Adopt(body, owner, hierarchies.Strict()); err != nil {
 		t.Fatal(err)
 	}
 	if md := body["metadata"].(map[string]any); md["name"] != "kex" || md["namespace"] != "ns" {
@@ -113,7 +113,7 @@ func TestApplyNeedsACluster(t *testing.T) {
 	if !errors.Is(err, errNoClient) {
 		t.Errorf("Apply without a cluster in ctx = %v, want errNoClient", err)
 	}
-	if _, err := Apply(context.Background(), &Change{}, nil); !errors.Is(err, errHandledObject) {
-		t.Errorf("Apply of the handled object = %v, want errHandledObject", err)
+	if _, err := Apply(context.Background(), &Change{}, nil); !errors.Is(err, hierarchies.ErrHandledObject) {
+		t.Errorf("Apply of the handled object = %v, want hierarchies.ErrHandledObject", err)
 	}
 }

@@ -52,10 +52,10 @@
 // # Events and children
 //
 // Info, Warn, Exception and Event post Kubernetes Events about an object
-// (the handler's c, a body, a typed object) in the background; Adopt and
-// its parts (Label, AppendOwnerReference, HarmonizeNaming, AdjustNamespace)
-// make the objects a handler creates its children, in memory, before they
-// are created.
+// (the handler's c, a body, a typed object) in the background; package
+// hierarchies (Adopt and its parts: Label, AppendOwnerReference,
+// HarmonizeNaming, AdjustNamespace) makes the objects a handler creates its
+// children, in memory, before they are created.
 //
 // # Filters, events, sub-handlers, indices
 //

@@ -5,7 +5,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/kopfgo/kopfgo/internal/hierarchies"
+	"github.com/kopfgo/kopfgo/hierarchies"
 	"github.com/kopfgo/kopfgo/internal/kube"
 	"github.com/kopfgo/kopfgo/internal/posting"
 )
@@ -67,7 +67,7 @@ func post(ctx context.Context, obj any, fn func(*posting.Poster, posting.Ref) er
 	if p == nil {
 		return ErrNoOperator
 	}
-	ids, err := hierarchies.Identities(bodyOf(obj))
+	ids, err := hierarchies.Identities(obj)
 	if err != nil {
 		return fmt.Errorf("cannot post an event: %w", err)
 	}
@@ -77,54 +77,6 @@ func post(ctx context.Context, obj any, fn func(*posting.Poster, posting.Ref) er
 		errs = append(errs, fn(p, ref))
 	}
 	return errors.Join(errs...)
-}
-
-// bodyOf unwraps the handlers' arguments to the body they carry, so that
-// the argument itself can name the object.
-func bodyOf(obj any) any {
-	switch o := obj.(type) {
-	case *Change:
-		if o != nil {
-			return o.Body
-		}
-	case *Object:
-		if o != nil {
-			return o.Body
-		}
-	case Change:
-		return o.Body
-	case Object:
-		return o.Body
-	case *WatchEvent:
-		if o != nil {
-			return o.Body
-		}
-	case typedArg:
-		return bodyOf(o.object())
-	case []any:
-		out := make([]any, len(o))
-		for i, x := range o {
-			out[i] = bodyOf(x)
-		}
-		return out
-	case []*Change:
-		out := make([]any, len(o))
-		for i, x := range o {
-			out[i] = bodyOf(x)
-		}
-		return out
-	}
-	return obj
-}
-
-// isHandlerArg tells the handler's own object, which must be changed through
-// its Patch, never in place.
-func isHandlerArg(obj any) bool {
-	switch obj.(type) {
-	case *Change, *Object, Change, Object, *WatchEvent, typedArg:
-		return true
-	}
-	return false
 }
 
 // defaultNamespace is the namespace of the credentials' context, where

@@ -72,27 +72,3 @@ func TestEventsOutsideAnOperator(t *testing.T) {
 		t.Errorf("Info outside an operator: %v, want ErrNoOperator", err)
 	}
 }
-
-func TestHierarchiesTakeTheHandlerArgument(t *testing.T) {
-	pod := &corev1.Pod{}
-	if err := Adopt(pod, handlerArg(), Strict()); err != nil {
-		t.Fatal(err)
-	}
-	if pod.Name != "kopf-example-1" || pod.Namespace != "ns1" || pod.Labels["a"] != "b" ||
-		len(pod.OwnerReferences) != 1 || pod.OwnerReferences[0].UID != "uid-1" {
-		t.Errorf("adopted pod: %+v", pod.ObjectMeta)
-	}
-	c := handlerArg()
-	for name, err := range map[string]error{
-		"Adopt":                Adopt(c, pod),
-		"Label":                Label(c, map[string]string{"x": "y"}),
-		"AppendOwnerReference": AppendOwnerReference(c, pod),
-		"RemoveOwnerReference": RemoveOwnerReference(&c.Object, pod),
-		"HarmonizeNaming":      HarmonizeNaming(c, "x"),
-		"AdjustNamespace":      AdjustNamespace(*c, "x"),
-	} {
-		if !errors.Is(err, errHandledObject) {
-			t.Errorf("%s on the handled object: %v, want a refusal", name, err)
-		}
-	}
-}

@@ -1,7 +1,7 @@
 package kopfgo
 
 import (
-	"github.com/kopfgo/kopfgo/handlers"
+	"github.com/kopfgo/kopfgo/internal/handlers"
 	"github.com/kopfgo/kopfgo/internal/handling"
 )
 

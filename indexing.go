@@ -1,8 +1,8 @@
 package kopfgo
 
 import (
-	"github.com/kopfgo/kopfgo/indexing"
 	"github.com/kopfgo/kopfgo/internal/handling"
+	"github.com/kopfgo/kopfgo/internal/indexing"
 )
 
 // Index is an in-memory index of watched objects (the manual's "In-memory
@@ -11,7 +11,10 @@ import (
 // read-only for handlers and safe for concurrent use; all indices are complete,
 // from the initial listings, before any handler of the operator runs (compat:
 // indices-complete), and an object's values go with the object, or when it
-// stops matching the filters.
+// stops matching the filters. Get(key) returns a copy of the key's values,
+// in no particular order (nil when no object gives the key); Has(key)
+// reports whether some object gives it; Keys and Len list and count the
+// keys; All iterates over a snapshot, each key with its values.
 type Index[K comparable, V any] = indexing.Index[K, V]
 
 // IndexFunc computes what an object contributes to an index: a map of keys

@@ -21,13 +21,13 @@ func TestLayers(t *testing.T) {
 		"internal/cli":         {"internal/logging"},
 		"diffbase":             append([]string{"internal/unjson"}, leaves...),
 		"persistence":          leaves,
-		"causes":               append([]string{"diffbase"}, leaves...),
-		"internal/plan":        {"causes"},
+		"internal/causes":      append([]string{"diffbase"}, leaves...),
+		"internal/plan":        {"internal/causes"},
 		"internal/config":      append([]string{"diffbase", "persistence", "internal/logging", "internal/flowcontrol"}, leaves...),
 		"internal/flowcontrol": nil,
 		"internal/kube":        append([]string{"internal/flowcontrol", "internal/resources", "internal/unjson", "internal/tracing"}, leaves...),
 		"internal/health":      nil,
-		"internal/admission":   {"internal/handling", "handlers", "patch", "internal/config", "internal/kube", "internal/resources", "internal/logging", "internal/health"},
+		"internal/admission":   {"internal/handling", "internal/handlers", "patch", "internal/config", "internal/kube", "internal/resources", "internal/logging", "internal/health"},
 		"internal/replicas":    append([]string{"internal/kube", "internal/pyrepr", "internal/resources", "internal/unjson"}, leaves...),
 		"internal/component":   nil,
 		"internal/rbac":        {"internal/resources"},
@@ -39,22 +39,29 @@ func TestLayers(t *testing.T) {
 		"internal/inspect":     {"diffbase", "persistence", "internal/conditions"},
 		"internal/conditions":  leaves,
 		"internal/posting":     {"internal/config", "internal/flowcontrol", "internal/logging", "internal/pyrepr"},
-		"internal/hierarchies": nil,
+		"hierarchies":          {"internal/handlers"},
 		"internal/unjson":      nil,
 		"internal/testlog":     nil,
 		"internal/testmod":     nil,
-		"kopfgotest":           {"", "e2e/cluster", "internal/handling", "handlers", "diffbase", "patch", "internal/dicts", "internal/resources", "internal/testlog"},
+		"kopfgotest":           {"", "e2e/cluster", "internal/handling", "internal/handlers", "diffbase", "patch", "internal/dicts", "internal/resources", "internal/testlog"},
 		"internal/pyrepr":      nil,
-		"internal/memlimit":    nil,
-		"handlers":             append([]string{"causes", "diffbase", "internal/resources", "internal/config"}, leaves...),
-		"internal/handling":    append([]string{"handlers", "causes", "diffbase", "persistence", "internal/resources", "internal/config", "internal/conditions", "internal/tracing"}, leaves...),
-		"indexing":             append([]string{"internal/handling", "handlers", "causes", "diffbase", "persistence", "internal/resources", "internal/config"}, leaves...),
-		"timers":               nil,
-		"daemons":              append([]string{"timers", "internal/handling", "handlers", "internal/config", "internal/resources"}, leaves...),
-		"internal/reactor": append([]string{"daemons", "indexing", "internal/handling", "handlers", "causes", "diffbase", "persistence", "internal/plan", "internal/resources",
+		// The facades: the public import paths of engines under internal/,
+		// each above its engine only; nothing imports them back.
+		"handlers":          {"internal/handlers"},
+		"causes":            {"internal/causes"},
+		"daemons":           nil,
+		"timers":            {"internal/timers"},
+		"indexing":          {"internal/indexing"},
+		"internal/memlimit": nil,
+		"internal/handlers": append([]string{"internal/causes", "diffbase", "internal/resources", "internal/config"}, leaves...),
+		"internal/handling": append([]string{"internal/handlers", "internal/causes", "diffbase", "persistence", "internal/resources", "internal/config", "internal/conditions", "internal/tracing"}, leaves...),
+		"internal/indexing": append([]string{"internal/handling", "internal/handlers", "internal/causes", "diffbase", "persistence", "internal/resources", "internal/config"}, leaves...),
+		"internal/timers":   nil,
+		"internal/daemons":  append([]string{"internal/timers", "internal/handling", "internal/handlers", "internal/config", "internal/resources"}, leaves...),
+		"internal/reactor": append([]string{"internal/daemons", "internal/indexing", "internal/handling", "internal/handlers", "internal/causes", "diffbase", "persistence", "internal/plan", "internal/resources",
 			"internal/config", "internal/replicas", "internal/kube", "internal/flowcontrol", "internal/logging", "internal/posting", "internal/pyrepr", "internal/conditions", "internal/tracing"}, leaves...),
-		"": {"daemons", "indexing", "internal/handling", "handlers", "causes", "patch", "internal/config", "internal/kube", "internal/flowcontrol", "internal/logging", "internal/reactor", "internal/cli",
-			"internal/health", "internal/admission", "internal/posting", "internal/hierarchies", "internal/rbac", "internal/resources", "internal/metrics", "internal/replicas", "internal/component", "internal/memlimit",
+		"": {"internal/daemons", "internal/indexing", "internal/handling", "internal/handlers", "internal/causes", "patch", "internal/config", "internal/kube", "internal/flowcontrol", "internal/logging", "internal/reactor", "internal/cli",
+			"internal/health", "internal/admission", "internal/posting", "hierarchies", "internal/rbac", "internal/resources", "internal/metrics", "internal/replicas", "internal/component", "internal/memlimit",
 			"internal/manifests", "internal/version", "internal/tracing"},
 	}
 	out, err := exec.Command("go", "list", "-f", `{{.ImportPath}}{{range .Imports}} {{.}}{{end}}`, "./...").CombinedOutput()
@@ -88,7 +95,7 @@ func TestLayers(t *testing.T) {
 	// The pure packages do no I/O, keep no clock and log nothing: nothing
 	// they depend on, directly or not, may; outside the standard library
 	// they use only kopfgo and golang.org/x packages.
-	for _, pkg := range []string{"causes", "diffbase", "internal/plan"} {
+	for _, pkg := range []string{"internal/causes", "diffbase", "internal/plan"} {
 		out, err := exec.Command("go", "list", "-deps", "./"+pkg).CombinedOutput()
 		if err != nil {
 			t.Fatalf("go list -deps: %v\n%s", err, out)

@@ -1,6 +1,6 @@
 package kopfgo
 
-import "github.com/kopfgo/kopfgo/handlers"
+import "github.com/kopfgo/kopfgo/internal/handlers"
 
 // Memo is in-memory state, never persisted (the manual's "In-memory
 // containers"; compat: memos). Each object has one, Object.Memo, shared by

@@ -12,7 +12,7 @@ import (
 
 	kjson "sigs.k8s.io/json"
 
-	"github.com/kopfgo/kopfgo/causes"
+	"github.com/kopfgo/kopfgo/internal/causes"
 	"github.com/kopfgo/kopfgo/internal/handling"
 )
 
@@ -74,16 +74,6 @@ type TypedObject[T any] struct {
 
 	keep any
 }
-
-// typedArg is a typed handler's argument, which Adopt, Info and the other
-// helpers taking "the handler's c" accept as they accept the untyped one.
-type typedArg interface{ object() *Object }
-
-func (c *TypedChange[T]) object() *Object    { return &c.Object }
-func (c *FieldChange[T, V]) object() *Object { return &c.Object }
-func (s *TypedSpawn[T]) object() *Object     { return &s.Object }
-func (e *TypedEvent[T]) object() *Object     { return &e.Object }
-func (o *TypedObject[T]) object() *Object    { return o.Object }
 
 // TypedChangeFunc is a typed resource-changing handler. Its result goes to
 // status.<handler-id> as an untyped handler's does; a struct is marshalled

@@ -4,6 +4,7 @@ import (
 	"context"
 	"testing"
 
+	"github.com/kopfgo/kopfgo/hierarchies"
 	"github.com/kopfgo/kopfgo/internal/config"
 	"github.com/kopfgo/kopfgo/internal/posting"
 )
@@ -27,7 +28,7 @@ func TestEventsAboutAWatchEventsObject(t *testing.T) {
 	if inv := rec.bodies[0]["involvedObject"].(map[string]any); inv["uid"] != "uid-1" || inv["kind"] != "KopfExample" {
 		t.Errorf("the event is about %v, want the watch event's object", inv)
 	}
-	if !isHandlerArg(e) {
+	if err := hierarchies.Label(e, map[string]string{"a": "b"}); err == nil {
 		t.Errorf("a WatchEvent is not taken as a handler's argument, which must not be changed in place")
 	}
 }

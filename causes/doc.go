@@ -1,17 +1,11 @@
-// Package causes turns "this object was modified" into what happened to it:
-// created, updated, deleted, resumed after a restart, or nothing worth
-// handling, with Kopf's rules and in Kopf's order (compat: handlers-causes).
+// Package causes is the public import path of cause detection, kept for
+// users: code written against github.com/kopfgo/kopfgo/causes keeps
+// compiling. The detection itself is the engine's (internal/causes), pure
+// and re-exported here under the same names.
 //
-// Watch events cannot say this themselves: an ADDED event may be a new object
-// or an old one seen again after a restart, and a MODIFIED event may be a spec
-// change, a status write, or the operator's own bookkeeping. The answer comes
-// from the object alone (its deletion mark and finalizers) and from its
-// essence compared with the last handled one (package diffbase), so it is the
-// same in every process that looks at the same object.
-//
-// The package also reads and writes the operator's finalizer on an object;
-// when it is added or removed is decided by the reactor's plan
-// (internal/plan).
-//
-// Everything here is pure: no I/O, no clock, no logging.
+// A user finds here why a handler runs (Reason and its values: Create,
+// Update, Delete, Resume, …), Detect and its Input for tools that replay
+// the decision on stored bodies, and the finalizer helpers (HasFinalizer,
+// AddFinalizer, RemoveFinalizer, IsDeleting). Every identifier the package
+// exported before it moved is here.
 package causes

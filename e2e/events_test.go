@@ -23,6 +23,7 @@ import (
 
 	"github.com/kopfgo/kopfgo"
 	"github.com/kopfgo/kopfgo/e2e/cluster"
+	"github.com/kopfgo/kopfgo/hierarchies"
 	"github.com/kopfgo/kopfgo/internal/logging"
 )
 
@@ -124,7 +125,7 @@ func TestEventsArePostedAboutObjects(t *testing.T) {
 				return nil, kopfgo.Permanent(err)
 			}
 			pod := &corev1.Pod{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "busybox"}}}}
-			if err := kopfgo.Adopt(pod, c); err != nil {
+			if err := hierarchies.Adopt(pod, c); err != nil {
 				return nil, kopfgo.Permanent(err)
 			}
 			created, err := api.CoreV1().Pods(pod.Namespace).Create(ctx, pod, metav1.CreateOptions{})

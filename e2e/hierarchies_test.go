@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/kopfgo/kopfgo"
+	"github.com/kopfgo/kopfgo/hierarchies"
 )
 
 // (compat: hierarchies-adopt, hierarchies-naming,
@@ -42,14 +43,14 @@ func TestAdoptedChildrenAreCreatedAsChildren(t *testing.T) {
 					},
 				},
 			}
-			if err := kopfgo.Adopt(d, c, kopfgo.Strict(), kopfgo.Forced(), kopfgo.Nested("spec.template")); err != nil {
+			if err := hierarchies.Adopt(d, c, hierarchies.Strict(), hierarchies.Forced(), hierarchies.Nested("spec.template")); err != nil {
 				return nil, kopfgo.Permanent(err)
 			}
 			if _, err := api.AppsV1().Deployments(d.Namespace).Create(ctx, d, metav1.CreateOptions{}); err != nil {
 				return nil, err
 			}
 			cm := map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "data": map[string]any{"k": "v"}}
-			if err := kopfgo.Adopt(cm, c); err != nil {
+			if err := hierarchies.Adopt(cm, c); err != nil {
 				return nil, kopfgo.Permanent(err)
 			}
 			dyn, err := dynamic.NewForConfig(kopfgo.RESTConfig(ctx))

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/kopfgo/kopfgo"
+	"github.com/kopfgo/kopfgo/hierarchies"
 )
 
 // typedKex is a user's Go struct for the example CRD.
@@ -34,7 +35,7 @@ type typedResult struct {
 
 func typedCreate(ctx context.Context, c *kopfgo.TypedChange[*typedKex]) (any, error) {
 	cm := &corev1.ConfigMap{Data: map[string]string{"field": c.Obj.Spec.Field}}
-	if err := kopfgo.Adopt(cm, c); err != nil {
+	if err := hierarchies.Adopt(cm, c); err != nil {
 		return nil, kopfgo.Permanent(err)
 	}
 	created, err := kopfgo.ClientsFrom(ctx).Kube.CoreV1().ConfigMaps(c.Obj.Namespace).Create(ctx, cm, metav1.CreateOptions{})

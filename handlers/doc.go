@@ -1,19 +1,18 @@
-// Package handlers is what a handler sees: the typed argument structs
-// handlers receive instead of Kopf's kwargs (Change, Object, Attempt, Spawn,
-// WatchEvent, Admission, Activity), the function types of each kind, the
-// per-object Memo, the errors a handler returns or is stopped with
-// (TemporaryError, PermanentError, ErrOperatorExiting, …) and the errors
-// modes.
+// Package handlers is the public import path of what a handler sees, kept
+// for users: code written against github.com/kopfgo/kopfgo/handlers keeps
+// compiling. The types, constants, errors and functions here are the
+// engine's own (internal/handlers), re-exported under the same names, so a
+// handlers.Change and a kopfgo.Change are one type and errors.Is holds
+// across both paths.
 //
-// It exports nothing else on purpose: how handlers are registered, selected,
-// matched against filters and run with Kopf's semantics (retries, backoffs,
-// timeouts, errors modes, sub-handlers, panics turned into errors) is the
-// engine's business, in internal/handling, so that this package can be read
-// in one sitting and only grows when handlers get something new. The root
-// package kopfgo re-exports these types under the same names; prefer it.
+// A user finds here the typed arguments handlers receive (Change, Object,
+// Attempt, Spawn, WatchEvent, Admission, Activity), the function type of
+// each kind, the per-object Memo, the errors a handler returns or is
+// stopped with (TemporaryError, PermanentError, ErrOperatorExiting, …), the
+// errors modes and the filter markers. New code may import kopfgo alone:
+// it re-exports the same types.
 //
-// NewObject and NewSpawn build handler arguments outside a running operator
-// (the daemons machinery and the test kit kopfgotest use them): Spawn keeps
-// its link to the machinery (its stop signal, clock and patching) in
-// unexported fields, so only this package can build one.
+// Removed from this path: NewObject, which named an internal type
+// (resources.Resource) and builds handler arguments for the engine only;
+// tests build an Object with kopfgotest.NewObject.
 package handlers

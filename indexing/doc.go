@@ -1,18 +1,14 @@
-// Package indexing keeps in-memory indices of watched objects, as Kopf's
-// @kopf.index does (the manual's "In-memory indexing"; compat: indices).
+// Package indexing is the public import path of in-memory indices, kept for
+// users: code written against github.com/kopfgo/kopfgo/indexing keeps
+// compiling. The indices and the indexers that fill them are the engine's
+// (internal/indexing); Index and Func are re-exported here under the same
+// names, so an indexing.Index and a kopfgo.Index are one type.
 //
-// An indexing function turns each object into a map of keys to one value;
-// the index maps every key to the values of all the objects that produced
-// it. The index is rebuilt from watch events alone: an object's values are
-// replaced on every event, and removed when the object is deleted or stops
-// matching the indexer's filters, so that the index always describes the
-// cluster as the operator sees it, without any API call of its own.
+// A user finds here Index (Get, Has, Keys, All, Len) as handlers read it,
+// and Func, an indexing function's type. Indices are registered with
+// kopfgo.OnIndex or kopfgo.OnTypedIndex.
 //
-// The reactor feeds indexers before it runs any handler of the object, and
-// holds every handler of the operator until all indices have seen the
-// initial listings, so that even the first creation handler sees complete
-// indices (compat: indices-complete).
-//
-// The root package kopfgo re-exports Index, and registers indices with
-// kopfgo.OnIndex and kopfgo.OnTypedIndex; prefer them.
+// Removed from this path, being the engine's and naming its internal types
+// (handling.Registry, handling.Handler, handling.Cause): Register,
+// RegisterAdapted, Runner and Observation.
 package indexing

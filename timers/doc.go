@@ -1,10 +1,11 @@
-// Package timers owns the schedules of timers: when a timer may fire given
-// its interval, its idle time and the object's last essential change, and
-// how long it sleeps after an invocation (compat: timers).
+// Package timers is the public import path of a timer's schedule, kept for
+// users: code written against github.com/kopfgo/kopfgo/timers keeps
+// compiling. The schedule arithmetic is the engine's (internal/timers),
+// re-exported here under the same names; the daemons machinery that runs
+// timers stays internal.
 //
-// It is pure: times come in as arguments, so every rule is a table test and
-// the runner (package daemons) drives it with the operator's clock, fake in
-// tests. Keeping the rules apart from the goroutines that sleep on them is
-// what lets the sharp grid and the idle postponement be checked exactly,
-// without waiting for real seconds.
+// A user finds here Schedule (interval, idle, sharp) and what it says to do
+// after an invocation (Next: Sleep, AwaitChange, Once), and Changes, which
+// tracks when an object last changed for idle timers. Every identifier the
+// package exported before it moved is here.
 package timers

@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/kopfgo/kopfgo"
+	"github.com/kopfgo/kopfgo/hierarchies"
 )
 
 // KopfExample is the example CRD's object, as far as this operator reads it.
@@ -44,7 +45,7 @@ func createFn(ctx context.Context, c *kopfgo.TypedChange[*KopfExample]) (any, er
 	}}}}
 
 	// Make it our child: assign the namespace, name, labels, owner references.
-	if err := kopfgo.Adopt(pod, c); err != nil {
+	if err := hierarchies.Adopt(pod, c); err != nil {
 		return nil, kopfgo.Permanent(err)
 	}
 

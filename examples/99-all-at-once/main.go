@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/kopfgo/kopfgo"
+	"github.com/kopfgo/kopfgo/hierarchies"
 )
 
 const resource = "kopf.dev/v1/kopfexamples"
@@ -105,10 +106,10 @@ func createPod(ctx context.Context, c *kopfgo.Change) (any, error) {
 		Name: "the-only-one", Image: "busybox", Command: []string{"sh", "-x", "-c", "sleep 1"},
 	}}}}
 	// Make it our child: namespace, name, labels, owner reference.
-	if err := kopfgo.Adopt(pod, c); err != nil {
+	if err := hierarchies.Adopt(pod, c); err != nil {
 		return nil, kopfgo.Permanent(err)
 	}
-	if err := kopfgo.Label(pod, map[string]string{"application": "kopf-example-10"}); err != nil {
+	if err := hierarchies.Label(pod, map[string]string{"application": "kopf-example-10"}); err != nil {
 		return nil, kopfgo.Permanent(err)
 	}
 	api, err := kubernetes.NewForConfig(kopfgo.RESTConfig(ctx))

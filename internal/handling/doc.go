@@ -1,4 +1,4 @@
-// Package handling is the engine behind the handlers package: handler specs
+// Package handling is the engine behind internal/handlers: handler specs
 // and their options (Handler), the registry that validates registrations in
 // one path, filters and matching, the selection of handlers for a cause,
 // and the execution of one handling cycle with Kopf's semantics (one
@@ -8,9 +8,10 @@
 // (HandleEvent), activities (RunActivity) and admission handlers
 // (ServeAdmission), and judges the outcome of daemons and timers (Judge).
 //
-// It is internal so that the public package handlers exports only what a
-// handler sees; the reactor, daemons, indexing, the admission server and
-// the root package's options are its only users.
+// It is apart from internal/handlers so that the types a handler sees
+// (re-exported by kopfgo) stay readable in one sitting; the reactor,
+// daemons, indexing, the admission server and the root package's options
+// are its only users.
 //
 // Execution does no API calls: it reads progress from the object's body and
 // writes progress, results and the handlers' own patches into one patch that

@@ -6,10 +6,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kopfgo/kopfgo/causes"
 	"github.com/kopfgo/kopfgo/diffbase"
-	"github.com/kopfgo/kopfgo/handlers"
+	"github.com/kopfgo/kopfgo/internal/causes"
 	"github.com/kopfgo/kopfgo/internal/config"
+	"github.com/kopfgo/kopfgo/internal/handlers"
 )
 
 func namedFn(ctx context.Context, c *handlers.Change) (any, error) { return nil, nil }

@@ -3,7 +3,7 @@ package handling
 import (
 	"testing"
 
-	"github.com/kopfgo/kopfgo/causes"
+	"github.com/kopfgo/kopfgo/internal/causes"
 )
 
 // Resume handlers join the deletion of an object first seen in the initial

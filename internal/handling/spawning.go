@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/kopfgo/kopfgo/handlers"
+	"github.com/kopfgo/kopfgo/internal/handlers"
 )
 
 // SpawnKind tells daemons from timers.

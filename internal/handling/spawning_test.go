@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kopfgo/kopfgo/handlers"
+	"github.com/kopfgo/kopfgo/internal/handlers"
 	testingclock "k8s.io/utils/clock/testing"
 )
 

@@ -9,8 +9,8 @@ import (
 	"slices"
 	"time"
 
-	"github.com/kopfgo/kopfgo/causes"
-	"github.com/kopfgo/kopfgo/handlers"
+	"github.com/kopfgo/kopfgo/internal/causes"
+	"github.com/kopfgo/kopfgo/internal/handlers"
 )
 
 // Sub-handlers (compat: handlers-subhandlers; the manual's "Idempotence"): a

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kopfgo/kopfgo/handlers"
+	"github.com/kopfgo/kopfgo/internal/handlers"
 )
 
 // The progress record keeps what Kopf keeps, str() of the outcome's

@@ -3,7 +3,7 @@ package plan
 import (
 	"time"
 
-	"github.com/kopfgo/kopfgo/causes"
+	"github.com/kopfgo/kopfgo/internal/causes"
 )
 
 // Facts are what a pass knows about an object when it plans.

@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kopfgo/kopfgo/causes"
+	"github.com/kopfgo/kopfgo/internal/causes"
 )
 
 // The cases follow Kopf's decision matrix: its reactor's processing (when

@@ -14,8 +14,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	clienttesting "k8s.io/client-go/testing"
 
-	"github.com/kopfgo/kopfgo/causes"
-	"github.com/kopfgo/kopfgo/handlers"
+	"github.com/kopfgo/kopfgo/internal/causes"
+	"github.com/kopfgo/kopfgo/internal/handlers"
 )
 
 // A 409 Conflict on a patch without a resourceVersion (the status part of a

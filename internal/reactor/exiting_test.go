@@ -5,8 +5,8 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/kopfgo/kopfgo/causes"
-	"github.com/kopfgo/kopfgo/handlers"
+	"github.com/kopfgo/kopfgo/internal/causes"
+	"github.com/kopfgo/kopfgo/internal/handlers"
 )
 
 // A changing handler still running when the operator exits has its ctx

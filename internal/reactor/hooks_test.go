@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kopfgo/kopfgo/causes"
-	"github.com/kopfgo/kopfgo/handlers"
+	"github.com/kopfgo/kopfgo/internal/causes"
+	"github.com/kopfgo/kopfgo/internal/handlers"
 )
 
 // callHooks records the watch events' types and the handler calls.

@@ -9,11 +9,11 @@ import (
 
 	"k8s.io/utils/clock"
 
-	"github.com/kopfgo/kopfgo/handlers"
 	"github.com/kopfgo/kopfgo/internal/config"
+	"github.com/kopfgo/kopfgo/internal/handlers"
 	"github.com/kopfgo/kopfgo/internal/resources"
+	"github.com/kopfgo/kopfgo/internal/timers"
 	"github.com/kopfgo/kopfgo/patch"
-	"github.com/kopfgo/kopfgo/timers"
 )
 
 // Config is shared by the daemons and timers of all objects of an operator.

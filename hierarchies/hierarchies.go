@@ -3,12 +3,13 @@ package hierarchies
 import (
 	"errors"
 	"fmt"
+	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 )
 
-// options collects what the typed options set.
+// options collects what the options set for one call of a helper.
 type options struct {
 	forced, strict bool
 	nested         []string
@@ -16,69 +17,111 @@ type options struct {
 	block          bool
 }
 
-func defaults() options { return options{controller: true, block: true} }
+// helper is one of the helpers, or a set of them: what an Option fits.
+type helper uint8
 
-// AdoptOption configures Adopt.
-type AdoptOption interface{ applyAdopt(*options) }
+const (
+	forAdopt helper = 1 << iota
+	forLabel
+	forNaming
+	forNamespace
+	forOwnerRef
+)
 
-// LabelOption configures Label.
-type LabelOption interface{ applyLabel(*options) }
+var helperNames = []string{"Adopt", "Label", "HarmonizeNaming", "AdjustNamespace", "AppendOwnerReference and OwnerReference"}
 
-// NamingOption configures HarmonizeNaming.
-type NamingOption interface{ applyNaming(*options) }
+func (h helper) String() string {
+	var names []string
+	for i, n := range helperNames {
+		if h&(1<<i) != 0 {
+			names = append(names, n)
+		}
+	}
+	return strings.Join(names, ", ")
+}
 
-// NamespaceOption configures AdjustNamespace.
-type NamespaceOption interface{ applyNamespace(*options) }
+// Option configures a helper. Each option fits the helpers its doc names;
+// given to another one, it is an error from that helper naming the option,
+// rather than ignored. The helpers share one option type so that this
+// package's surface stays small: a misfit is caught at the call, whose
+// error the caller checks anyway.
+type Option struct {
+	name string
+	fits helper
+	set  func(*options)
+}
 
-// OwnerRefOption configures the owner references built by
-// AppendOwnerReference and OwnerReference.
-type OwnerRefOption interface{ applyOwnerRef(*options) }
+// configure applies opts for the helper h, or says which one does not fit.
+func configure(h helper, opts []Option) (options, error) {
+	o := options{controller: true, block: true}
+	for _, opt := range opts {
+		if opt.set == nil {
+			return o, fmt.Errorf("an empty hierarchies.Option given to %s: use the package's option functions", h)
+		}
+		if opt.fits&h == 0 {
+			return o, fmt.Errorf("hierarchies.%s does not fit %s: it fits %s; remove it", opt.name, h, opt.fits)
+		}
+		opt.set(&o)
+	}
+	return o, nil
+}
 
-// ForcedOption overwrites what the objects already have: labels with the
-// same keys, names, namespaces. It fits Adopt, Label, HarmonizeNaming and
+// start begins the helper h on obj: it refuses the handler's own argument,
+// applies the options, and collects the objects to change, with the Nested
+// structures when that option fits h.
+func start(h helper, obj any, opts []Option) (options, []target, error) {
+	if err := refuseHandled(obj); err != nil {
+		return options{}, nil, err
+	}
+	o, err := configure(h, opts)
+	if err != nil {
+		return o, nil, err
+	}
+	ts, err := collect(obj, o.nested)
+	return o, ts, err
+}
+
+// Forced overwrites what the objects already have: labels with the same
+// keys, the name, the namespace. It fits Adopt, Label, HarmonizeNaming and
 // AdjustNamespace.
-type ForcedOption struct{}
+func Forced() Option {
+	return Option{"Forced()", forAdopt | forLabel | forNaming | forNamespace, func(o *options) { o.forced = true }}
+}
 
-func (ForcedOption) applyAdopt(o *options)     { o.forced = true }
-func (ForcedOption) applyLabel(o *options)     { o.forced = true }
-func (ForcedOption) applyNaming(o *options)    { o.forced = true }
-func (ForcedOption) applyNamespace(o *options) { o.forced = true }
+// Strict names the objects exactly as the owner instead of by its name
+// plus a random suffix. It fits Adopt and HarmonizeNaming.
+func Strict() Option {
+	return Option{"Strict()", forAdopt | forNaming, func(o *options) { o.strict = true }}
+}
 
-// StrictOption names objects exactly instead of by a prefix. It fits Adopt
-// and HarmonizeNaming.
-type StrictOption struct{}
+// Nested also labels the nested structures at these dotted paths, such as
+// "spec.template" of a Deployment or Job; those absent are skipped, not
+// created. It fits Adopt and Label.
+func Nested(paths ...string) Option {
+	return Option{"Nested()", forAdopt | forLabel, func(o *options) { o.nested = append(o.nested, paths...) }}
+}
 
-func (StrictOption) applyAdopt(o *options)  { o.strict = true }
-func (StrictOption) applyNaming(o *options) { o.strict = true }
+// Controller sets the owner reference's controller flag (default true). It
+// fits AppendOwnerReference and OwnerReference.
+func Controller(v bool) Option {
+	return Option{"Controller()", forOwnerRef, func(o *options) { o.controller = v }}
+}
 
-// NestedOption also labels nested structures, such as "spec.template". It
-// fits Adopt and Label.
-type NestedOption []string
-
-func (n NestedOption) applyAdopt(o *options) { o.nested = append(o.nested, n...) }
-func (n NestedOption) applyLabel(o *options) { o.nested = append(o.nested, n...) }
-
-// ControllerOption sets the owner reference's controller flag (default
-// true).
-type ControllerOption bool
-
-func (c ControllerOption) applyOwnerRef(o *options) { o.controller = bool(c) }
-
-// BlockOwnerDeletionOption sets the owner reference's blockOwnerDeletion
-// flag (default true).
-type BlockOwnerDeletionOption bool
-
-func (b BlockOwnerDeletionOption) applyOwnerRef(o *options) { o.block = bool(b) }
+// BlockOwnerDeletion sets the owner reference's blockOwnerDeletion flag
+// (default true). It fits AppendOwnerReference and OwnerReference.
+func BlockOwnerDeletion(v bool) Option {
+	return Option{"BlockOwnerDeletion()", forOwnerRef, func(o *options) { o.block = v }}
+}
 
 // OwnerReference builds the reference to owner that its children carry
 // (Kopf's build_owner_reference). The API needs all four identity fields,
 // so a missing one is an error here rather than a rejected child later.
-func OwnerReference(owner any, opts ...OwnerRefOption) (metav1.OwnerReference, error) {
-	o := defaults()
-	for _, opt := range opts {
-		opt.applyOwnerRef(&o)
+func OwnerReference(owner any, opts ...Option) (metav1.OwnerReference, error) {
+	o, err := configure(forOwnerRef, opts)
+	if err != nil {
+		return metav1.OwnerReference{}, err
 	}
-	id, err := IdentityOf(owner)
+	id, err := ownerIdentity(owner)
 	if err != nil {
 		return metav1.OwnerReference{}, fmt.Errorf("owner: %w", err)
 	}
@@ -105,7 +148,10 @@ func ownerRef(id Identity, o options) (metav1.OwnerReference, error) {
 
 // AppendOwnerReference makes owner an owner of obj (each of them, for a
 // slice), unless a reference to the owner's uid is already there.
-func AppendOwnerReference(obj, owner any, opts ...OwnerRefOption) error {
+func AppendOwnerReference(obj, owner any, opts ...Option) error {
+	if err := refuseHandled(obj); err != nil {
+		return err
+	}
 	ref, err := OwnerReference(owner, opts...)
 	if err != nil {
 		return err
@@ -148,7 +194,10 @@ func appendRef(ts []target, ref metav1.OwnerReference) error {
 // RemoveOwnerReference removes every reference to owner's uid from obj
 // (each of them, for a slice).
 func RemoveOwnerReference(obj, owner any) error {
-	id, err := IdentityOf(owner)
+	if err := refuseHandled(obj); err != nil {
+		return err
+	}
+	id, err := ownerIdentity(owner)
 	if err != nil {
 		return fmt.Errorf("owner: %w", err)
 	}
@@ -237,12 +286,8 @@ func (r refs) find(uid string) int {
 // Label puts labels on obj (each of them, for a slice) and on the nested
 // structures given with Nested, keeping the values of keys already there
 // unless Forced.
-func Label(obj any, labels map[string]string, opts ...LabelOption) error {
-	o := defaults()
-	for _, opt := range opts {
-		opt.applyLabel(&o)
-	}
-	ts, err := collect(obj, o.nested)
+func Label(obj any, labels map[string]string, opts ...Option) error {
+	o, ts, err := start(forLabel, obj, opts)
 	if err != nil {
 		return err
 	}
@@ -298,15 +343,11 @@ func label(ts []target, labels map[string]string, forced bool) error {
 // has neither a name nor a generateName, or if Forced: by default with
 // generateName "<name>-", so that the API server adds a random suffix; with
 // Strict, exactly name.
-func HarmonizeNaming(obj any, name string, opts ...NamingOption) error {
-	o := defaults()
-	for _, opt := range opts {
-		opt.applyNaming(&o)
-	}
+func HarmonizeNaming(obj any, name string, opts ...Option) error {
 	if name == "" {
 		return fmt.Errorf("cannot name objects after an empty name: pass the name explicitly")
 	}
-	ts, err := collect(obj, nil)
+	o, ts, err := start(forNaming, obj, opts)
 	if err != nil {
 		return err
 	}
@@ -350,12 +391,8 @@ func harmonize(ts []target, name string, forced, strict bool) {
 // unless it has a namespace already and is not Forced. An empty namespace
 // (a cluster-scoped owner's) leaves the objects alone, unless Forced, which
 // clears their namespace.
-func AdjustNamespace(obj any, namespace string, opts ...NamespaceOption) error {
-	o := defaults()
-	for _, opt := range opts {
-		opt.applyNamespace(&o)
-	}
-	ts, err := collect(obj, nil)
+func AdjustNamespace(obj any, namespace string, opts ...Option) error {
+	o, ts, err := start(forNamespace, obj, opts)
 	if err != nil {
 		return err
 	}
@@ -389,12 +426,12 @@ func adjust(ts []target, namespace string, forced bool) {
 // a name after it (HarmonizeNaming), its namespace (AdjustNamespace) and its
 // labels (Label, also on the Nested structures). Nothing is changed unless
 // all of it can be done.
-func Adopt(obj, owner any, opts ...AdoptOption) error {
-	o := defaults()
-	for _, opt := range opts {
-		opt.applyAdopt(&o)
+func Adopt(obj, owner any, opts ...Option) error {
+	o, withNested, err := start(forAdopt, obj, opts)
+	if err != nil {
+		return err
 	}
-	id, err := IdentityOf(owner)
+	id, err := ownerIdentity(owner)
 	if err != nil {
 		return fmt.Errorf("owner: %w", err)
 	}
@@ -403,10 +440,6 @@ func Adopt(obj, owner any, opts ...AdoptOption) error {
 		return err
 	}
 	ts, err := collect(obj, nil)
-	if err != nil {
-		return err
-	}
-	withNested, err := collect(obj, o.nested)
 	if err != nil {
 		return err
 	}

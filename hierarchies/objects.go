@@ -1,6 +1,7 @@
 package hierarchies
 
 import (
+	"errors"
 	"fmt"
 	"path"
 	"reflect"
@@ -9,6 +10,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/kopfgo/kopfgo/internal/handlers"
 )
 
 // target is one object to change: a body as a map, or a typed object.
@@ -39,6 +42,9 @@ func collect(obj any, nested []string) ([]target, error) {
 }
 
 func walk(obj any, fn func(target) error) error {
+	if b, ok := handlerBody(obj); ok {
+		obj = b
+	}
 	switch o := obj.(type) {
 	case nil:
 		return fmt.Errorf("no object given (nil)")
@@ -213,18 +219,18 @@ type Identity struct {
 	Labels     map[string]string
 }
 
-// IdentityOf reads the identity of one object: a map, an
+// identityOf reads the identity of one object: a map, an
 // *unstructured.Unstructured or a typed object. Bodies are taken as they
 // are; a typed object with an empty TypeMeta gets its apiVersion and kind
 // from its Go type when it is one of k8s.io/api's, and is an error
 // otherwise, since a reference without them points nowhere.
-func IdentityOf(obj any) (Identity, error) {
+func identityOf(obj any) (Identity, error) {
 	switch o := obj.(type) {
 	case *unstructured.Unstructured:
 		if o == nil {
 			return Identity{}, fmt.Errorf("no object given (a nil *unstructured.Unstructured)")
 		}
-		return IdentityOf(o.Object)
+		return identityOf(o.Object)
 	case map[string]any:
 		if o == nil {
 			return Identity{}, fmt.Errorf("no object given (a nil map)")
@@ -330,7 +336,8 @@ var apiGroups = map[string]string{
 	"storagemigration":      "storagemigration.k8s.io",
 }
 
-// Identities reads the identity of obj, or of each object of a slice.
+// Identities reads the identity of obj (a handler's argument, a body, a typed
+// object), or of each object of a slice: what events name.
 func Identities(obj any) ([]Identity, error) {
 	var out []Identity
 	err := walk(obj, func(t target) error {
@@ -338,9 +345,84 @@ func Identities(obj any) ([]Identity, error) {
 		if t.m != nil {
 			o = t.m
 		}
-		id, err := IdentityOf(o)
+		id, err := identityOf(o)
 		out = append(out, id)
 		return err
 	})
 	return out, err
+}
+
+// ErrHandledObject is the error of a helper given the handler's own
+// argument as the object to change: the handled object is the operator's
+// copy, and changing it in place would corrupt the operator's view of it.
+var ErrHandledObject = errors.New("the handled object cannot be changed in place: put changes into c.Patch")
+
+// IsHandlerArgument reports whether obj is a handler's argument, of any
+// kind, typed or not: an owner to name, never an object to change.
+func IsHandlerArgument(obj any) bool {
+	_, ok := handlerBody(obj)
+	return ok
+}
+
+// refuseHandled refuses the handler's own argument as an object to change.
+func refuseHandled(obj any) error {
+	if IsHandlerArgument(obj) {
+		return ErrHandledObject
+	}
+	return nil
+}
+
+// ownerIdentity reads the identity of an owner, which may be the handler's
+// argument.
+func ownerIdentity(owner any) (Identity, error) {
+	if b, ok := handlerBody(owner); ok {
+		return identityOf(b)
+	}
+	return identityOf(owner)
+}
+
+var objectType = reflect.TypeFor[handlers.Object]()
+
+// handlerBody returns the body of a handler's argument. Every argument of
+// kopfgo's handlers embeds handlers.Object: *kopfgo.Change, *kopfgo.Spawn,
+// *kopfgo.WatchEvent, *kopfgo.Object, and the typed forms
+// (*kopfgo.TypedChange[T], …), which this package, below kopfgo, cannot
+// name.
+func handlerBody(obj any) (map[string]any, bool) {
+	switch obj.(type) {
+	case nil, map[string]any, *unstructured.Unstructured, metav1.Object:
+		return nil, false
+	}
+	v := reflect.ValueOf(obj)
+	for v.Kind() == reflect.Pointer {
+		if v.IsNil() {
+			return nil, false
+		}
+		v = v.Elem()
+	}
+	if v.Kind() != reflect.Struct {
+		return nil, false
+	}
+	if v.Type() != objectType {
+		f, ok := v.Type().FieldByName("Object")
+		if !ok || !f.Anonymous {
+			return nil, false
+		}
+		fv, err := v.FieldByIndexErr(f.Index)
+		if err != nil { // a nil embedded pointer on the way
+			return nil, false
+		}
+		if fv.Kind() == reflect.Pointer {
+			if fv.IsNil() {
+				return nil, false
+			}
+			fv = fv.Elem()
+		}
+		if fv.Type() != objectType {
+			return nil, false
+		}
+		v = fv
+	}
+	body, _ := v.FieldByName("Body").Interface().(map[string]any)
+	return body, true
 }

@@ -4,9 +4,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/kopfgo/kopfgo/handlers"
+	"github.com/kopfgo/kopfgo/internal/handlers"
 	"github.com/kopfgo/kopfgo/internal/handling"
-	"github.com/kopfgo/kopfgo/timers"
+	"github.com/kopfgo/kopfgo/internal/timers"
 )
 
 // Set is the daemons and timers of one object. The object's worker calls

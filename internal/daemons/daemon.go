@@ -8,10 +8,10 @@ import (
 	"sync"
 	"time"
 
-	"github.com/kopfgo/kopfgo/handlers"
+	"github.com/kopfgo/kopfgo/internal/handlers"
 	"github.com/kopfgo/kopfgo/internal/handling"
+	"github.com/kopfgo/kopfgo/internal/timers"
 	"github.com/kopfgo/kopfgo/patch"
-	"github.com/kopfgo/kopfgo/timers"
 )
 
 // applyTimeout bounds a daemon's patch, which is sent even after the daemon

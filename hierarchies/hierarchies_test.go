@@ -56,7 +56,7 @@ func TestAppendOwnerReference(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		obj  func() any
-		opts []OwnerRefOption
+		opts []Option
 		want string // the resulting object as JSON
 	}{
 		{"body without metadata", func() any { return body(`{"kind":"Pod"}`) }, nil,
@@ -69,7 +69,7 @@ func TestAppendOwnerReference(t *testing.T) {
 		{"hand-built list type", func() any {
 			return map[string]any{"metadata": map[string]any{"ownerReferences": []map[string]any{body(other)}}}
 		}, nil, `{"metadata":{"ownerReferences":[` + other + `,` + ownerRefJSON + `]}}`},
-		{"flags", func() any { return body(`{}`) }, []OwnerRefOption{ControllerOption(false), BlockOwnerDeletionOption(false)},
+		{"flags", func() any { return body(`{}`) }, []Option{Controller(false), BlockOwnerDeletion(false)},
 			`{"metadata":{"ownerReferences":[{"apiVersion":"kopf.dev/v1","blockOwnerDeletion":false,"controller":false,"kind":"KopfExample","name":"kopf-example-1","uid":"uid-owner"}]}}`},
 		{"unstructured", func() any { return &unstructured.Unstructured{} }, nil,
 			`{"metadata":{"ownerReferences":[` + ownerRefJSON + `]}}`},
@@ -150,19 +150,19 @@ func TestLabel(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		obj  string
-		opts []LabelOption
+		opts []Option
 		want string
 	}{
 		{"no metadata", `{}`, nil, `{"metadata":{"labels":{"somelabel":"somevalue"}}}`},
 		{"existing key kept (compat: hierarchies-labels)", `{"metadata":{"labels":{"somelabel":"keep","x":"y"}}}`, nil,
 			`{"metadata":{"labels":{"somelabel":"keep","x":"y"}}}`},
-		{"forced", `{"metadata":{"labels":{"somelabel":"keep"}}}`, []LabelOption{ForcedOption{}},
+		{"forced", `{"metadata":{"labels":{"somelabel":"keep"}}}`, []Option{Forced()},
 			`{"metadata":{"labels":{"somelabel":"somevalue"}}}`},
-		{"nested (compat: hierarchies-labels)", `{"spec":{"template":{"spec":{}}}}`, []LabelOption{NestedOption{"spec.template"}},
+		{"nested (compat: hierarchies-labels)", `{"spec":{"template":{"spec":{}}}}`, []Option{Nested("spec.template")},
 			`{"metadata":{"labels":{"somelabel":"somevalue"}},"spec":{"template":{"metadata":{"labels":{"somelabel":"somevalue"}},"spec":{}}}}`},
-		{"nested missing: not created (compat: hierarchies-labels)", `{"spec":{}}`, []LabelOption{NestedOption{"spec.template"}},
+		{"nested missing: not created (compat: hierarchies-labels)", `{"spec":{}}`, []Option{Nested("spec.template")},
 			`{"metadata":{"labels":{"somelabel":"somevalue"}},"spec":{}}`},
-		{"nested null: not created", `{"spec":{"template":null}}`, []LabelOption{NestedOption{"spec.template"}},
+		{"nested null: not created", `{"spec":{"template":null}}`, []Option{Nested("spec.template")},
 			`{"metadata":{"labels":{"somelabel":"somevalue"}},"spec":{"template":null}}`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -178,24 +178,24 @@ func TestLabel(t *testing.T) {
 
 	t.Run("typed nested", func(t *testing.T) {
 		d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"somelabel": "keep"}}}
-		if err := Label(d, labels, NestedOption{"spec.template"}); err != nil {
+		if err := Label(d, labels, Nested("spec.template")); err != nil {
 			t.Fatal(err)
 		}
 		if d.Labels["somelabel"] != "keep" || d.Spec.Template.Labels["somelabel"] != "somevalue" {
 			t.Errorf("labels %v, template labels %v", d.Labels, d.Spec.Template.Labels)
 		}
 		cj := &batchv1.CronJob{}
-		if err := Label(cj, labels, NestedOption{"spec.jobTemplate", "spec.jobTemplate.spec.template"}); err != nil {
+		if err := Label(cj, labels, Nested("spec.jobTemplate", "spec.jobTemplate.spec.template")); err != nil {
 			t.Fatal(err)
 		}
 		if cj.Spec.JobTemplate.Labels["somelabel"] != "somevalue" || cj.Spec.JobTemplate.Spec.Template.Labels["somelabel"] != "somevalue" {
 			t.Errorf("cronjob: %s", js(t, cj))
 		}
 		pod := &corev1.Pod{}
-		if err := Label(pod, labels, NestedOption{"spec.nosuchfield"}); err != nil {
+		if err := Label(pod, labels, Nested("spec.nosuchfield")); err != nil {
 			t.Errorf("a missing nested field: %v, want it skipped", err)
 		}
-		if err := Label(pod, labels, NestedOption{"spec.containers"}); err == nil {
+		if err := Label(pod, labels, Nested("spec.containers")); err == nil {
 			t.Error("a nested list: no error")
 		}
 	})
@@ -216,7 +216,7 @@ func TestLabel(t *testing.T) {
 				t.Errorf("%s: no error", s)
 			}
 		}
-		if err := Label(body(`{"spec":{"template":"x"}}`), labels, NestedOption{"spec.template"}); err == nil {
+		if err := Label(body(`{"spec":{"template":"x"}}`), labels, Nested("spec.template")); err == nil {
 			t.Error("a nested string: no error")
 		}
 	})
@@ -226,16 +226,16 @@ func TestHarmonizeNaming(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		obj  string
-		opts []NamingOption
+		opts []Option
 		want string
 	}{
 		{"unnamed (compat: hierarchies-naming)", `{}`, nil, `{"metadata":{"generateName":"kopf-example-1-"}}`},
-		{"unnamed strict", `{}`, []NamingOption{StrictOption{}}, `{"metadata":{"name":"kopf-example-1"}}`},
+		{"unnamed strict", `{}`, []Option{Strict()}, `{"metadata":{"name":"kopf-example-1"}}`},
 		{"named: kept", `{"metadata":{"name":"mine"}}`, nil, `{"metadata":{"name":"mine"}}`},
-		{"generate-named: kept", `{"metadata":{"generateName":"mine-"}}`, []NamingOption{StrictOption{}}, `{"metadata":{"generateName":"mine-"}}`},
+		{"generate-named: kept", `{"metadata":{"generateName":"mine-"}}`, []Option{Strict()}, `{"metadata":{"generateName":"mine-"}}`},
 		{"empty name counts as named, as in Kopf", `{"metadata":{"name":""}}`, nil, `{"metadata":{"name":""}}`},
-		{"forced", `{"metadata":{"name":"mine"}}`, []NamingOption{ForcedOption{}}, `{"metadata":{"generateName":"kopf-example-1-"}}`},
-		{"forced strict", `{"metadata":{"generateName":"mine-"}}`, []NamingOption{ForcedOption{}, StrictOption{}}, `{"metadata":{"name":"kopf-example-1"}}`},
+		{"forced", `{"metadata":{"name":"mine"}}`, []Option{Forced()}, `{"metadata":{"generateName":"kopf-example-1-"}}`},
+		{"forced strict", `{"metadata":{"generateName":"mine-"}}`, []Option{Forced(), Strict()}, `{"metadata":{"name":"kopf-example-1"}}`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			obj := body(tc.obj)
@@ -251,7 +251,7 @@ func TestHarmonizeNaming(t *testing.T) {
 	if err := HarmonizeNaming(pod, "kopf-example-1"); err != nil || pod.GenerateName != "kopf-example-1-" || pod.Name != "" {
 		t.Errorf("typed: %v, %q %q", err, pod.Name, pod.GenerateName)
 	}
-	if err := HarmonizeNaming(pod, "other", ForcedOption{}, StrictOption{}); err != nil || pod.GenerateName != "" || pod.Name != "other" {
+	if err := HarmonizeNaming(pod, "other", Forced(), Strict()); err != nil || pod.GenerateName != "" || pod.Name != "other" {
 		t.Errorf("typed forced strict: %v, %q %q", err, pod.Name, pod.GenerateName)
 	}
 	if err := HarmonizeNaming(body(`{}`), ""); err == nil {
@@ -262,15 +262,15 @@ func TestHarmonizeNaming(t *testing.T) {
 func TestAdjustNamespace(t *testing.T) {
 	for _, tc := range []struct {
 		name, obj, ns string
-		opts          []NamespaceOption
+		opts          []Option
 		want          string
 	}{
 		{"absent (compat: hierarchies-namespace)", `{}`, "ns1", nil, `{"metadata":{"namespace":"ns1"}}`},
 		{"null", `{"metadata":{"namespace":null}}`, "ns1", nil, `{"metadata":{"namespace":"ns1"}}`},
 		{"present: kept", `{"metadata":{"namespace":"mine"}}`, "ns1", nil, `{"metadata":{"namespace":"mine"}}`},
-		{"forced", `{"metadata":{"namespace":"mine"}}`, "ns1", []NamespaceOption{ForcedOption{}}, `{"metadata":{"namespace":"ns1"}}`},
+		{"forced", `{"metadata":{"namespace":"mine"}}`, "ns1", []Option{Forced()}, `{"metadata":{"namespace":"ns1"}}`},
 		{"cluster-scoped owner: nothing", `{}`, "", nil, `{}`},
-		{"cluster-scoped owner, forced: cleared", `{"metadata":{"namespace":"mine"}}`, "", []NamespaceOption{ForcedOption{}}, `{"metadata":{}}`},
+		{"cluster-scoped owner, forced: cleared", `{"metadata":{"namespace":"mine"}}`, "", []Option{Forced()}, `{"metadata":{}}`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			obj := body(tc.obj)
@@ -286,7 +286,7 @@ func TestAdjustNamespace(t *testing.T) {
 	if err := AdjustNamespace(pod, "ns1"); err != nil || pod.Namespace != "mine" {
 		t.Errorf("typed with a namespace: %v, %q", err, pod.Namespace)
 	}
-	if err := AdjustNamespace(pod, "ns1", ForcedOption{}); err != nil || pod.Namespace != "ns1" {
+	if err := AdjustNamespace(pod, "ns1", Forced()); err != nil || pod.Namespace != "ns1" {
 		t.Errorf("typed forced: %v, %q", err, pod.Namespace)
 	}
 }
@@ -295,7 +295,7 @@ func TestAdjustNamespace(t *testing.T) {
 // Deployment, as a body and as a typed object.
 func TestAdopt(t *testing.T) {
 	wantLabels := `{"other":"x","somelabel":"somevalue"}`
-	opts := []AdoptOption{StrictOption{}, ForcedOption{}, NestedOption{"spec.template"}}
+	opts := []Option{Strict(), Forced(), Nested("spec.template")}
 
 	m := body(`{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"mine","namespace":"elsewhere","labels":{"somelabel":"old"}},"spec":{"template":{"spec":{}}}}`)
 	if err := Adopt(m, owner(), opts...); err != nil {
@@ -400,7 +400,7 @@ func TestIdentityOf(t *testing.T) {
 		&unstructured.Unstructured{Object: body(`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p","uid":"u","namespace":"ns","labels":{"a":"b"}}}`)},
 		&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", UID: "u", Namespace: "ns", Labels: map[string]string{"a": "b"}}},
 	} {
-		got, err := IdentityOf(obj)
+		got, err := identityOf(obj)
 		if err != nil || !reflect.DeepEqual(got, want) {
 			t.Errorf("%T: %+v, %v; want %+v", obj, got, err, want)
 		}

@@ -13,8 +13,8 @@ import (
 	"go.uber.org/goleak"
 	testingclock "k8s.io/utils/clock/testing"
 
-	"github.com/kopfgo/kopfgo/handlers"
 	"github.com/kopfgo/kopfgo/internal/config"
+	"github.com/kopfgo/kopfgo/internal/handlers"
 	"github.com/kopfgo/kopfgo/internal/handling"
 	"github.com/kopfgo/kopfgo/internal/testlog"
 	"github.com/kopfgo/kopfgo/patch"
