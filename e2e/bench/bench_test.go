@@ -84,13 +84,14 @@ func TestProcReaders(t *testing.T) {
 
 func TestOptionsValidate(t *testing.T) {
 	ok := options{n: 1, restartN: 1, rate: 1, duration: time.Second, creators: 1, rounds: 1, scaleN: 1, backlogN: 1, shedInflight: 1, shedMutating: 1,
-		scenarios: []string{"burst", "backlog", "backlog-shed"}, contenders: []string{"floor"}}
+		scenarios: []string{"burst", "backlog", "backlog-shed"}, contenders: []string{"floor", "kopfgo@a83e75b"}}
 	if err := ok.validate(); err != nil {
 		t.Fatal(err)
 	}
 	for name, mutate := range map[string]func(*options){
 		"unknown scenario":    func(o *options) { o.scenarios = []string{"soak"} },
 		"unknown contender":   func(o *options) { o.contenders = []string{"kopf"} },
+		"revision missing":    func(o *options) { o.contenders = []string{"kopfgo@"} },
 		"no scenario":         func(o *options) { o.scenarios = nil },
 		"zero n":              func(o *options) { o.n = 0 },
 		"zero rounds":         func(o *options) { o.rounds = 0 },

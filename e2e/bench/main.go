@@ -11,6 +11,7 @@
 //	go run ./e2e/bench                      # everything (make bench)
 //	go run ./e2e/bench -n 200 -scenarios burst,updates -restart-n 1000
 //	go run ./e2e/bench -scenarios backlog,backlog-shed -backlog-n 10000
+//	go run ./e2e/bench -rounds 3 -contenders floor,kopfgo@a83e75b,kopfgo  # before and after
 //
 // The API server is shared with anything else running on the machine, so
 // figures are noisy: compare ratios within one run, not absolute figures
@@ -18,6 +19,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"flag"
@@ -141,8 +143,11 @@ func (o options) validate() error {
 		}
 	}
 	for _, c := range o.contenders {
+		if rev, ok := strings.CutPrefix(c, "kopfgo@"); ok && rev != "" {
+			continue
+		}
 		if !slices.Contains(contenderNames, c) {
-			return fmt.Errorf("unknown contender %q: choose from %s", c, strings.Join(contenderNames, ", "))
+			return fmt.Errorf("unknown contender %q: choose from %s, or kopfgo@REV (kopfgo's contender as of a git revision)", c, strings.Join(contenderNames, ", "))
 		}
 	}
 	for name, path := range o.prebuilt {
@@ -272,6 +277,27 @@ func (o options) backlogTimeout(n int) time.Duration {
 
 func (o options) wants(s string) bool { return slices.Contains(o.scenarios, s) }
 
+// checkout writes the tree of a git revision of this repository to dir,
+// for a kopfgo@REV contender: the same scenarios, in the same run, with an
+// earlier kopfgo (the "before" of a before-and-after).
+func checkout(ctx context.Context, rev, dir string) (string, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	archive := exec.CommandContext(ctx, "git", "archive", "--format=tar", rev)
+	archive.Dir = repoRoot
+	tarball, err := archive.Output()
+	if err != nil {
+		return "", fmt.Errorf("reading revision %s of the repository (git archive): %w", rev, err)
+	}
+	untar := exec.CommandContext(ctx, "tar", "-x", "-C", dir)
+	untar.Stdin = bytes.NewReader(tarball)
+	if msg, err := untar.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("unpacking revision %s: %v\n%s", rev, err, msg)
+	}
+	return dir, nil
+}
+
 // build compiles the contenders, except those prebuilt. The peer is a
 // module of its own.
 func build(ctx context.Context, names []string, prebuilt map[string]string, dir string) (map[string]string, error) {
@@ -285,6 +311,19 @@ func build(ctx context.Context, names []string, prebuilt map[string]string, dir 
 		out := filepath.Join(dir, name)
 		logf("building the %s contender", name)
 		var cmd *exec.Cmd
+		if rev, ok := strings.CutPrefix(name, "kopfgo@"); ok {
+			src, err := checkout(ctx, rev, filepath.Join(dir, "src@"+rev))
+			if err != nil {
+				return nil, err
+			}
+			cmd := exec.CommandContext(ctx, "go", "build", "-o", out, "./e2e/bench/kopfgo")
+			cmd.Dir = src
+			if msg, err := cmd.CombinedOutput(); err != nil {
+				return nil, fmt.Errorf("building the %s contender: %v\n%s", name, err, msg)
+			}
+			bins[name] = out
+			continue
+		}
 		switch name {
 		case "peer":
 			cmd = exec.CommandContext(ctx, "go", "build", "-o", out, ".")
