@@ -65,6 +65,12 @@ func Run(ctx context.Context, cfg Config) error {
 	if svc := cfg.Settings.Service; svc != nil && srv.Service == nil {
 		srv.Service = svc
 	}
+	if srv.Service != nil && cfg.Settings.CertSecret == "" && srv.Config.CertFile == "" {
+		// Each replica would generate a CA of its own and patch it into the
+		// configurations, and the API server would reject the others.
+		cfg.Logger.Warn("Webhooks through a Service with a certificate generated per process: with more than one replica, " +
+			"set Settings.Admission.CertSecret (--webhook-secret) so that they share one CA.")
+	}
 	if cfg.Settings.CertSecret != "" && srv.certs == nil {
 		k, err := newKeeper(cfg)
 		if err != nil {
