@@ -50,7 +50,10 @@ func (s *certState) serve(now time.Time) keyPair {
 // rotation is the rotation's policy for one server's hosts.
 type rotation struct {
 	validity, renewBefore, check time.Duration
-	hosts                        []string
+	// hosts are the names a certificate is issued for; need are those a
+	// certificate must name to be kept: the Service's when there is one,
+	// so that replicas with addresses of their own keep each other's.
+	hosts, need []string
 }
 
 // newRotation applies the defaults to the settings and checks them.
@@ -153,7 +156,7 @@ func (r rotation) usable(s *certState, now time.Time) (time.Time, bool) {
 	if _, err := leaf.Verify(x509.VerifyOptions{Roots: roots, CurrentTime: now}); err != nil {
 		return time.Time{}, false
 	}
-	for _, h := range r.hosts {
+	for _, h := range r.need {
 		if h != "" && leaf.VerifyHostname(h) != nil {
 			return time.Time{}, false
 		}

@@ -92,7 +92,7 @@ func testKeeper(t *testing.T, store secretStore, clk *clocktesting.FakeClock, cf
 	if err != nil {
 		t.Fatal(err)
 	}
-	policy.hosts = []string{svcHost}
+	policy.hosts, policy.need = []string{svcHost}, []string{svcHost}
 	return &keeper{store: store, policy: policy, clock: clk, logger: slog.New(slog.DiscardHandler)}
 }
 
@@ -242,7 +242,7 @@ func TestAdvanceReplacesUnusableCertificatesAtOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	policy.hosts = []string{svcHost}
+	policy.hosts, policy.need = []string{svcHost, "10.0.0.1"}, []string{svcHost}
 	first, _, err := policy.advance(nil, now)
 	if err != nil {
 		t.Fatal(err)
@@ -258,7 +258,12 @@ func TestAdvanceReplacesUnusableCertificatesAtOnce(t *testing.T) {
 	if !changed || expired.Next != nil || countPEM(expired.Bundle) != 1 || string(expired.Bundle) == string(first.Bundle) {
 		t.Error("an expired certificate is not replaced at once")
 	}
-	policy.hosts = []string{"renamed.ops.svc"}
+	// Another replica, with an address of its own, keeps the certificate.
+	policy.hosts = []string{svcHost, "10.0.0.2"}
+	if _, changed, _ := policy.advance(first, now.Add(time.Minute)); changed {
+		t.Error("a replica with another address replaced the shared certificate")
+	}
+	policy.hosts, policy.need = []string{"renamed.ops.svc"}, []string{"renamed.ops.svc"}
 	renamed, changed, _ := policy.advance(first, now.Add(time.Minute))
 	if !changed || renamed.Next != nil || string(renamed.Bundle) == string(first.Bundle) {
 		t.Error("a certificate for other hosts is not replaced at once")

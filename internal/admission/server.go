@@ -131,18 +131,25 @@ type certFiles struct {
 }
 
 // hosts are the names a generated certificate is for: the host, Addr,
-// ExtraSANs, and the Service's DNS names.
+// ExtraSANs, and the Service's DNS names, which come first.
 func (s *Server) hosts(host string) []string {
 	cfg := s.Config
-	hosts := append([]string{host, cfg.Addr}, cfg.ExtraSANs...)
+	hosts := append(s.serviceHosts(), host, cfg.Addr)
+	hosts = append(hosts, cfg.ExtraSANs...)
 	if addr := accessibleAddr(cfg.Addr); addr != host {
 		hosts = append(hosts, addr)
 	}
-	if svc := s.Service; svc != nil {
-		hosts = append(hosts, svc.Name, svc.Name+"."+svc.Namespace, svc.Name+"."+svc.Namespace+".svc",
-			svc.Name+"."+svc.Namespace+".svc.cluster.local")
-	}
 	return hosts
+}
+
+// serviceHosts are the Service's DNS names, if there is a Service.
+func (s *Server) serviceHosts() []string {
+	svc := s.Service
+	if svc == nil {
+		return nil
+	}
+	return []string{svc.Name, svc.Name + "." + svc.Namespace, svc.Name + "." + svc.Namespace + ".svc",
+		svc.Name + "." + svc.Namespace + ".svc.cluster.local"}
 }
 
 // loadCerts loads the certificate files, or the certificates of the
@@ -155,7 +162,10 @@ func (s *Server) loadCerts(ctx context.Context, host string) ([]byte, *certFiles
 		return nil, nil, 0, fmt.Errorf("the webhook server needs both CertFile and KeyFile, or neither (to generate a certificate)")
 	}
 	if cfg.CertFile == "" && s.certs != nil {
-		s.certs.policy.hosts = s.hosts(host)
+		s.certs.policy.hosts, s.certs.policy.need = s.hosts(host), s.serviceHosts()
+		if s.Service == nil {
+			s.certs.policy.need = s.certs.policy.hosts
+		}
 		sv, wait, err := s.certs.sync(ctx)
 		if err != nil {
 			return nil, nil, 0, fmt.Errorf("cannot get the webhook certificates from their Secret: %w", err)
