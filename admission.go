@@ -1,6 +1,7 @@
 package kopfgo
 
 import (
+	"github.com/kopfgo/kopfgo/internal/cli"
 	"github.com/kopfgo/kopfgo/internal/config"
 	"github.com/kopfgo/kopfgo/internal/handlers"
 	"github.com/kopfgo/kopfgo/internal/handling"
@@ -24,6 +25,27 @@ type AdmissionSettings = config.Admission
 // WebhookServer is the operator's HTTPS server for the API server's
 // admission calls (Settings.Admission.Server; Kopf's kopf.WebhookServer).
 type WebhookServer = config.WebhookServer
+
+// WebhookService is the Service through which the API server reaches the
+// webhook server in a cluster (Settings.Admission.Service; Kopf's
+// WebhookClientConfigService).
+type WebhookService = config.WebhookService
+
+// CertRotation says how long the certificates kept in
+// Settings.Admission.CertSecret live and when they are replaced.
+type CertRotation = config.CertRotation
+
+// applyWebhookFlags applies --webhook-service and --webhook-secret (checked
+// by the flags' validation already).
+func applyWebhookFlags(a *AdmissionSettings, f *cli.RunFlags) {
+	if f.WebhookService != "" {
+		ns, name, port, _ := cli.ParseWebhookService(f.WebhookService)
+		a.Service = &WebhookService{Name: name, Namespace: ns, Port: port}
+	}
+	if f.WebhookSecret != "" {
+		a.CertSecret = f.WebhookSecret
+	}
+}
 
 // AdmissionError returns the error that rejects an admission request with
 // this message and HTTP code, as `kubectl` shows them (Kopf's

@@ -172,9 +172,17 @@ func (r *run) admission(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	settings := r.settings.Admission
+	own := r.op.leaseNamespace("") // the pod's, as for the Leases
+	if svc := settings.Service; svc != nil && svc.Namespace == "" {
+		resolved := *svc
+		resolved.Namespace = own
+		settings.Service = &resolved
+	}
 	component.Ready(ctx)
 	return admission.Run(r.clients(ctx), admission.Config{
-		Handlers: hs, Settings: r.settings.Admission, Client: client, Logger: r.logger, Memo: r.op.memo,
+		Handlers: hs, Settings: settings, Client: client, Logger: r.logger, Memo: r.op.memo,
+		Namespace: own, Clock: r.clock,
 	})
 }
 

@@ -143,6 +143,7 @@ func (op *Operator) applyFlags(flags *cli.RunFlags, stderr io.Writer) *slog.Logg
 		op.opts.Settings.Process.MemoryLimitRatio = flags.MemoryLimitRatio
 	}
 	applyPassCaps(&op.opts.Settings, flags)
+	applyWebhookFlags(&op.opts.Settings.Admission, flags)
 	if fc := &op.opts.Settings.Networking.FlowControl; flags.MaxRequestsInFlight > 0 {
 		fc.MaxWrites, fc.MaxReads = flags.MaxRequestsInFlight, flags.MaxRequestsInFlight
 	}

@@ -44,7 +44,9 @@ in a cluster, as YAML for kubectl apply: its Namespace and ServiceAccount,
 the least-privilege RBAC (as kopfgo rbac computes it), a Deployment of the
 image (non-root, read-only root filesystem, no capabilities, probes on the
 liveness endpoint), a Service for the metrics and one for admission webhooks
-when there are admission handlers, a PodDisruptionBudget with --replicas
+when there are admission handlers (the operator runs with --webhook-service
+NAME-webhooks and --webhook-secret NAME-webhooks-certs, which a Role in the
+install namespace lets it keep), a PodDisruptionBudget with --replicas
 above 1, a ServiceMonitor with --service-monitor, and Kopf's peering CRDs
 and objects with --peering. The operator is built as for kopfgo run and
 asked (BIN manifests). Its resources are resolved against the cluster of the

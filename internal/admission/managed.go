@@ -64,7 +64,21 @@ func BuildWebhooks(hs []*handling.AdmissionHandler, kind handlers.AdmissionKind,
 		if h.IgnoreFailures {
 			failurePolicy = "Ignore"
 		}
-		client := map[string]any{"url": strings.TrimRight(cc.URL, "/") + "/" + url.PathEscape(h.ID)}
+		// The handler id is the path's last segment, as Kopf injects it into
+		// the URL or the Service's path.
+		var client map[string]any
+		if svc := cc.Service; svc != nil {
+			port := svc.Port
+			if port == 0 {
+				port = 443
+			}
+			client = map[string]any{"service": map[string]any{
+				"name": svc.Name, "namespace": svc.Namespace, "port": port,
+				"path": strings.TrimRight(cc.Path, "/") + "/" + url.PathEscape(h.ID),
+			}}
+		} else {
+			client = map[string]any{"url": strings.TrimRight(cc.URL, "/") + "/" + url.PathEscape(h.ID)}
+		}
 		if len(cc.CABundle) > 0 {
 			client["caBundle"] = base64.StdEncoding.EncodeToString(cc.CABundle)
 		}

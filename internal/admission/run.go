@@ -5,8 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"time"
+
+	"k8s.io/utils/clock"
 
 	"github.com/kopfgo/kopfgo/internal/config"
 	"github.com/kopfgo/kopfgo/internal/handlers"
@@ -27,6 +30,11 @@ type Config struct {
 	// Server overrides the server built from Settings.Server (tests set
 	// its Listener).
 	Server *Server
+	// Namespace is the operator's own (the pod's): that of the
+	// certificates' Secret unless CertSecret or the Service names one.
+	Namespace string
+	// Clock times the certificates' rotation; nil: the real clock.
+	Clock clock.Clock
 }
 
 // ErrNoServer is Kopf's start failure for admission handlers without a
@@ -54,6 +62,22 @@ func Run(ctx context.Context, cfg Config) error {
 		srv = &Server{Config: *cfg.Settings.Server}
 	}
 	srv.Logger = cfg.Logger
+	if svc := cfg.Settings.Service; svc != nil && srv.Service == nil {
+		srv.Service = svc
+	}
+	if srv.Service != nil && cfg.Settings.CertSecret == "" && srv.Config.CertFile == "" {
+		// Each replica would generate a CA of its own and patch it into the
+		// configurations, and the API server would reject the others.
+		cfg.Logger.Warn("Webhooks through a Service with a certificate generated per process: with more than one replica, " +
+			"set Settings.Admission.CertSecret (--webhook-secret) so that they share one CA.")
+	}
+	if cfg.Settings.CertSecret != "" && srv.certs == nil {
+		k, err := newKeeper(cfg)
+		if err != nil {
+			return err
+		}
+		srv.certs = k
+	}
 	srv.Handler = &Engine{
 		Handlers: cfg.Handlers, Resolve: res.resolve, Logger: cfg.Logger, Memo: cfg.Memo, Root: srv.Config.Path,
 	}
@@ -83,6 +107,29 @@ func Run(ctx context.Context, cfg Config) error {
 		}
 	}
 	return err
+}
+
+// newKeeper is the keeper of the certificates in Settings.CertSecret.
+func newKeeper(cfg Config) (*keeper, error) {
+	policy, err := newRotation(cfg.Settings.Rotation)
+	if err != nil {
+		return nil, err
+	}
+	ns, name, found := strings.Cut(cfg.Settings.CertSecret, "/")
+	if !found {
+		ns, name = cfg.Namespace, cfg.Settings.CertSecret
+		if svc := cfg.Settings.Service; svc != nil && svc.Namespace != "" {
+			ns = svc.Namespace
+		}
+	}
+	if ns == "" || name == "" {
+		return nil, fmt.Errorf("the webhook certificates' Secret %q has no namespace: name it NAMESPACE/NAME in Settings.Admission.CertSecret", cfg.Settings.CertSecret)
+	}
+	clk := cfg.Clock
+	if clk == nil {
+		clk = clock.RealClock{}
+	}
+	return &keeper{store: &kubeSecrets{client: cfg.Client, namespace: ns, name: name}, policy: policy, clock: clk, logger: cfg.Logger}, nil
 }
 
 // manage keeps the managed configurations: both are created if absent (as

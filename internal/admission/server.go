@@ -23,7 +23,11 @@ import (
 // ClientConfig is how the API server reaches the webhooks: the webhook
 // configurations' clientConfig without the per-handler path.
 type ClientConfig struct {
-	URL      string
+	URL string
+	// Service, when set, is used instead of URL (clientConfig.service);
+	// Path is the server's root path.
+	Service  *config.WebhookService
+	Path     string
 	CABundle []byte // PEM
 }
 
@@ -39,8 +43,15 @@ type Server struct {
 	Listener net.Listener
 	// Timeouts: zero fields take the liveness server's defaults.
 	Timeouts health.Timeouts
+	// Service, when set, is how the API server reaches the server: the
+	// client config names it, and a generated certificate is made for its
+	// DNS names too.
+	Service *config.WebhookService
 
-	cert atomic.Pointer[tls.Certificate]
+	// certs, when set and there are no certificate files, keeps the
+	// certificates in a Secret (Run sets it from CertSecret).
+	certs *keeper
+	cert  atomic.Pointer[tls.Certificate]
 }
 
 // Run serves until ctx ends, calling configs with the client config at
@@ -61,7 +72,7 @@ func (s *Server) Run(ctx context.Context, configs func(ClientConfig)) error {
 	if host == "" {
 		host = accessibleAddr(cfg.Addr)
 	}
-	ca, files, err := s.loadCerts(host)
+	ca, files, wait, err := s.loadCerts(ctx, host)
 	if err != nil {
 		_ = ln.Close()
 		return err
@@ -73,7 +84,7 @@ func (s *Server) Run(ctx context.Context, configs func(ClientConfig)) error {
 				return fmt.Errorf("cannot write the CA bundle to %s: %w", cfg.CADump, err)
 			}
 		}
-		configs(ClientConfig{URL: base, CABundle: ca})
+		configs(ClientConfig{URL: base, Service: s.Service, Path: cfg.Path, CABundle: ca})
 		return nil
 	}
 	if err := publish(ca); err != nil {
@@ -91,8 +102,23 @@ func (s *Server) Run(ctx context.Context, configs func(ClientConfig)) error {
 	defer wg.Wait()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	if files != nil {
+	switch {
+	case files != nil:
 		wg.Go(func() { s.watchFiles(ctx, files, publish) })
+	case s.certs != nil:
+		wg.Go(func() {
+			s.certs.run(ctx, wait, func(sv served) {
+				// The bundle goes out before the certificate is swapped:
+				// the API server must trust a new CA before it is presented.
+				if !bytes.Equal(sv.bundle, ca) {
+					ca = sv.bundle
+					if err := publish(ca); err != nil {
+						s.Logger.Error(err.Error())
+					}
+				}
+				s.cert.Store(&sv.cert)
+			})
+		})
 	}
 	return health.Serve(ctx, "", tls.NewListener(ln, tlsCfg), s.Handler, s.Timeouts, s.Logger,
 		"admission webhook server", "Listening for webhooks at https://%s"+cfg.Path)
@@ -104,31 +130,63 @@ type certFiles struct {
 	seen  [][]byte
 }
 
-// loadCerts loads the certificate files, or generates a self-signed one for
-// the host, Addr and ExtraSANs; it returns the CA bundle, and the files to
-// watch (nil when generated).
-func (s *Server) loadCerts(host string) ([]byte, *certFiles, error) {
+// hosts are the names a generated certificate is for: the host, Addr,
+// ExtraSANs, and the Service's DNS names, which come first.
+func (s *Server) hosts(host string) []string {
+	cfg := s.Config
+	hosts := append(s.serviceHosts(), host, cfg.Addr)
+	hosts = append(hosts, cfg.ExtraSANs...)
+	if addr := accessibleAddr(cfg.Addr); addr != host {
+		hosts = append(hosts, addr)
+	}
+	return hosts
+}
+
+// serviceHosts are the Service's DNS names, if there is a Service.
+func (s *Server) serviceHosts() []string {
+	svc := s.Service
+	if svc == nil {
+		return nil
+	}
+	return []string{svc.Name, svc.Name + "." + svc.Namespace, svc.Name + "." + svc.Namespace + ".svc",
+		svc.Name + "." + svc.Namespace + ".svc.cluster.local"}
+}
+
+// loadCerts loads the certificate files, or the certificates of the
+// Secret, or generates a self-signed one for the hosts; it returns the CA
+// bundle, the files to watch (nil unless files), and when to check the
+// Secret again.
+func (s *Server) loadCerts(ctx context.Context, host string) ([]byte, *certFiles, time.Duration, error) {
 	cfg := s.Config
 	if (cfg.CertFile == "") != (cfg.KeyFile == "") {
-		return nil, nil, fmt.Errorf("the webhook server needs both CertFile and KeyFile, or neither (to generate a certificate)")
+		return nil, nil, 0, fmt.Errorf("the webhook server needs both CertFile and KeyFile, or neither (to generate a certificate)")
+	}
+	if cfg.CertFile == "" && s.certs != nil {
+		s.certs.policy.hosts, s.certs.policy.need = s.hosts(host), s.serviceHosts()
+		if s.Service == nil {
+			s.certs.policy.need = s.certs.policy.hosts
+		}
+		sv, wait, err := s.certs.sync(ctx)
+		if err != nil {
+			return nil, nil, 0, fmt.Errorf("cannot get the webhook certificates from their Secret: %w", err)
+		}
+		s.cert.Store(&sv.cert)
+		s.Logger.Debug("Using the certificate kept in the Secret for HTTPS.")
+		return sv.bundle, nil, wait, nil
 	}
 	if cfg.CertFile == "" {
-		hosts := append([]string{host, cfg.Addr}, cfg.ExtraSANs...)
-		if addr := accessibleAddr(cfg.Addr); addr != host {
-			hosts = append(hosts, addr)
-		}
-		cert, ca, err := selfSigned(hosts, time.Now())
+		cert, ca, err := selfSigned(s.hosts(host), time.Now())
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, 0, err
 		}
 		s.cert.Store(&cert)
 		if cfg.CAFile != "" {
 			if ca, err = os.ReadFile(cfg.CAFile); err != nil {
-				return nil, nil, fmt.Errorf("cannot read the CA bundle: %w", err)
+				return nil, nil, 0, fmt.Errorf("cannot read the CA bundle: %w", err)
 			}
 		}
 		s.Logger.Debug("Using a generated self-signed certificate for HTTPS.")
-		return ca, nil, nil
+		return ca, nil, 0, nil
 	}
 	files := &certFiles{paths: []string{cfg.CertFile, cfg.KeyFile}}
 	if cfg.CAFile != "" {
@@ -136,10 +194,10 @@ func (s *Server) loadCerts(host string) ([]byte, *certFiles, error) {
 	}
 	ca, err := s.readFiles(files)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, 0, err
 	}
 	s.Logger.Debug("Using a provided certificate for HTTPS.")
-	return ca, files, nil
+	return ca, files, 0, nil
 }
 
 // readFiles reads the certificate files into the server and returns the CA

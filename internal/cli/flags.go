@@ -49,6 +49,11 @@ type RunFlags struct {
 	Strict               bool // --strict
 	ReadyWhileUnresolved bool // --ready-while-unresolved
 
+	// Admission webhooks in a cluster (kopfgo's own; see
+	// Settings.Admission.Service and CertSecret).
+	WebhookService string // --webhook-service [NAMESPACE/]NAME[:PORT]
+	WebhookSecret  string // --webhook-secret [NAMESPACE/]NAME
+
 	// The caps on passes (kopfgo's own; see Settings.Execution.MaxWorkers
 	// and Settings.Queueing): 0 not given.
 	MaxWorkers     int           // --max-workers
@@ -107,6 +112,9 @@ var envNames = map[string]string{
 
 	"strict":                 "KOPFGO_STRICT",
 	"ready-while-unresolved": "KOPFGO_READY_WHILE_UNRESOLVED",
+
+	"webhook-service": "KOPFGO_WEBHOOK_SERVICE",
+	"webhook-secret":  "KOPFGO_WEBHOOK_SECRET",
 
 	"leader-elect":                "KOPFGO_LEADER_ELECT",
 	"leader-elect-lease":          "KOPFGO_LEADER_ELECT_LEASE",
@@ -189,6 +197,12 @@ func (f *RunFlags) Bind(fs *pflag.FlagSet) {
 		"fail at start, instead of warning, when a handler's resource does not exist or its field path is not in the CRD's schema"))
 	fs.BoolVar(&f.ReadyWhileUnresolved, "ready-while-unresolved", false, usage("ready-while-unresolved",
 		"say ready at /readyz while some handler's resource does not exist (default: not ready until all exist)"))
+	fs.StringVar(&f.WebhookService, "webhook-service", "", usage("webhook-service",
+		"the managed webhook configurations reach the admission server through this Service, [NAMESPACE/]NAME[:PORT] "+
+			"(default namespace: $POD_NAMESPACE or the service account's; default port 443), instead of its URL"))
+	fs.StringVar(&f.WebhookSecret, "webhook-secret", "", usage("webhook-secret",
+		"keep the admission server's CA and certificate in this Secret, [NAMESPACE/]NAME: created if absent, "+
+			"shared by the replicas, rotated before expiry"))
 	fs.BoolVar(&f.LeaderElect, "leader-elect", false, usage("leader-elect",
 		"run as one of several replicas: only the holder of a Lease serves, the others stand by (no peering)"))
 	fs.StringVar(&f.LeaderElectLease, "leader-elect-lease", "", usage("leader-elect-lease",
@@ -247,10 +261,37 @@ func (f *RunFlags) Complete(fs *pflag.FlagSet, lookup func(string) (string, bool
 			break
 		}
 	}
+	if f.WebhookService != "" {
+		if _, _, _, err := ParseWebhookService(f.WebhookService); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	if _, err := logging.ParseFormat(f.LogFormat); err != nil || f.LogFormat == "" {
 		errs = append(errs, fmt.Errorf("invalid --log-format %q: use plain, full or json", f.LogFormat))
 	}
 	return errors.Join(errs...)
+}
+
+// ParseWebhookService reads --webhook-service: [NAMESPACE/]NAME[:PORT];
+// the namespace may be empty and the port 0 (defaults apply later).
+func ParseWebhookService(s string) (namespace, name string, port int, err error) {
+	name = s
+	if i := strings.LastIndex(name, ":"); i >= 0 {
+		if port, err = strconv.Atoi(name[i+1:]); err != nil || port < 1 || port > 65535 {
+			return "", "", 0, fmt.Errorf("invalid --webhook-service %q: the port after ':' must be a number from 1 to 65535", s)
+		}
+		name = name[:i]
+	}
+	if ns, n, found := strings.Cut(name, "/"); found {
+		namespace, name = ns, n
+		if namespace == "" {
+			return "", "", 0, fmt.Errorf("invalid --webhook-service %q: the namespace before '/' is empty", s)
+		}
+	}
+	if name == "" || strings.ContainsAny(name, "/:") {
+		return "", "", 0, fmt.Errorf("invalid --webhook-service %q: use [NAMESPACE/]NAME[:PORT]", s)
+	}
+	return namespace, name, port, nil
 }
 
 func setFromEnv(fl *pflag.Flag, v string) error {

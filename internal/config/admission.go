@@ -14,6 +14,48 @@ type Admission struct {
 	// operator creates and keeps up to date, one webhook per handler; the
 	// webhooks' names end with it. Empty: configured by someone else.
 	Managed string
+	// Service, when set, is the Service through which the API server
+	// reaches the server in a cluster: the managed configurations name it
+	// (clientConfig.service) instead of the server's URL, and a generated
+	// certificate is made for its DNS names. Nil: the URL, for local
+	// development. It sits here rather than in Server so that the CLI's
+	// --webhook-service survives a startup handler setting Server.
+	Service *WebhookService
+	// CertSecret, when set, is the Secret ("NAME" in the Service's or the
+	// pod's namespace, or "NAMESPACE/NAME") that keeps the generated CA and
+	// server certificate: created if absent, shared by every replica, and
+	// rotated before expiry. Empty: generated at each start, in memory.
+	// Server.CertFile takes precedence.
+	CertSecret string
+	// Rotation tunes the certificates kept in CertSecret.
+	Rotation CertRotation
+}
+
+// WebhookService is a Service in front of the webhook server (Kubernetes'
+// ServiceReference; Kopf's WebhookClientConfigService). The path is the
+// server's Path.
+type WebhookService struct {
+	Name string
+	// Namespace; empty: $POD_NAMESPACE, else the in-cluster service
+	// account's or the kubeconfig context's, else "default".
+	Namespace string
+	// Port is the Service's port; 0: 443.
+	Port int
+}
+
+// CertRotation says how long the certificates in CertSecret live and when
+// they are replaced. A rotation issues a new CA and server certificate;
+// the new CA joins the CA bundle at once, the replicas serve the new
+// certificate 2×CheckInterval later (each has read the Secret by then),
+// and the old CA leaves the bundle when the old certificate expires.
+type CertRotation struct {
+	// Validity of the CA and the server certificate. Default 90 days.
+	Validity time.Duration
+	// RenewBefore is how long before the expiry the rotation starts.
+	// Default a third of Validity; it must exceed 2×CheckInterval.
+	RenewBefore time.Duration
+	// CheckInterval is how often every replica reads the Secret. Default 1m.
+	CheckInterval time.Duration
 }
 
 // WebhookServer is a local HTTPS endpoint for the API server to call

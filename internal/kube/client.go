@@ -340,3 +340,32 @@ func (c *Client) CRD(ctx context.Context, name string) (map[string]any, error) {
 	}
 	return nil, nil
 }
+
+// Create creates the object; an existing one fails with an error that
+// apierrors.IsAlreadyExists recognises.
+func (c *Client) Create(ctx context.Context, res resources.Resource, namespace string, obj *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+	var out *unstructured.Unstructured
+	err := c.retry(ctx, func() string { return c.describe("POST", res, namespace, "", "") }, func() (err error) {
+		out, err = c.resource(res, namespace).Create(ctx, obj, metav1.CreateOptions{})
+		return err
+	})
+	if err != nil {
+		return nil, explain(err, "create", res, namespace, obj.GetName())
+	}
+	return out, nil
+}
+
+// Update replaces the object if its resourceVersion is still the stored
+// one; otherwise it fails with an error that apierrors.IsConflict
+// recognises.
+func (c *Client) Update(ctx context.Context, res resources.Resource, namespace string, obj *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+	var out *unstructured.Unstructured
+	err := c.retry(ctx, func() string { return c.describe("PUT", res, namespace, obj.GetName(), "") }, func() (err error) {
+		out, err = c.resource(res, namespace).Update(ctx, obj, metav1.UpdateOptions{})
+		return err
+	})
+	if err != nil {
+		return nil, explain(err, "update", res, namespace, obj.GetName())
+	}
+	return out, nil
+}

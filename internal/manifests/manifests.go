@@ -97,6 +97,9 @@ func (s *Spec) defaults() error {
 	if s.LeaderElection || s.Shards > 0 {
 		s.RBAC.LeaseNamespace = s.Namespace
 	}
+	if s.Webhooks {
+		s.RBAC.WebhookSecretNamespace = s.Namespace
+	}
 	return nil
 }
 
@@ -184,6 +187,11 @@ func Args(spec Spec) []string {
 		args = append(args, "--leader-elect", "--leader-elect-namespace="+spec.Namespace)
 	case !spec.Peering:
 		args = append(args, "--standalone")
+	}
+	if spec.Webhooks {
+		// The API server calls the webhooks through the Service below; the
+		// replicas share one CA through the Secret.
+		args = append(args, "--webhook-service="+spec.Name+"-webhooks", "--webhook-secret="+spec.Name+"-webhooks-certs")
 	}
 	return append(args,
 		fmt.Sprintf("--liveness=http://0.0.0.0:%d/healthz", HealthPort),

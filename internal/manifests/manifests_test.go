@@ -9,6 +9,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 
 	"github.com/kopfgo/kopfgo/internal/rbac"
 	"github.com/kopfgo/kopfgo/internal/resources"
@@ -78,13 +79,18 @@ func TestObjectsReplicasWebhooksMonitor(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding",
+	want := []string{"Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding", "Role", "RoleBinding",
 		"Deployment", "PodDisruptionBudget", "Service", "Service", "ServiceMonitor"}
 	if got := kinds(objs); !slices.Equal(got, want) {
 		t.Errorf("kinds %q, want %q", got, want)
 	}
-	args := objs[6].Object.(*appsv1.Deployment).Spec.Template.Spec.Containers[0].Args
-	for _, a := range []string{"--leader-elect", "--leader-elect-namespace=ops", "--namespace=a", "--namespace=b"} {
+	if certs := objs[6].Object.(*rbacv1.Role); certs.Name != "op-webhook-certs" || certs.Namespace != "ops" ||
+		len(certs.Rules) != 1 || !slices.Equal(certs.Rules[0].Resources, []string{"secrets"}) || !slices.Equal(certs.Rules[0].Verbs, []string{"get", "create", "update"}) {
+		t.Errorf("the certificates' Role: %+v", certs)
+	}
+	args := objs[8].Object.(*appsv1.Deployment).Spec.Template.Spec.Containers[0].Args
+	for _, a := range []string{"--leader-elect", "--leader-elect-namespace=ops", "--namespace=a", "--namespace=b",
+		"--webhook-service=op-webhooks", "--webhook-secret=op-webhooks-certs"} {
 		if !slices.Contains(args, a) {
 			t.Errorf("args %q lack %s", args, a)
 		}

@@ -46,6 +46,10 @@ type Spec struct {
 	// Sharding: the Leases in LeaseNamespace are the sharding's (shards
 	// and members), which replicas also list and delete.
 	Sharding bool
+	// WebhookSecretNamespace, when set, is where the admission webhooks'
+	// certificates' Secret is (--webhook-secret): a Role there grants
+	// reading, creating and updating Secrets, and nothing elsewhere.
+	WebhookSecretNamespace string
 	// Namespaces the operator serves; nil or patterns: cluster-wide.
 	Namespaces []string
 	// Namespaced writes Roles in each of Namespaces instead of a
@@ -266,6 +270,12 @@ func Objects(spec Spec) ([]Object, error) {
 			name = spec.Name + "-sharding"
 		}
 		role(name, spec.LeaseNamespace, leases)
+	}
+	if ns := spec.WebhookSecretNamespace; ns != "" {
+		// A Role of its own, apart from Rules: a served resource "secrets"
+		// keeps its grants wherever they go.
+		role(spec.Name+"-webhook-certs", ns, []Rule{{Resource: "secrets", Namespaced: true, Verbs: []string{"get", "create", "update"},
+			Why: []string{"the admission webhooks' CA and certificate, kept and rotated in a Secret (in namespace " + ns + " only)"}}})
 	}
 	return out, nil
 }
