@@ -49,8 +49,8 @@ type Sharding struct {
 }
 
 // sharding joins the operator's sharding when it is enabled: the operator
-// stands by until it holds a shard, and r.owns tells the reactor which
-// objects are this replica's. The shards are released when the component
+// stands by until it holds a shard, and r.shards tells the reactor which
+// shards' objects it watches. The shards are released when the component
 // is stopped: after the reactor has stopped.
 func (r *run) sharding(ctx context.Context) error {
 	sh := r.op.opts.Sharding
@@ -80,7 +80,7 @@ func (r *run) sharding(ctx context.Context) error {
 	r.standby.Pause(replicas.ShardingReason)
 	r.obs.ShardsHeld(nil)
 	s := replicas.NewSharder(c)
-	r.owns = s.Owns
+	r.shards = s.Set
 	component.Ready(ctx)
 	if err := s.Run(ctx); err != nil {
 		r.logger.Error(err.Error())
