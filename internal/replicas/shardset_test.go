@@ -1,6 +1,7 @@
 package replicas
 
 import (
+	"strings"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/labels"
@@ -61,3 +62,15 @@ func TestShardSetAssign(t *testing.T) {
 }
 
 func itoa(i int) string { return ints([]int{i}) }
+
+// The operator's name names the shard label, so it must be a label's name.
+func TestShardingConfigNameMustNameALabel(t *testing.T) {
+	c := ShardingConfig{Shards: 4, Namespace: "ops", Name: strings.Repeat("n", 64)}
+	if err := c.Validate(); err == nil || !strings.Contains(err.Error(), "shard label") {
+		t.Errorf("a name of 64 characters: %v, want an error about the shard label", err)
+	}
+	c.Name = "kopfgo-operator"
+	if err := c.Validate(); err != nil {
+		t.Errorf("the default name: %v", err)
+	}
+}
