@@ -55,24 +55,7 @@ func TestShardedWatchesSplitTheEvents(t *testing.T) {
 		wg.Wait()
 		created += n
 	}
-	allHandled := func(what string) []unstructured.Unstructured {
-		var items []unstructured.Unstructured
-		eventually(t, 3*time.Minute, what, func() (bool, error) {
-			list, err := dyn(t).Resource(kexGVR).Namespace(ns).List(context.Background(), metav1.ListOptions{})
-			if err != nil {
-				return false, err
-			}
-			done := 0
-			for i := range list.Items {
-				if handled(&list.Items[i]) {
-					done++
-				}
-			}
-			items = list.Items
-			return done == created && len(list.Items) == created, fmt.Errorf("%d of %d handled", done, created)
-		})
-		return items
-	}
+	allHandled := func() { waitBacklogHandled(t, dyn(t), ns, created, handled) }
 	// events are a replica's watch events of KopfExamples so far, once
 	// they have stopped growing (a handover's listing may be under way).
 	events := func(pod string) float64 {
@@ -136,7 +119,7 @@ func TestShardedWatchesSplitTheEvents(t *testing.T) {
 			}
 		})
 		create(prefix, batch)
-		allHandled("the " + prefix + " batch handled")
+		allHandled()
 		got := map[string]float64{}
 		for _, pod := range pods {
 			got[pod] = events(pod) - before[pod]
@@ -162,7 +145,7 @@ func TestShardedWatchesSplitTheEvents(t *testing.T) {
 		start(pod)
 	}
 	rs.balanced("3 replicas to balance", "replica-a", "replica-b", "replica-c")
-	allHandled("the early batch handled")
+	allHandled()
 
 	// Objects after the start, with 3 replicas.
 	measure("late", "replica-a", "replica-b", "replica-c")
@@ -175,7 +158,7 @@ func TestShardedWatchesSplitTheEvents(t *testing.T) {
 	journalKill(t, rs.journal, victim.Pid())
 	t.Logf("handover after SIGKILL: %s (lease duration 6s, retry period 1s)",
 		rs.balanced("the survivors to take the killed replica's shards", "replica-a", "replica-b").Round(100*time.Millisecond))
-	allHandled("the batch amid the SIGKILL handled")
+	allHandled()
 
 	// A replica joining: shards move to it.
 	start("replica-d")
@@ -186,9 +169,13 @@ func TestShardedWatchesSplitTheEvents(t *testing.T) {
 	// holder of that shard at the time, except those whose creation the
 	// killed replica finished but could not record (SIGKILL's
 	// at-least-once window).
-	items := allHandled("every object handled")
-	for i := range items {
-		u := &items[i]
+	allHandled()
+	list, err := dyn(t).Resource(kexGVR).Namespace(ns).List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range list.Items {
+		u := &list.Items[i]
 		if got, want := u.GetLabels()[label], strconv.Itoa(modes.Shard(string(u.GetUID()), shardingShards)); got != want {
 			t.Errorf("%s is labelled with shard %q, want %s (its uid's)", u.GetName(), got, want)
 		}
