@@ -176,6 +176,9 @@ func (o *orchestrator) reconcile() {
 	if o.Shards != nil && !o.paused {
 		s := o.Shards()
 		set = &s
+		if len(s.Held) == 0 {
+			served = nil // a replica without shards stands by; this is only a guard
+		}
 	}
 	labels := map[string]bool{}
 	for _, res := range served {
