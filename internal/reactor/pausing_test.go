@@ -3,7 +3,9 @@ package reactor
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -264,6 +266,49 @@ func TestCoordinatorLabelsObjectsOfNoShard(t *testing.T) {
 	}
 	if c, u := created.get("kex1"), updated.get("kex1"); c != 1 || u != 0 {
 		t.Errorf("handler calls: create %d, update %d; want 1 and 0", c, u)
+	}
+}
+
+// An object handled before sharding began is labelled without being
+// handled again: the label is no change of it. Its next real change is
+// handled once, with a diff of that change alone.
+func TestLabellingAnObjectHandledBeforeIsNoChange(t *testing.T) {
+	s := newScenario(t)
+	s.shards = func() replicas.ShardSet {
+		return replicas.ShardSet{Label: testShardLabel, Shards: 2, Held: []int{0, 1}}
+	}
+	var created counter
+	var diffs []string
+	var mu sync.Mutex
+	s.on(causes.Create, "create_fn", func(ctx context.Context, c *handlers.Change) (any, error) {
+		created.inc(c.Name)
+		return nil, nil
+	})
+	s.on(causes.Update, "update_fn", func(ctx context.Context, c *handlers.Change) (any, error) {
+		mu.Lock()
+		diffs = append(diffs, fmt.Sprint(c.Diff))
+		mu.Unlock()
+		return nil, nil
+	})
+	s.create("kex1", map[string]any{"field": "value"})
+	s.update("kex1", func(u *unstructured.Unstructured) {
+		u.SetAnnotations(map[string]string{"kopf.zalando.org/last-handled-configuration": `{"spec":{"field":"value"}}` + "\n"})
+	})
+	s.start()
+	s.until("kex1 labelled", func() bool { return s.get("kex1").GetLabels()[testShardLabel] != "" })
+	s.update("kex1", func(u *unstructured.Unstructured) {
+		_ = unstructured.SetNestedField(u.Object, "changed", "spec", "field")
+	})
+	s.until("the change handled", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(diffs) > 0
+	})
+	s.stop()
+	mu.Lock()
+	defer mu.Unlock()
+	if len(diffs) != 1 || !strings.Contains(diffs[0], "field") || strings.Contains(diffs[0], "labels") || created.get("kex1") != 0 {
+		t.Errorf("update diffs %q and %d creations; want one update, of spec.field only", diffs, created.get("kex1"))
 	}
 }
 
