@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -242,18 +243,7 @@ func TestShardsKeepOtherShardsObjectsAway(t *testing.T) {
 // the label is no change of it: no update handler runs.
 func TestCoordinatorLabelsObjectsOfNoShard(t *testing.T) {
 	s := newScenario(t)
-	s.shards = func() replicas.ShardSet {
-		return replicas.ShardSet{Label: testShardLabel, Shards: 2, Held: []int{0, 1}}
-	}
-	var created, updated counter
-	s.on(causes.Create, "create_fn", func(ctx context.Context, c *handlers.Change) (any, error) {
-		created.inc(c.Name)
-		return nil, nil
-	})
-	s.on(causes.Update, "update_fn", func(ctx context.Context, c *handlers.Change) (any, error) {
-		updated.inc(c.Name)
-		return nil, nil
-	})
+	created, updates := s.soleShardHolder()
 	s.create("kex1", map[string]any{"field": "value"})
 	s.start()
 	s.until("kex1 handled", func() bool {
@@ -264,8 +254,8 @@ func TestCoordinatorLabelsObjectsOfNoShard(t *testing.T) {
 	if got, want := s.get("kex1").GetLabels()[testShardLabel], (replicas.ShardSet{Shards: 2}).Assign("uid-kex1"); got != want {
 		t.Errorf("kex1 labelled with shard %q, want %q", got, want)
 	}
-	if c, u := created.get("kex1"), updated.get("kex1"); c != 1 || u != 0 {
-		t.Errorf("handler calls: create %d, update %d; want 1 and 0", c, u)
+	if c, u := created.get("kex1"), updates(); c != 1 || len(u) != 0 {
+		t.Errorf("handler calls: create %d, update %d; want 1 and 0", c, len(u))
 	}
 }
 
@@ -274,12 +264,35 @@ func TestCoordinatorLabelsObjectsOfNoShard(t *testing.T) {
 // handled once, with a diff of that change alone.
 func TestLabellingAnObjectHandledBeforeIsNoChange(t *testing.T) {
 	s := newScenario(t)
+	created, updates := s.soleShardHolder()
+	s.create("kex1", map[string]any{"field": "value"})
+	s.update("kex1", func(u *unstructured.Unstructured) {
+		u.SetAnnotations(map[string]string{"kopf.zalando.org/last-handled-configuration": `{"spec":{"field":"value"}}` + "\n"})
+	})
+	s.start()
+	s.until("kex1 labelled", func() bool { return s.get("kex1").GetLabels()[testShardLabel] != "" })
+	s.update("kex1", func(u *unstructured.Unstructured) {
+		_ = unstructured.SetNestedField(u.Object, "changed", "spec", "field")
+	})
+	s.until("the change handled", func() bool { return len(updates()) > 0 })
+	s.stop()
+	if diffs := updates(); len(diffs) != 1 || !strings.Contains(diffs[0], "field") || strings.Contains(diffs[0], "labels") || created.get("kex1") != 0 {
+		t.Errorf("update diffs %q and %d creations; want one update, of spec.field only", diffs, created.get("kex1"))
+	}
+}
+
+const testShardLabel = "shard.kopfgo.dev/test"
+
+// soleShardHolder makes the scenario's replica hold both shards of a
+// sharding of two (and so label the objects of none), with a create
+// handler that counts its calls and an update handler that notes its diffs.
+func (s *scenario) soleShardHolder() (created *counter, updates func() []string) {
 	s.shards = func() replicas.ShardSet {
 		return replicas.ShardSet{Label: testShardLabel, Shards: 2, Held: []int{0, 1}}
 	}
-	var created counter
-	var diffs []string
+	created = &counter{}
 	var mu sync.Mutex
+	var diffs []string
 	s.on(causes.Create, "create_fn", func(ctx context.Context, c *handlers.Change) (any, error) {
 		created.inc(c.Name)
 		return nil, nil
@@ -290,29 +303,12 @@ func TestLabellingAnObjectHandledBeforeIsNoChange(t *testing.T) {
 		mu.Unlock()
 		return nil, nil
 	})
-	s.create("kex1", map[string]any{"field": "value"})
-	s.update("kex1", func(u *unstructured.Unstructured) {
-		u.SetAnnotations(map[string]string{"kopf.zalando.org/last-handled-configuration": `{"spec":{"field":"value"}}` + "\n"})
-	})
-	s.start()
-	s.until("kex1 labelled", func() bool { return s.get("kex1").GetLabels()[testShardLabel] != "" })
-	s.update("kex1", func(u *unstructured.Unstructured) {
-		_ = unstructured.SetNestedField(u.Object, "changed", "spec", "field")
-	})
-	s.until("the change handled", func() bool {
+	return created, func() []string {
 		mu.Lock()
 		defer mu.Unlock()
-		return len(diffs) > 0
-	})
-	s.stop()
-	mu.Lock()
-	defer mu.Unlock()
-	if len(diffs) != 1 || !strings.Contains(diffs[0], "field") || strings.Contains(diffs[0], "labels") || created.get("kex1") != 0 {
-		t.Errorf("update diffs %q and %d creations; want one update, of spec.field only", diffs, created.get("kex1"))
+		return slices.Clone(diffs)
 	}
 }
-
-const testShardLabel = "shard.kopfgo.dev/test"
 
 // createLabelled creates a KopfExample with these labels.
 func (s *scenario) createLabelled(name string, labels map[string]string) {
