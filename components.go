@@ -38,10 +38,10 @@ type run struct {
 	// standby holds the reasons the operator stands by (the replica
 	// modes); the reactor watches nothing while any holds.
 	standby *replicas.Standby
-	cfg     *rest.Config          // the credentials; nil before the login
-	flow    *flowcontrol.Gate     // the API's flow control, once there are credentials
-	owns    func(uid string) bool // sharding: whether an object is this replica's; nil: every object
-	tracer  *tracing.Tracer       // nil: tracing is off
+	cfg     *rest.Config             // the credentials; nil before the login
+	flow    *flowcontrol.Gate        // the API's flow control, once there are credentials
+	shards  func() replicas.ShardSet // sharding: the shards this replica serves; nil: every object
+	tracer  *tracing.Tracer          // nil: tracing is off
 }
 
 // newRun checks the options and creates the run's parts; it starts
@@ -215,7 +215,7 @@ func (r *run) reactor(ctx context.Context) error {
 		Hooks:      r.obs, // readiness and metrics
 		Tracer:     r.tracer,
 		Pause:      r.standby,
-		Owns:       r.owns, // sharding
+		Shards:     r.shards, // sharding
 
 		DefaultNamespace: r.op.defaultNamespace(),
 	})

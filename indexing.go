@@ -37,9 +37,11 @@ func (o indexOnly) applyIndex(h *handling.Handler) { o(h) }
 // Global makes an index see every object of its resource, on every
 // replica. With sharding (Options.Sharding) an index otherwise sees only
 // the objects of the shards its replica holds, as its handlers do; a global
-// index holds the whole resource on every replica, at the memory that
-// costs, so that a handler can look up any object, e.g. a parent in
-// another shard. Without sharding every index sees every object anyway.
+// index holds the whole resource on every replica, so that a handler can
+// look up any object, e.g. a parent in another shard: every replica then
+// watches the whole resource (its watch cannot select its shards), at the
+// memory and CPU of every object's events on every replica. Without
+// sharding every index sees every object anyway.
 func Global() IndexOption { return indexOnly(func(h *handling.Handler) { h.Global = true }) }
 
 // OnIndex registers an index of the resource's objects on r (kopfgo.On,

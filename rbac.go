@@ -37,7 +37,8 @@ type RBACOptions struct {
 	LeaderElection bool
 	LeaseNamespace string
 	// Sharding grants the sharding's Leases (get, list, create, update,
-	// delete in LeaseNamespace only); Options.Sharding.Shards does too.
+	// delete in LeaseNamespace only) and the patch of the served resources
+	// (the shard labels); Options.Sharding.Shards does too.
 	// LeaseNamespace then defaults to Options.Sharding.Namespace, else
 	// ServiceAccountNamespace.
 	Sharding bool

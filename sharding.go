@@ -14,24 +14,29 @@ import (
 
 // Sharding spreads the objects of every served resource over several
 // active replicas of an operator, beyond what Kopf does (compat:
-// replicas-sharding). An object belongs to shard FNV-1a(uid) mod Shards;
-// each replica holds the coordination.k8s.io/v1 Leases of some shards,
-// "<Name>-shard-<i>", about Shards/replicas of them, and handles only their
-// objects: their handlers, daemons, timers and indices. When a replica
+// replicas-sharding). An object belongs to the shard its label
+// "shard.kopfgo.dev/<Name>" names, FNV-1a(uid) mod Shards: the replica
+// holding shard 0 labels the objects that have none. Each replica holds
+// the coordination.k8s.io/v1 Leases of some shards, "<Name>-shard-<i>",
+// about Shards/replicas of them, watches only their objects (a label
+// selector: it never receives the others') and handles only them: their
+// handlers, daemons, timers and indices. When a replica
 // dies, the others take its shards once its Leases expire; when one joins,
 // the others release shards to it. A shard's Lease is released only after
 // its handlers have finished and its daemons and timers have returned, and
 // a shard is served only after its Lease is acquired, so that no two
 // replicas serve one object at once (see internal/replicas for the order).
 // Indices are per replica: a replica's indices hold only its shards'
-// objects. Sharding replaces Kopf's peering: the replicas do not peer.
+// objects; a resource with a global index (Global) is watched whole on
+// every replica. Sharding replaces Kopf's peering: the replicas do not
+// peer.
 type Sharding struct {
 	// Shards is the number of shards (--shards); 0 turns sharding off. It
 	// must be the same on every replica, and is best a multiple of the
 	// number of replicas, a few times more than the most replicas run.
 	Shards int
-	// Name prefixes the Leases' names (--shards-name); default
-	// "kopfgo-operator".
+	// Name prefixes the Leases' names and names the objects' shard label,
+	// "shard.kopfgo.dev/<Name>" (--shards-name); default "kopfgo-operator".
 	Name string
 	// Namespace is the Leases' namespace (--shards-namespace); default:
 	// $POD_NAMESPACE, else the in-cluster service account's or the
@@ -49,8 +54,8 @@ type Sharding struct {
 }
 
 // sharding joins the operator's sharding when it is enabled: the operator
-// stands by until it holds a shard, and r.owns tells the reactor which
-// objects are this replica's. The shards are released when the component
+// stands by until it holds a shard, and r.shards tells the reactor which
+// shards' objects it watches. The shards are released when the component
 // is stopped: after the reactor has stopped.
 func (r *run) sharding(ctx context.Context) error {
 	sh := r.op.opts.Sharding
@@ -80,7 +85,7 @@ func (r *run) sharding(ctx context.Context) error {
 	r.standby.Pause(replicas.ShardingReason)
 	r.obs.ShardsHeld(nil)
 	s := replicas.NewSharder(c)
-	r.owns = s.Owns
+	r.shards = s.Set
 	component.Ready(ctx)
 	if err := s.Run(ctx); err != nil {
 		r.logger.Error(err.Error())

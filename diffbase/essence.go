@@ -32,7 +32,7 @@ func buildEssence(body map[string]any, extraFields, ignoredFields [][]string) ma
 	if meta, ok := body["metadata"].(map[string]any); ok {
 		var m map[string]any
 		if labels, ok := meta["labels"]; ok {
-			m = map[string]any{"labels": dicts.DeepCopy(labels)}
+			m = map[string]any{"labels": filterLabels(labels)}
 		}
 		if ann, ok := meta["annotations"]; ok {
 			if m == nil {
@@ -123,6 +123,24 @@ func filterAnnotations(ann map[string]any, keep func(string) bool) map[string]an
 			}
 		}
 		out[k] = dicts.DeepCopy(v)
+	}
+	return out
+}
+
+// filterLabels copies the labels that belong in an essence: all but the
+// shard labels of kopfgo's sharding (conventions.ShardLabel), which a
+// coordinating replica puts on objects handled long before, and which
+// must not look like a change of them (compat: replicas-sharding).
+func filterLabels(labels any) any {
+	lm, ok := labels.(map[string]any)
+	if !ok {
+		return dicts.DeepCopy(labels)
+	}
+	out := make(map[string]any, len(lm))
+	for k, v := range lm {
+		if !conventions.IsShardLabel(k) {
+			out[k] = dicts.DeepCopy(v)
+		}
 	}
 	return out
 }

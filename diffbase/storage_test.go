@@ -170,6 +170,17 @@ func TestBuildManagedPrefixes(t *testing.T) {
 		`{"metadata":{"annotations":{"notkopf.zalando.org/kept":"1","b.example.com/kept":"1","no-prefix":"1"}}}`)
 }
 
+// The shard label that sharding puts on objects is no change of them: an
+// object labelled after it was handled has the essence it had.
+func TestBuildLeavesShardLabelsOut(t *testing.T) {
+	before := obj(t, `{"spec":{"a":1},"metadata":{"labels":{"app":"x"}}}`)
+	after := obj(t, `{"spec":{"a":1},"metadata":{"labels":{"app":"x","shard.kopfgo.dev/my-operator":"3","other.kopfgo.dev/kept":"1"}}}`)
+	assertJSON(t, Default().Build(before, nil), `{"spec":{"a":1},"metadata":{"labels":{"app":"x"}}}`)
+	assertJSON(t, Default().Build(after, nil), `{"spec":{"a":1},"metadata":{"labels":{"app":"x","other.kopfgo.dev/kept":"1"}}}`)
+	only := obj(t, `{"spec":{"a":1},"metadata":{"labels":{"shard.kopfgo.dev/my-operator":"3"}}}`)
+	assertJSON(t, Default().Build(only, nil), `{"spec":{"a":1}}`)
+}
+
 func TestBuildOwnKeysOfACustomPrefix(t *testing.T) {
 	// Before the first Store, a custom prefix has no kopf-managed marker, so
 	// only the storage's own keys identify its state.

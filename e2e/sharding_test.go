@@ -44,47 +44,7 @@ func TestShardingSpreadsObjectsOverReplicas(t *testing.T) {
 	rs := newShardedReplicas(t, ns, name)
 	replicas, journal := rs.pods, rs.journal
 	start := func(pod string) *runner.Process { return rs.start(pod) }
-	// holders are the shards' live holders by POD_NAME ("" for none).
-	holders := func() []string {
-		out := make([]string, shardingShards)
-		list, err := kube(t).CoordinationV1().Leases(ns).List(context.Background(), metav1.ListOptions{LabelSelector: modes.ShardingLabel + "=" + name})
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, l := range list.Items {
-			rest, ok := strings.CutPrefix(l.Name, name+"-shard-")
-			i, err := strconv.Atoi(rest)
-			if !ok || err != nil || l.Spec.HolderIdentity == nil {
-				continue
-			}
-			pod, _, _ := strings.Cut(*l.Spec.HolderIdentity, "_")
-			if p := replicas[pod]; p != nil && i < shardingShards {
-				select {
-				case <-p.Done(): // a dead replica holds nothing
-				default:
-					out[i] = pod
-				}
-			}
-		}
-		return out
-	}
-	// balanced waits until the pods hold every shard, evenly.
-	balanced := func(what string, pods ...string) time.Duration {
-		began := time.Now()
-		eventually(t, 2*time.Minute, what, func() (bool, error) {
-			count := map[string]int{}
-			for _, h := range holders() {
-				count[h]++
-			}
-			for _, pod := range pods {
-				if c := count[pod]; c < shardingShards/len(pods) || c > (shardingShards+len(pods)-1)/len(pods) {
-					return false, fmt.Errorf("holders %v", holders())
-				}
-			}
-			return count[""] == 0, fmt.Errorf("holders %v", holders())
-		})
-		return time.Since(began)
-	}
+	holders, balanced := rs.holders, rs.balanced
 	uids := map[string]string{} // object name → uid
 	var uidsMu sync.Mutex
 	create := func(from, to int) {
@@ -245,6 +205,51 @@ func (s *shardedReplicas) start(pod string, extra ...string) *runner.Process {
 	p := startBinary(s.t, s.bin, []string{"KOPFGO_CHAOS_JOURNAL=" + s.journal, "KOPFGO_CHAOS_NO_TIMER=1", "POD_NAME=" + pod}, args...)
 	s.pods[pod] = p
 	return p
+}
+
+// holders are the shards' live holders by POD_NAME ("" for none).
+func (s *shardedReplicas) holders() []string {
+	t := s.t
+	out := make([]string, shardingShards)
+	list, err := kube(t).CoordinationV1().Leases(s.ns).List(context.Background(), metav1.ListOptions{LabelSelector: modes.ShardingLabel + "=" + s.name})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range list.Items {
+		rest, ok := strings.CutPrefix(l.Name, s.name+"-shard-")
+		i, err := strconv.Atoi(rest)
+		if !ok || err != nil || l.Spec.HolderIdentity == nil {
+			continue
+		}
+		pod, _, _ := strings.Cut(*l.Spec.HolderIdentity, "_")
+		if p := s.pods[pod]; p != nil && i < shardingShards {
+			select {
+			case <-p.Done(): // a dead replica holds nothing
+			default:
+				out[i] = pod
+			}
+		}
+	}
+	return out
+}
+
+// balanced waits until the pods hold every shard, evenly, and tells how
+// long that took.
+func (s *shardedReplicas) balanced(what string, pods ...string) time.Duration {
+	began := time.Now()
+	eventually(s.t, 2*time.Minute, what, func() (bool, error) {
+		count := map[string]int{}
+		for _, h := range s.holders() {
+			count[h]++
+		}
+		for _, pod := range pods {
+			if c := count[pod]; c < shardingShards/len(pods) || c > (shardingShards+len(pods)-1)/len(pods) {
+				return false, fmt.Errorf("holders %v", s.holders())
+			}
+		}
+		return count[""] == 0, fmt.Errorf("holders %v", s.holders())
+	})
+	return time.Since(began)
 }
 
 // podOf is the replica of a process id.

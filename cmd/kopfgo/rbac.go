@@ -29,6 +29,7 @@ Flags:
       --leader-elect                 grant the leader election's Lease (get, create, update)
       --leader-elect-namespace NS    the Lease's namespace (default: --service-account-namespace)
       --shards                       grant the sharding's Leases (get, list, create, update, delete)
+                                     and the patch of the served resources (their shard labels)
       --shards-namespace NS          their namespace (default: --service-account-namespace)
       --kubeconfig FILE, --context CTX`
 

@@ -37,6 +37,11 @@ type result struct {
 	Writes          int64   `json:"writes"`
 	WritesPerObject float64 `json:"writesPerObject"`
 	Calls           int64   `json:"calls"`
+	// Scale-out: each replica's figures, and the time from a replica's
+	// SIGKILL until objects created then are all handled (its shards
+	// taken over and listed by the others).
+	Replicas        []replicaFigures `json:"replicas,omitempty"`
+	HandoverSeconds float64          `json:"handoverSeconds,omitempty"`
 	// Scale: the RSS of the contender watching nothing yet, then with all
 	// objects present and idle, and the steady RSS above the empty one per
 	// object; the churn phase's objects, CPU per object, handler calls,
@@ -196,10 +201,17 @@ func (r *report) print(w io.Writer) {
 					x.KBPerObject, x.ChurnCPUPerObjectMs, ratio(x, "churnCpuPerObject"), churnRSS(x.ChurnRSSMB))
 			}
 		case "scaleout":
-			fmt.Fprintln(tw, "replicas\tseconds\tobjects/s\tCPU s (sum)\tCPU ms/object\tpeak RSS MB (largest)\twrites/object\tcalls\t")
+			fmt.Fprintln(tw, "replicas\tseconds\tobjects/s\tCPU s (sum)\tCPU ms/object\tpeak RSS MB (largest)\twrites/object\tcalls\twatch events per replica\tCPU s per replica\tpeak RSS MB per replica\thandover after SIGKILL s\t")
 			for _, x := range rows {
-				fmt.Fprintf(tw, "%s\t%.2f\t%.0f\t%.2f\t%.2f\t%.0f\t%.2f\t%d\t\n", x.Contender, x.Seconds, x.PerSecond,
-					x.CPUSeconds, x.CPUPerObjectMs, x.PeakRSSMB, x.WritesPerObject, x.Calls)
+				handover := "-"
+				if x.HandoverSeconds > 0 {
+					handover = fmt.Sprintf("%.1f", x.HandoverSeconds)
+				}
+				fmt.Fprintf(tw, "%s\t%.2f\t%.0f\t%.2f\t%.2f\t%.0f\t%.2f\t%d\t%s\t%s\t%s\t%s\t\n", x.Contender, x.Seconds, x.PerSecond,
+					x.CPUSeconds, x.CPUPerObjectMs, x.PeakRSSMB, x.WritesPerObject, x.Calls,
+					perReplica(x.Replicas, "%.0f", func(f replicaFigures) float64 { return f.WatchEvents }),
+					perReplica(x.Replicas, "%.2f", func(f replicaFigures) float64 { return f.CPUSeconds }),
+					perReplica(x.Replicas, "%.0f", func(f replicaFigures) float64 { return f.PeakRSSMB }), handover)
 			}
 		case "backlog", "backlog-shed":
 			fmt.Fprintln(tw, "contender\tdrain s\t×floor\tCPU s\t×floor\tpeak RSS MB\t×floor\tcalls\twrites sent\tpatches made\tfailed requests by code\tload average after\t")
@@ -238,6 +250,18 @@ func byCode(counts map[string]int64) string {
 	return strings.Join(parts, ", ")
 }
 
+// perReplica is one figure of each replica, "a / b / c".
+func perReplica(rs []replicaFigures, format string, of func(replicaFigures) float64) string {
+	if len(rs) == 0 {
+		return "-"
+	}
+	parts := make([]string, len(rs))
+	for i, r := range rs {
+		parts[i] = fmt.Sprintf(format, of(r))
+	}
+	return strings.Join(parts, " / ")
+}
+
 // churnRSS is the churn phase's RSS: before, the highest sample, after.
 func churnRSS(samples []float64) string {
 	if len(samples) == 0 {
@@ -273,7 +297,7 @@ func title(sc string, x result, p map[string]any) string {
 	case "backlog-shed":
 		return fmt.Sprintf("backlog-shed: the backlog against an API server with --max-requests-inflight=%v --max-mutating-requests-inflight=%v, the contenders as a service account", p["shedInflight"], p["shedMutating"])
 	case "scaleout":
-		return fmt.Sprintf("scaleout: kopfgo sharded over 1, 2 and 4 replicas (%d shards), %d objects created at once; until all are handled", scaleOutShards, x.Objects)
+		return fmt.Sprintf("scaleout: kopfgo sharded over 1, 2 and 4 replicas (%d shards), %d objects created at once; until all are handled; then one replica SIGKILLed and %d objects created, until they are handled", scaleOutShards, x.Objects, handoverObjects)
 	}
 	return sc
 }

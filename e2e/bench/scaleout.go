@@ -4,10 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net"
+	"net/http"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -61,11 +66,17 @@ func (b *bench) scaleOutOne(ctx context.Context, replicas int) (result, error) {
 			p.stop()
 		}
 	}()
+	var metrics []string // each replica's metrics address
 	for i := range replicas {
 		pod := fmt.Sprintf("replica-%d", i)
+		addr, err := freeAddr()
+		if err != nil {
+			return result{}, err
+		}
+		metrics = append(metrics, addr)
 		p, err := startContenderWith(b.bins["kopfgo"], name, b.c.Kubeconfig, ns,
 			filepath.Join(b.work, fmt.Sprintf("%s-scaleout-%d.log", pod, replicas)), "",
-			[]string{"KOPFGO_BENCH_SHARDS=" + strconv.Itoa(scaleOutShards), "POD_NAME=" + pod})
+			[]string{"KOPFGO_BENCH_SHARDS=" + strconv.Itoa(scaleOutShards), "POD_NAME=" + pod, "KOPFGO_BENCH_METRICS_ADDR=" + addr})
 		if err != nil {
 			return result{}, err
 		}
@@ -86,8 +97,12 @@ func (b *bench) scaleOutOne(ctx context.Context, replicas int) (result, error) {
 	logf("scaleout: %d replicas: creating %d objects", replicas, n)
 	t.phase("value", n)
 	marks := make([]phase, len(ps))
+	events := make([]float64, len(ps))
 	for i, p := range ps {
 		if marks[i], err = b.mark(p); err != nil {
+			return result{}, err
+		}
+		if events[i], err = watchEvents(ctx, metrics[i]); err != nil {
 			return result{}, err
 		}
 	}
@@ -102,13 +117,18 @@ func (b *bench) scaleOutOne(ctx context.Context, replicas int) (result, error) {
 	}
 	r := result{Scenario: "scaleout", Contender: name, Objects: n, Seconds: last.Sub(begin).Seconds(), DriverSeconds: created.Seconds()}
 	r.PerSecond = float64(n) / r.Seconds
-	// Each replica's figures, summed (peak RSS: the largest).
-	for _, ph := range marks {
+	// Each replica's figures, and summed (peak RSS: the largest).
+	for i, ph := range marks {
 		var one result
 		one.Objects = n
 		if _, err := ph.finish(ctx, &one, last); err != nil {
 			return result{}, err
 		}
+		received, err := watchEvents(ctx, metrics[i])
+		if err != nil {
+			return result{}, err
+		}
+		r.Replicas = append(r.Replicas, replicaFigures{WatchEvents: received - events[i], CPUSeconds: one.CPUSeconds, PeakRSSMB: one.PeakRSSMB})
 		r.CPUSeconds += one.CPUSeconds
 		r.PeakRSSMB = max(r.PeakRSSMB, one.PeakRSSMB)
 		r.Writes += one.Writes
@@ -117,7 +137,85 @@ func (b *bench) scaleOutOne(ctx context.Context, replicas int) (result, error) {
 	r.CPUPerObjectMs = r.CPUSeconds * 1000 / float64(n)
 	r.WritesPerObject = float64(r.Writes) / float64(n)
 	logf("scaleout: %d replicas: %.0f objects/s, %.2f ms CPU per object", replicas, r.PerSecond, r.CPUPerObjectMs)
+	if replicas > 1 {
+		if r.HandoverSeconds, err = b.handover(ctx, t, ns, n, ps[len(ps)-1]); err != nil {
+			return result{}, err
+		}
+		logf("scaleout: %d replicas: objects created at a replica's SIGKILL handled %.1fs after it", replicas, r.HandoverSeconds)
+	}
 	return r, nil
+}
+
+// replicaFigures are one replica's figures in the scale-out scenario:
+// the watch events it received, its CPU and its peak RSS over the burst.
+type replicaFigures struct {
+	WatchEvents float64 `json:"watchEvents"`
+	CPUSeconds  float64 `json:"cpuSeconds"`
+	PeakRSSMB   float64 `json:"peakRssMB"`
+}
+
+// handoverObjects are created at a replica's SIGKILL: a few land in its
+// shards (with 4 replicas, none of 24 does once in a thousand runs).
+const handoverObjects = 24
+
+// handover SIGKILLs the victim, creates handoverObjects objects at once
+// (after the n of the burst), and tells how long after the kill they are
+// all handled: the victim's shards' Leases expire, the others take them
+// and list their objects (the holder of shard 0 labels the new ones).
+func (b *bench) handover(ctx context.Context, t *tracker, ns string, n int, victim *process) (float64, error) {
+	if err := syscall.Kill(-victim.pid(), syscall.SIGKILL); err != nil {
+		return 0, err
+	}
+	<-victim.done
+	killed := time.Now()
+	t.phase("value", handoverObjects)
+	if err := b.parallel(ctx, handoverObjects, func(ctx context.Context, i int) error { return b.create(ctx, ns, n+i, false) }); err != nil {
+		return 0, err
+	}
+	last, err := t.wait(ctx, handledTimeout)
+	if err != nil {
+		return 0, fmt.Errorf("after a replica's SIGKILL: %w", err)
+	}
+	return last.Sub(killed).Seconds(), nil
+}
+
+// freeAddr is a loopback address with a port free now.
+func freeAddr() (string, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer l.Close()
+	return l.Addr().String(), nil
+}
+
+var watchEventSeries = regexp.MustCompile(`(?m)^kopfgo_watch_events_total\{resource="kopfexamples\.v1\.kopf\.dev",type="[A-Z]+"\} (\S+)$`)
+
+// watchEvents are the watch events of KopfExamples a replica has received
+// so far, of every type (its kopfgo_watch_events_total).
+func watchEvents(ctx context.Context, addr string) (float64, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/metrics", nil)
+	if err != nil {
+		return 0, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, fmt.Errorf("the metrics of a replica: %w", err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return 0, err
+	}
+	total := 0.0
+	for _, m := range watchEventSeries.FindAllStringSubmatch(string(body), -1) {
+		v, err := strconv.ParseFloat(m[1], 64)
+		if err != nil {
+			return 0, err
+		}
+		total += v
+	}
+	return total, nil
 }
 
 // shardsBalanced waits until the replicas hold every shard's Lease, each

@@ -36,6 +36,9 @@ type WatchOptions struct {
 	// Compact lists and watches objects as *Compact (compact.go) rather
 	// than *unstructured.Unstructured.
 	Compact bool
+	// LabelSelector lists and watches only the objects it selects (the
+	// shards a replica serves); "": every object.
+	LabelSelector string
 }
 
 // ListWatch lists and watches a resource in a namespace ("" for all), with
@@ -52,6 +55,7 @@ func (c *Client) ListWatch(res resources.Resource, namespace string, o WatchOpti
 	}
 	return &cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+			opts.LabelSelector = o.LabelSelector
 			ctx, cancel := context.WithCancel(ctx)
 			defer cancel()
 			defer o.answerWithin(cancel)()
@@ -71,6 +75,7 @@ func (c *Client) ListWatch(res resources.Resource, namespace string, o WatchOpti
 		},
 		WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
 			opts.AllowWatchBookmarks = true
+			opts.LabelSelector = o.LabelSelector
 			if o.ServerTimeout > 0 {
 				secs := int64(o.ServerTimeout / time.Second)
 				opts.TimeoutSeconds = &secs

@@ -44,7 +44,8 @@ type Spec struct {
 	// Lease is: a Role there grants it the Lease, and nothing elsewhere.
 	LeaseNamespace string
 	// Sharding: the Leases in LeaseNamespace are the sharding's (shards
-	// and members), which replicas also list and delete.
+	// and members), which replicas also list and delete; and the replica
+	// holding shard 0 labels the served objects with their shards (patch).
 	Sharding bool
 	// WebhookSecretNamespace, when set, is where the admission webhooks'
 	// certificates' Secret is (--webhook-secret): a Role there grants
@@ -115,6 +116,9 @@ func Rules(spec Spec) []Rule {
 		}
 		if u.Handles {
 			add(res.Group, res.Plural, res.Namespaced, "re-reads when the watch lags behind the operator's patches", "get")
+		}
+		if spec.Sharding && (u.Handles || u.Reacts || u.Indexes) {
+			add(res.Group, res.Plural, res.Namespaced, "sharding: the shard label on objects without one", "patch")
 		}
 	}
 	if spec.Events {

@@ -1,6 +1,7 @@
 package rbac
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -136,5 +137,28 @@ func TestShardingLeaseRole(t *testing.T) {
 	}
 	if !strings.Contains(string(out), "name: kopfgo-operator-sharding\n  namespace: ops") {
 		t.Errorf("no Role kopfgo-operator-sharding in ops:\n%s", out)
+	}
+}
+
+// With sharding, the replica holding shard 0 labels the objects of every
+// served resource with their shards, an indexed one included: patch.
+func TestShardingLabelsTheServedResources(t *testing.T) {
+	indexed := kex
+	indexed.Plural, indexed.Kind = "kopfindexeds", "KopfIndexed"
+	spec := Spec{Uses: []Use{{Resource: indexed, Indexes: true}}, LeaseNamespace: "ops"}
+	patches := func(spec Spec) bool {
+		for _, r := range Rules(spec) {
+			if r.Resource == "kopfindexeds" && slices.Contains(r.Verbs, "patch") {
+				return true
+			}
+		}
+		return false
+	}
+	if patches(spec) {
+		t.Error("an indexed resource may be patched without sharding")
+	}
+	spec.Sharding = true
+	if !patches(spec) {
+		t.Error("with sharding, an indexed resource may not be patched: its objects cannot be labelled with their shards")
 	}
 }

@@ -19,6 +19,7 @@ import (
 
 	"github.com/kopfgo/kopfgo/internal/handlers"
 	"github.com/kopfgo/kopfgo/internal/kube"
+	"github.com/kopfgo/kopfgo/internal/replicas"
 	"github.com/kopfgo/kopfgo/internal/resources"
 )
 
@@ -34,6 +35,9 @@ type orchestrator struct {
 
 	mu      sync.Mutex
 	running map[string]context.CancelCauseFunc
+	// labelling are the labellers of the served resources while this
+	// replica coordinates a sharding (labeller.go), by watch key.
+	labelling map[string]context.CancelCauseFunc
 	// served are the resources to serve; while paused (Config.Pause),
 	// none is watched, and they are watched again on resuming.
 	served []resources.Resource
@@ -63,7 +67,7 @@ func newOrchestrator(ctx context.Context, r *run, wg *sync.WaitGroup) *orchestra
 	if !exact {
 		nss = []string{metav1.NamespaceAll}
 	}
-	return &orchestrator{run: r, ctx: ctx, wg: wg, scope: scope, nss: nss, running: map[string]context.CancelCauseFunc{}, exited: map[string]chan struct{}{}, gating: r.ready != nil, gated: make(chan struct{}),
+	return &orchestrator{run: r, ctx: ctx, wg: wg, scope: scope, nss: nss, running: map[string]context.CancelCauseFunc{}, labelling: map[string]context.CancelCauseFunc{}, exited: map[string]chan struct{}{}, gating: r.ready != nil, gated: make(chan struct{}),
 		// Paused from the start: nothing is watched until resumed, and
 		// follow tells the hooks.
 		paused: r.Pause.Paused()}
@@ -166,10 +170,25 @@ func (o *orchestrator) reconcile() {
 	if o.paused {
 		served = nil
 	}
+	// The shards served change only while paused and halted: a watcher
+	// started serves the set read here until it stops.
+	var set *replicas.ShardSet
+	if o.Shards != nil && !o.paused {
+		s := o.Shards()
+		set = &s
+		if len(s.Held) == 0 {
+			served = nil // a replica without shards stands by; this is only a guard
+		}
+	}
+	labels := map[string]bool{}
 	for _, res := range served {
 		for _, ns := range o.namespaces(res) {
 			key := res.String() + "@" + ns
 			want[key] = true
+			if set != nil && set.Coordinates() {
+				labels[key] = true
+				o.label(key, res, ns, *set)
+			}
 			if _, ok := o.running[key]; ok {
 				continue
 			}
@@ -179,7 +198,7 @@ func (o *orchestrator) reconcile() {
 			if o.gating {
 				gate = &o.indexed
 			}
-			w := newWatcher(o.run, res, ns, o.scope, gate)
+			w := newWatcher(o.run, res, ns, o.scope, gate, set)
 			prev, done := o.exited[key], make(chan struct{})
 			o.exited[key] = done
 			if prev == nil {
@@ -212,6 +231,12 @@ func (o *orchestrator) reconcile() {
 			delete(o.running, key)
 		}
 	}
+	for key, cancel := range o.labelling {
+		if !labels[key] {
+			cancel(handlers.ErrOperatorPausing)
+			delete(o.labelling, key)
+		}
+	}
 	if o.paused {
 		return
 	}
@@ -222,6 +247,23 @@ func (o *orchestrator) reconcile() {
 	for _, s := range started {
 		o.Logger.Info(fmt.Sprintf("Serving %s.", s))
 	}
+}
+
+// label starts the labeller of a watch key unless it runs. The caller
+// holds o.mu.
+func (o *orchestrator) label(key string, res resources.Resource, ns string, set replicas.ShardSet) {
+	if _, ok := o.labelling[key]; ok {
+		return
+	}
+	ctx, cancel := context.WithCancelCause(o.ctx)
+	o.labelling[key] = cancel
+	l := newLabeller(o.run, res, ns, o.scope, set)
+	done := make(chan struct{})
+	o.exited["labels "+key] = done // a halt waits for it too
+	o.wg.Go(func() {
+		defer close(done)
+		l.label(ctx)
+	})
 }
 
 // namespaces are where a resource is watched: the served namespaces, or

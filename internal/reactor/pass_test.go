@@ -76,7 +76,7 @@ func TestPassOnAStaleBodyDoesNotRunHandlers(t *testing.T) {
 	if err := store.Add(compact); err != nil {
 		t.Fatal(err)
 	}
-	w := newWatcher(&run{Config: cfg, client: &kube.Client{Dynamic: dynamicfake.NewSimpleDynamicClient(runtime.NewScheme())}}, resources.Resource{Group: "kopf.dev", Version: "v1", Plural: "kopfexamples", Kind: "KopfExample", Namespaced: true, Preferred: true}, "", resources.Namespaces{}, nil)
+	w := newWatcher(&run{Config: cfg, client: &kube.Client{Dynamic: dynamicfake.NewSimpleDynamicClient(runtime.NewScheme())}}, resources.Resource{Group: "kopf.dev", Version: "v1", Plural: "kopfexamples", Kind: "KopfExample", Namespaced: true, Preferred: true}, "", resources.Namespaces{}, nil, nil)
 	w.store = store
 	if len(w.changing) != 1 {
 		t.Fatalf("the watcher has %d changing handlers, want 1", len(w.changing))

@@ -3,10 +3,15 @@ package reactor
 import (
 	"context"
 	"errors"
+	"fmt"
+	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/kopfgo/kopfgo/internal/causes"
 	"github.com/kopfgo/kopfgo/internal/handlers"
@@ -184,22 +189,24 @@ func TestPauseIsHaltedOnlyOnceTheDaemonsHaveReturned(t *testing.T) {
 	s.stop()
 }
 
-// With Config.Owns (sharding), the objects of other replicas' shards are
-// neither handled nor indexed; a swap of the filter while paused and
-// halted serves them after the resume.
-func TestOwnsKeepsOtherShardsObjectsAway(t *testing.T) {
+// With Config.Shards (sharding), the watch selects the objects labelled
+// with the shards held: the others' are neither handled nor indexed, and
+// only the holder of shard 0 labels the objects of no shard. A swap of the
+// shards while paused and halted serves the new ones after the resume.
+func TestShardsKeepOtherShardsObjectsAway(t *testing.T) {
 	s := newScenario(t)
 	s.pause = &replicas.Standby{}
-	var mine atomic.Value
-	mine.Store("uid-kex1")
-	s.owns = func(uid string) bool { return uid == mine.Load() }
+	var set atomic.Pointer[replicas.ShardSet]
+	set.Store(&replicas.ShardSet{Label: testShardLabel, Shards: 2, Held: []int{1}})
+	s.shards = func() replicas.ShardSet { return *set.Load() }
 	var calls counter
 	s.on(causes.Create, "create_fn", func(ctx context.Context, c *handlers.Change) (any, error) {
 		calls.inc(c.Name)
 		return nil, nil
 	})
-	s.create("kex1", map[string]any{"field": "value"})
-	s.create("kex2", map[string]any{"field": "value"})
+	s.createLabelled("kex1", map[string]string{testShardLabel: "1"})
+	s.createLabelled("kex2", map[string]string{testShardLabel: "0"})
+	s.create("kex3", map[string]any{"field": "value"}) // of no shard
 	s.start()
 	s.until("kex1 handled", func() bool {
 		_, ok := annotation(s.get("kex1"), "kopf.zalando.org/last-handled-configuration")
@@ -212,16 +219,101 @@ func TestOwnsKeepsOtherShardsObjectsAway(t *testing.T) {
 	if _, ok := annotation(s.get("kex2"), "kopf.zalando.org/last-handled-configuration"); ok || calls.get("kex2") != 0 {
 		t.Fatal("another shard's object was handled")
 	}
-	mine.Store("uid-kex2")
+	if got := s.get("kex3").GetLabels(); got[testShardLabel] != "" || calls.get("kex3") != 0 {
+		t.Fatalf("a replica without shard 0 labelled (%v) or handled an object of no shard", got)
+	}
+	set.Store(&replicas.ShardSet{Label: testShardLabel, Shards: 2, Held: []int{0}})
 	s.pause.Resume("sharding")
 	s.until("kex2 handled after the swap", func() bool {
 		_, ok := annotation(s.get("kex2"), "kopf.zalando.org/last-handled-configuration")
 		return ok
 	})
+	s.until("kex3 labelled by the holder of shard 0", func() bool { return s.get("kex3").GetLabels()[testShardLabel] != "" })
+	if got, want := s.get("kex3").GetLabels()[testShardLabel], set.Load().Assign("uid-kex3"); got != want {
+		t.Errorf("kex3 labelled with shard %s, want %s (its uid's)", got, want)
+	}
 	s.stop()
 	if n1, n2 := calls.get("kex1"), calls.get("kex2"); n1 != 1 || n2 != 1 {
 		t.Errorf("create handler calls: kex1 %d, kex2 %d; want 1 each", n1, n2)
 	}
+}
+
+// The coordinator labels an object of no shard with one patch; the
+// object then enters the watch of its shard and is handled once there, and
+// the label is no change of it: no update handler runs.
+func TestCoordinatorLabelsObjectsOfNoShard(t *testing.T) {
+	s := newScenario(t)
+	created, updates := s.soleShardHolder()
+	s.create("kex1", map[string]any{"field": "value"})
+	s.start()
+	s.until("kex1 handled", func() bool {
+		_, ok := annotation(s.get("kex1"), "kopf.zalando.org/last-handled-configuration")
+		return ok
+	})
+	s.stop()
+	if got, want := s.get("kex1").GetLabels()[testShardLabel], (replicas.ShardSet{Shards: 2}).Assign("uid-kex1"); got != want {
+		t.Errorf("kex1 labelled with shard %q, want %q", got, want)
+	}
+	if c, u := created.get("kex1"), updates(); c != 1 || len(u) != 0 {
+		t.Errorf("handler calls: create %d, update %d; want 1 and 0", c, len(u))
+	}
+}
+
+// An object handled before sharding began is labelled without being
+// handled again: the label is no change of it. Its next real change is
+// handled once, with a diff of that change alone.
+func TestLabellingAnObjectHandledBeforeIsNoChange(t *testing.T) {
+	s := newScenario(t)
+	created, updates := s.soleShardHolder()
+	s.create("kex1", map[string]any{"field": "value"})
+	s.update("kex1", func(u *unstructured.Unstructured) {
+		u.SetAnnotations(map[string]string{"kopf.zalando.org/last-handled-configuration": `{"spec":{"field":"value"}}` + "\n"})
+	})
+	s.start()
+	s.until("kex1 labelled", func() bool { return s.get("kex1").GetLabels()[testShardLabel] != "" })
+	s.update("kex1", func(u *unstructured.Unstructured) {
+		_ = unstructured.SetNestedField(u.Object, "changed", "spec", "field")
+	})
+	s.until("the change handled", func() bool { return len(updates()) > 0 })
+	s.stop()
+	if diffs := updates(); len(diffs) != 1 || !strings.Contains(diffs[0], "field") || strings.Contains(diffs[0], "labels") || created.get("kex1") != 0 {
+		t.Errorf("update diffs %q and %d creations; want one update, of spec.field only", diffs, created.get("kex1"))
+	}
+}
+
+const testShardLabel = "shard.kopfgo.dev/test"
+
+// soleShardHolder makes the scenario's replica hold both shards of a
+// sharding of two (and so label the objects of none), with a create
+// handler that counts its calls and an update handler that notes its diffs.
+func (s *scenario) soleShardHolder() (created *counter, updates func() []string) {
+	s.shards = func() replicas.ShardSet {
+		return replicas.ShardSet{Label: testShardLabel, Shards: 2, Held: []int{0, 1}}
+	}
+	created = &counter{}
+	var mu sync.Mutex
+	var diffs []string
+	s.on(causes.Create, "create_fn", func(ctx context.Context, c *handlers.Change) (any, error) {
+		created.inc(c.Name)
+		return nil, nil
+	})
+	s.on(causes.Update, "update_fn", func(ctx context.Context, c *handlers.Change) (any, error) {
+		mu.Lock()
+		diffs = append(diffs, fmt.Sprint(c.Diff))
+		mu.Unlock()
+		return nil, nil
+	})
+	return created, func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(diffs)
+	}
+}
+
+// createLabelled creates a KopfExample with these labels.
+func (s *scenario) createLabelled(name string, labels map[string]string) {
+	s.create(name, map[string]any{"field": "value"})
+	s.update(name, func(u *unstructured.Unstructured) { u.SetLabels(labels) })
 }
 
 // A global index (kopfgo.Global) sees the objects of every shard, other
@@ -229,7 +321,9 @@ func TestOwnsKeepsOtherShardsObjectsAway(t *testing.T) {
 // the handlers, sees only the replica's own.
 func TestGlobalIndexSeesOtherShardsObjects(t *testing.T) {
 	s := newScenario(t)
-	s.owns = func(uid string) bool { return uid == "uid-kex1" }
+	s.shards = func() replicas.ShardSet {
+		return replicas.ShardSet{Label: testShardLabel, Shards: 2, Held: []int{0}}
+	}
 	byName := func(ctx context.Context, o *handlers.Object) (map[string]string, error) {
 		return map[string]string{o.Name: o.Name}, nil
 	}
@@ -249,8 +343,8 @@ func TestGlobalIndexSeesOtherShardsObjects(t *testing.T) {
 		calls.inc(c.Name)
 		return nil, nil
 	})
-	s.create("kex1", map[string]any{"field": "value"})
-	s.create("kex2", map[string]any{"field": "value"})
+	s.createLabelled("kex1", map[string]string{testShardLabel: "0"})
+	s.createLabelled("kex2", map[string]string{testShardLabel: "1"})
 	s.start()
 	s.until("both objects in the global index", func() bool { return len(global.Get("kex1")) == 1 && len(global.Get("kex2")) == 1 })
 	s.until("kex1 handled", func() bool {

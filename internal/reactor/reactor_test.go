@@ -16,6 +16,7 @@ import (
 	"go.uber.org/goleak"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -64,9 +65,9 @@ type scenario struct {
 	indexers []indexing.Runner
 	memo     *handlers.Memo
 	pause    *replicas.Standby
-	owns     func(uid string) bool // Config.Owns (sharding)
-	hooks    Hooks                 // Config.Hooks
-	tracer   *tracing.Tracer       // Config.Tracer
+	shards   func() replicas.ShardSet // Config.Shards (sharding)
+	hooks    Hooks                    // Config.Hooks
+	tracer   *tracing.Tracer          // Config.Tracer
 	// statusSubresource makes the status of KopfExamples a subresource, so
 	// that the operator writes it with a patch of its own.
 	statusSubresource bool
@@ -131,8 +132,26 @@ func newScenario(t *testing.T) *scenario {
 			return true, nil, err
 		}
 		once.Do(func() { close(s.watching) })
-		if s.watchFilter != nil {
-			w = filterWatch(w, s.watchFilter)
+		filter := s.watchFilter
+		if wa, ok := action.(clienttesting.WatchAction); ok {
+			// The label selector, as an API server applies it to a watch
+			// (the fake tracker applies it to lists only); objects leaving
+			// the selection are not told as deleted: no test moves them.
+			if sel := wa.GetWatchRestrictions().Labels; sel != nil && !sel.Empty() {
+				inner := filter
+				filter = func(e watch.Event) (watch.Event, bool) {
+					if m, ok := e.Object.(metav1.Object); ok && !sel.Matches(labels.Set(m.GetLabels())) {
+						return e, false
+					}
+					if inner != nil {
+						return inner(e)
+					}
+					return e, true
+				}
+			}
+		}
+		if filter != nil {
+			w = filterWatch(w, filter)
 		}
 		return true, w, nil
 	})
@@ -320,7 +339,7 @@ func (s *scenario) start() {
 		Indexers: s.indexers,
 		Memo:     s.memo,
 		Pause:    s.pause,
-		Owns:     s.owns,
+		Shards:   s.shards,
 		Hooks:    s.hooks,
 		Tracer:   s.tracer,
 	}

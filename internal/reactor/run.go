@@ -48,11 +48,15 @@ type Config struct {
 	// the handlers, daemons and timers) until the last reason is dropped:
 	// peering and leader election hold it. Nil: never paused.
 	Pause *replicas.Standby
-	// Owns, when set, tells which objects this replica serves, by uid
-	// (sharding): the others are neither indexed nor handled. It may change
-	// only while Pause is paused and halted (replicas.Standby.WaitHalted),
-	// since watchers read it as they observe. Nil: every object.
-	Owns func(uid string) bool
+	// Shards, when set, are the shards this replica serves (sharding,
+	// replicas.Sharder.Set): its watchers list and watch only the objects
+	// labelled with them, so that it never receives the others' (only a
+	// resource with global indices is watched whole, the others' objects
+	// going to those indices alone); and while it holds shard 0, it gives
+	// the objects of no shard their label (labeller.go). It may change only
+	// while Pause is paused and halted (replicas.Standby.WaitHalted):
+	// watchers read it when they start. Nil: every object.
+	Shards func() replicas.ShardSet
 	// Hooks are told of the reactor's progress (readiness, metrics); nil:
 	// none.
 	Hooks Hooks

@@ -23,6 +23,7 @@ import (
 	"github.com/kopfgo/kopfgo/internal/logging"
 	"github.com/kopfgo/kopfgo/internal/posting"
 	"github.com/kopfgo/kopfgo/internal/pyrepr"
+	"github.com/kopfgo/kopfgo/internal/replicas"
 	"github.com/kopfgo/kopfgo/internal/resources"
 	"github.com/kopfgo/kopfgo/patch"
 )
@@ -51,7 +52,11 @@ type watcher struct {
 	// globalIndexers are the indexers that also see the objects of other
 	// replicas' shards (kopfgo.Global).
 	globalIndexers []indexing.Runner
-	spawning       []*handling.Spawning // daemons and timers (background.go)
+	// shards, when set, are the shards served by a watch of every object
+	// (sharding with global indices): the others' objects are only
+	// indexed globally. Nil: the watch selects the objects served.
+	shards   *replicas.ShardSet
+	spawning []*handling.Spawning // daemons and timers (background.go)
 	// idleTimers: some timers idle, so essential changes are tracked.
 	idleTimers bool
 	// detector works out what happened to an object for the changing
@@ -77,8 +82,8 @@ type watcher struct {
 
 // newWatcher makes the watcher of res in ns (or all namespaces); gate, when
 // set and the resource has indexers, counts the watcher until they have seen
-// the initial listing.
-func newWatcher(r *run, res resources.Resource, ns string, scope resources.Namespaces, gate *sync.WaitGroup) *watcher {
+// the initial listing. set, when sharding, are the shards it serves.
+func newWatcher(r *run, res resources.Resource, ns string, scope resources.Namespaces, gate *sync.WaitGroup, set *replicas.ShardSet) *watcher {
 	w := &watcher{
 		run: r, res: res, resName: res.String(), namespace: ns,
 		changing: handling.ForResource(r.Registry.Changing(), res),
@@ -107,11 +112,19 @@ func newWatcher(r *run, res resources.Resource, ns string, scope resources.Names
 		gate.Add(1)
 		w.indexed = sync.OnceFunc(gate.Done)
 	}
+	var selector string
+	if set != nil {
+		if len(w.globalIndexers) > 0 {
+			w.shards = set // global indices see every object: the watch is whole
+		} else {
+			selector = set.Selector()
+		}
+	}
 	watching := r.Settings.Watching
 	lw := r.client.ListWatch(res, ns, kube.WatchOptions{
 		ServerTimeout: watching.ServerTimeout, InactivityTimeout: watching.InactivityTimeout,
 		ClientTimeout: watching.ClientTimeout, KeepManagedFields: watching.KeepManagedFields, Clock: r.Clock,
-		Compact: true,
+		Compact: true, LabelSelector: selector,
 		OnInactive: func() {
 			// Routine on an idle cluster: Kopf says so at DEBUG.
 			r.Logger.Debug(fmt.Sprintf("Watch-stream for %s %s is inactive, reconnecting.", res, w.where()))
@@ -241,20 +254,21 @@ func (w *watcher) observe(ctx context.Context, obj any, typ handlers.EventType, 
 	if w.scope != nil && !w.scope(c.Namespace) {
 		return
 	}
-	if w.Owns != nil && !w.Owns(c.UID) {
-		// Another replica's shard: only global indices see it.
-		if len(w.globalIndexers) > 0 {
-			u, err := c.Decode()
-			if err != nil {
-				w.Logger.Error(fmt.Sprintf("Cannot read an observation of %s: %v", w.res, err))
-				return
-			}
-			w.indexForeign(ctx, u, deleted)
-		}
-		return
-	}
 	var u *unstructured.Unstructured
-	if len(w.indexers) > 0 || len(w.watching) > 0 || (deleted && len(w.changing) > 0) {
+	if w.shards != nil {
+		// A watch of every object, for the global indices: they alone see
+		// the objects of other replicas' shards, and of none yet.
+		var err error
+		if u, err = c.Decode(); err != nil {
+			w.Logger.Error(fmt.Sprintf("Cannot read an observation of %s: %v", w.res, err))
+			return
+		}
+		if !w.shards.Owns(u.GetLabels()) {
+			w.indexForeign(ctx, u, deleted)
+			return
+		}
+	}
+	if u == nil && (len(w.indexers) > 0 || len(w.watching) > 0 || (deleted && len(w.changing) > 0)) {
 		var err error
 		if u, err = c.Decode(); err != nil {
 			w.Logger.Error(fmt.Sprintf("Cannot read an observation of %s: %v", w.res, err))

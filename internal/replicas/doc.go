@@ -54,11 +54,26 @@
 // of an operator, all active: active-active sharding, on Leases written
 // with client-go's typed client.
 //
-// An object belongs to shard FNV-1a-32(uid) mod N (Shard). A replica serves
-// the objects of the shards whose Leases it holds, "<name>-shard-<i>", and
-// no other: the reactor's watchers drop the others' objects before
-// indexing or handling them (reactor.Config.Owns), so indices are per
-// replica too. The uid never changes, so an object never changes shard.
+// An object belongs to the shard its label names: "shard.kopfgo.dev/<name>"
+// (conventions.ShardLabel), valued FNV-1a-32(uid) mod N (Shard). A replica
+// serves the objects of the shards whose Leases it holds,
+// "<name>-shard-<i>", and no other: its watchers list and watch with the
+// label selector "shard.kopfgo.dev/<name> in (i, j, ...)" (ShardSet), so
+// the API server sends it nothing of the other shards, and its CPU and
+// memory for the watch shrink with its share; indices are per replica too.
+// A resource with a global index is the exception: it is watched whole,
+// and the others' objects go to the global indices alone.
+//
+// The holder of shard 0 coordinates: it also watches the objects of no
+// shard, "shard.kopfgo.dev/<name> notin (0, ..., N-1)" (no label, or a
+// number left by a sharding with more shards), and labels each with one
+// merge patch (its uid as a precondition) through the API's flow control.
+// A labelled object leaves that watch and enters its holder's, which
+// handles it; the coordinator only labels. The label is never changed
+// once it names a shard of this many, so an object never changes shard,
+// and a rebalance moves Leases, not labels: no object is relabelled. The
+// label is not part of an object's essence (diffbase), so labelling an
+// object handled before is no change of it.
 //
 // Each replica also holds a membership Lease, "<name>-member-<hash of its
 // identity>", renewed with its shards; all the Leases carry the label
@@ -90,8 +105,9 @@
 //     out, acquired ones in);
 //  4. release: the released shards' Leases are written with no holder;
 //  5. resume: the reason is dropped if any shard is held, and the reactor
-//     lists everything afresh, serving the new set (a replica with no
-//     shard stands by).
+//     lists afresh with the selector of the new set, serving it (a replica
+//     with no shard stands by). The new holder of a released shard lists
+//     it only after acquiring its Lease, which comes free only at step 4.
 //
 // A replica that cannot renew a Lease within the renew deadline counts the
 // shard lost and stops its work at once (steps 2, 3, 5); the others take it
@@ -101,9 +117,10 @@
 // On exit, the operator releases every Lease after its reactor has stopped
 // and deletes its membership Lease.
 //
-// A change of the shards served restarts all of the replica's watchers,
-// not only the moved shards': daemons and timers of the shards it keeps are
-// stopped and started again, and resume handlers run again for its objects.
+// A change of the shards served restarts all of the replica's watches
+// (one selector per resource covers all its shards), not only the moved
+// shards': daemons and timers of the shards it keeps are stopped and
+// started again, and resume handlers run again for its objects.
 //
 // # Peering
 //

@@ -17,9 +17,12 @@ import (
 	coordv1 "k8s.io/api/coordination/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
 	coordinationv1 "k8s.io/client-go/kubernetes/typed/coordination/v1"
 	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
+
+	"github.com/kopfgo/kopfgo/internal/conventions"
 )
 
 // ShardingReason is what a replica holds in the Standby while it hands shards
@@ -69,6 +72,8 @@ func (c ShardingConfig) Validate() error {
 	}
 	if c.Name == "" {
 		errs = append(errs, errors.New("the operator's name is empty: set Sharding.Name (--shards-name)"))
+	} else if msgs := validation.IsQualifiedName(conventions.ShardLabel(c.Name)); len(msgs) > 0 {
+		errs = append(errs, fmt.Errorf("the operator's name %q cannot name the objects' shard label %s: %s; set Sharding.Name (--shards-name) to at most 63 letters, digits, '-', '_' or '.'", c.Name, conventions.ShardLabel(c.Name), strings.Join(msgs, "; ")))
 	}
 	if c.Namespace == "" {
 		errs = append(errs, errors.New("the Leases' namespace is unknown: set Sharding.Namespace (--shards-namespace)"))
@@ -92,9 +97,9 @@ func MemberLease(name, identity string) string {
 // shards and tells the reactor which objects are its own (Owns).
 type Sharder struct {
 	cfg ShardingConfig
-	// owned are the shards whose objects the reactor serves; it changes
+	// set are the shards whose objects the reactor serves; it changes
 	// only while the reactor is paused and halted.
-	owned atomic.Pointer[[]bool]
+	set atomic.Pointer[ShardSet]
 
 	mu sync.Mutex // the fields below, used by Run's goroutine and read by Held
 	// held are the shards' Leases this replica holds, as last written.
@@ -121,16 +126,19 @@ type sighting struct {
 // New makes a replica's sharder; it holds no shard until Run acquires some.
 func NewSharder(cfg ShardingConfig) *Sharder {
 	s := &Sharder{cfg: cfg.WithDefaults(), held: map[int]*held{}, seen: map[string]sighting{}}
-	none := make([]bool, max(cfg.Shards, 1))
-	s.owned.Store(&none)
+	s.serve(nil)
 	return s
 }
 
-// Owns tells whether the object of this uid belongs to a shard this
-// replica serves (reactor.ShardingConfig.Owns).
-func (s *Sharder) Owns(uid string) bool {
-	owned := *s.owned.Load()
-	return owned[Shard(uid, len(owned))]
+// Set are the shards whose objects the reactor serves now
+// (reactor.Config.Shards): it changes only while the reactor is paused and
+// halted, so a watcher started reads the set it serves until it stops.
+func (s *Sharder) Set() ShardSet { return *s.set.Load() }
+
+// serve makes shards (sorted) the set served.
+func (s *Sharder) serve(shards []int) {
+	set := shardSet(s.cfg.Name, s.cfg.Shards, shards)
+	s.set.Store(&set)
 }
 
 // Run balances the shards every retry period until ctx ends, then releases
@@ -240,11 +248,14 @@ func (s *Sharder) handover(ctx context.Context, ticks <-chan time.Time, lost, re
 	for _, i := range lost {
 		delete(s.held, i)
 	}
-	owned := make([]bool, s.cfg.Shards)
+	var served []int
 	for i := range s.held {
-		owned[i] = !slices.Contains(release, i)
+		if !slices.Contains(release, i) {
+			served = append(served, i)
+		}
 	}
-	s.owned.Store(&owned)
+	slices.Sort(served)
+	s.serve(served)
 	s.mu.Unlock()
 	for _, i := range lost {
 		s.cfg.Logger.Warn(fmt.Sprintf("Lost shard %d of %d: its lease %s was not renewed in time; its objects are left to other replicas.", i, s.cfg.Shards, ShardLease(s.cfg.Name, i)))
@@ -478,8 +489,7 @@ func (s *Sharder) leave(ctx context.Context) {
 	for _, i := range held {
 		s.release(ctx, i)
 	}
-	none := make([]bool, s.cfg.Shards)
-	s.owned.Store(&none)
+	s.serve(nil)
 	if len(held) > 0 {
 		s.cfg.Logger.Info(fmt.Sprintf("Released the shards %s on exit.", ints(held)))
 	}

@@ -164,11 +164,13 @@ func (w *world) replica(name string) *replica {
 	return r
 }
 
-// serving are the shards whose objects the reactor would serve.
+// serving are the shards whose objects the reactor would serve: those
+// labelled as the coordinator labels them.
 func (r *replica) serving(uids []string) []int {
+	set := r.s.Set()
 	var out []int
 	for i, uid := range uids {
-		if r.s.Owns(uid) {
+		if set.Owns(map[string]string{set.Label: set.Assign(uid)}) {
 			out = append(out, i)
 		}
 	}

@@ -2,7 +2,8 @@
 // create handler returning a small result (so each new object gets the
 // diff-base annotation and status.create_fn) and an update handler, run with
 // the defaults a user gets, logs included. KOPFGO_BENCH_SHARDS=N makes it
-// one replica of a sharded operator (the scale-out scenario).
+// one replica of a sharded operator (the scale-out scenario), and
+// KOPFGO_BENCH_METRICS_ADDR=HOST:PORT serves its metrics there.
 package main
 
 import (
@@ -23,6 +24,9 @@ func main() {
 		opts := kopfgo.Options{RESTConfig: c.Config, Namespaces: []string{c.Namespace}, Standalone: true}
 		if os.Getenv("KOPFGO_BENCH_METRICS") == "1" { // the kopfgo-metrics contender
 			opts.MetricsAddr = "127.0.0.1:0"
+		}
+		if v := os.Getenv("KOPFGO_BENCH_METRICS_ADDR"); v != "" { // the scale-out scenario reads each replica's
+			opts.MetricsAddr = v
 		}
 		if v := os.Getenv("KOPFGO_BENCH_SHARDS"); v != "" { // the scale-out scenario's replicas
 			if opts.Sharding.Shards, err = strconv.Atoi(v); err != nil {
