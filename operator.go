@@ -90,7 +90,7 @@ type Operator struct {
 	running atomic.Bool
 
 	mu       sync.Mutex
-	indexers []indexing.Runner
+	indexers []indexing.Indexer
 	memo     *Memo
 
 	// logFilter is Settings.Logging.Filter for the loggers of a run,

@@ -19,8 +19,8 @@ import (
 // all handlers wait for it at startup.
 type Func[K comparable, V any] func(ctx context.Context, o *handlers.Object) (map[K]V, error)
 
-// Runner is an indexer as the reactor sees it, whatever its types.
-type Runner interface {
+// Indexer is an indexer as the reactor sees it, whatever its types.
+type Indexer interface {
 	// Spec is the indexer's registration: id, selector, filters, options.
 	Spec() *handling.Handler
 	// Observe updates the index from one watch event of an object.
@@ -41,7 +41,7 @@ type Observation struct {
 }
 
 // indexer maintains one Index from the events of its resource: the
-// reactor sees it as a Runner, handlers see its Index.
+// reactor sees it as an Indexer, handlers see its Index.
 type indexer[K comparable, V any] struct {
 	spec  *handling.Handler
 	fn    Func[K, V]
@@ -164,14 +164,14 @@ func keyOf(body map[string]any) objectKey {
 // errors, so that its index exists; the errors, each naming the indexer,
 // are returned too, and kept in reg for Run to report. It returns the index
 // handlers read and the indexer as the reactor runs it.
-func Register[K comparable, V any](reg *handling.Registry, resource string, fn Func[K, V], configure func(*handling.Handler)) (*Index[K, V], Runner, error) {
+func Register[K comparable, V any](reg *handling.Registry, resource string, fn Func[K, V], configure func(*handling.Handler)) (*Index[K, V], Indexer, error) {
 	return RegisterAdapted(reg, resource, fn, nil, configure)
 }
 
 // RegisterAdapted is Register for a function fn that adapts the user's
 // function named (a typed index): the index is named after named, as the
 // adapters of all typed indices share one name. nil named is Register.
-func RegisterAdapted[K comparable, V any](reg *handling.Registry, resource string, fn Func[K, V], named any, configure func(*handling.Handler)) (*Index[K, V], Runner, error) {
+func RegisterAdapted[K comparable, V any](reg *handling.Registry, resource string, fn Func[K, V], named any, configure func(*handling.Handler)) (*Index[K, V], Indexer, error) {
 	spec, err := reg.AddIndex(resource, fn, named, configure)
 	ix := newIndexer(spec, fn)
 	return ix.index, ix, err

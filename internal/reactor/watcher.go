@@ -47,10 +47,10 @@ type watcher struct {
 
 	changing []*handling.Handler      // create, update, delete, resume, field
 	watching []*handling.EventHandler // On.Event: every observation
-	indexers []indexing.Runner
+	indexers []indexing.Indexer
 	// globalIndexers are the indexers that also see the objects of other
 	// replicas' shards (kopfgo.Global).
-	globalIndexers []indexing.Runner
+	globalIndexers []indexing.Indexer
 	spawning       []*handling.Spawning // daemons and timers (background.go)
 	// idleTimers: some timers idle, so essential changes are tracked.
 	idleTimers bool
@@ -211,8 +211,8 @@ func (w *watcher) watchError(ctx context.Context, err error) {
 	}
 }
 
-func indexersFor(all []indexing.Runner, res resources.Resource) []indexing.Runner {
-	var out []indexing.Runner
+func indexersFor(all []indexing.Indexer, res resources.Resource) []indexing.Indexer {
+	var out []indexing.Indexer
 	for _, ix := range all {
 		if ix.Spec().Selector.Matches(res) {
 			out = append(out, ix)
