@@ -14,7 +14,7 @@ import (
 type Admission = handlers.Admission
 
 // AdmissionFunc is a validating or mutating handler. Returning an error
-// rejects the request: AdmissionError's message and code, or any other
+// rejects the request: an *AdmissionError's message and code, or any other
 // error's message with code 500.
 type AdmissionFunc = handlers.AdmissionFunc
 
@@ -47,16 +47,12 @@ func applyWebhookFlags(a *AdmissionSettings, f *cli.RunFlags) {
 	}
 }
 
-// AdmissionError returns the error that rejects an admission request with
-// this message and HTTP code, as `kubectl` shows them (Kopf's
-// kopf.AdmissionError); code 0 means 500. Like PermanentError it is
-// preferred over other errors when several handlers fail.
-func AdmissionError(msg string, code int) error {
-	return &handlers.AdmissionError{Message: msg, Code: code}
-}
-
-// AdmissionRejection is the error AdmissionError returns, for errors.As.
-type AdmissionRejection = handlers.AdmissionError
+// AdmissionError rejects an admission request with its Message and HTTP
+// Code, as `kubectl` shows them (Kopf's kopf.AdmissionError): return
+// &kopfgo.AdmissionError{Message: "Change the field.", Code: 422}; Code 0
+// means 500. Like PermanentError it is preferred over other errors when
+// several handlers fail.
+type AdmissionError = handlers.AdmissionError
 
 // AdmissionOption configures a validating or mutating handler: ID, Param,
 // the filters (Labels, Annotations, Field, Value, When), Operations,

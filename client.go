@@ -61,15 +61,6 @@ type clientsBox struct {
 	cfg     *rest.Config
 	once    sync.Once
 	clients *Clients
-	// kube is the client of Apply outside the reactor (activities, tests).
-	kubeOnce sync.Once
-	kube     *kube.Client
-	kubeErr  error
-}
-
-func (b *clientsBox) kubeClient() (*kube.Client, error) {
-	b.kubeOnce.Do(func() { b.kube, b.kubeErr = kube.NewClient(b.cfg, kube.ClientOptions{}) })
-	return b.kube, b.kubeErr
 }
 
 func (b *clientsBox) get() *Clients {
@@ -100,6 +91,7 @@ func NewClients(cfg *rest.Config) (*Clients, error) {
 // WithClients returns ctx carrying the credentials and clients of cfg, as
 // the ctx of a running operator's handlers does: for calling handlers in
 // unit tests (kopfgotest does) and for programs that call them directly.
+// hierarchies.Apply finds its client there too.
 func WithClients(ctx context.Context, cfg *rest.Config) context.Context {
-	return context.WithValue(kube.WithConfig(ctx, cfg), clientsKey{}, &clientsBox{cfg: cfg})
+	return context.WithValue(kube.WithConfigClient(ctx, cfg), clientsKey{}, &clientsBox{cfg: cfg})
 }

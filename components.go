@@ -200,7 +200,7 @@ func (r *run) reactor(ctx context.Context) error {
 		return err
 	}
 	r.op.mu.Lock()
-	indexers := append([]indexing.Runner(nil), r.op.indexers...)
+	indexers := append([]indexing.Indexer(nil), r.op.indexers...)
 	r.op.mu.Unlock()
 	return reactor.Run(r.clients(ctx), reactor.Config{
 		Client:     client,

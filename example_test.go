@@ -247,7 +247,7 @@ func ExampleRegistrar_Validate() {
 	op := kopfgo.New(opts)
 	op.On.Validate("kopfexamples", func(ctx context.Context, a *kopfgo.Admission) error {
 		if a.Spec["field"] == "wrong" {
-			return kopfgo.AdmissionError("Change the field.", 422) // kubectl shows it, with the code
+			return &kopfgo.AdmissionError{Message: "Change the field.", Code: 422} // kubectl shows it, with the code
 		}
 		a.Warnings = append(a.Warnings, "looks fine")
 		return nil

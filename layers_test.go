@@ -39,7 +39,7 @@ func TestLayers(t *testing.T) {
 		"internal/inspect":     {"diffbase", "persistence", "internal/conditions"},
 		"internal/conditions":  leaves,
 		"internal/posting":     {"internal/config", "internal/flowcontrol", "internal/logging", "internal/pyrepr"},
-		"hierarchies":          {"internal/handlers"},
+		"hierarchies":          {"internal/handlers", "internal/kube"},
 		"internal/unjson":      nil,
 		"internal/testlog":     nil,
 		"internal/testmod":     nil,

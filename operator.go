@@ -90,7 +90,7 @@ type Operator struct {
 	running atomic.Bool
 
 	mu       sync.Mutex
-	indexers []indexing.Runner
+	indexers []indexing.Indexer
 	memo     *Memo
 
 	// logFilter is Settings.Logging.Filter for the loggers of a run,
@@ -343,21 +343,24 @@ const (
 	ReasonResume = causes.Resume
 )
 
-func (r Registrar) add(resource string, reason causes.Reason, field string, isField bool, fn ChangeFunc, apply func(*handling.Handler)) {
+// add registers a changing handler; named is the user's function when fn
+// adapts it (typed handlers), so that the id and the deduplication are the
+// user's function's, not the adapter's (which all typed handlers share).
+func (r Registrar) add(resource string, reason causes.Reason, field string, isField bool, fn ChangeFunc, named any, apply func(*handling.Handler)) {
 	r.op.reg.AddChanging(handling.Registration{
-		Resource: resource, Reason: reason, Field: field, IsField: isField, Fn: fn, Configure: apply,
+		Resource: resource, Reason: reason, Field: field, IsField: isField, Fn: fn, Named: named, Configure: apply,
 	})
 }
 
 // Create registers a handler for objects that have never been handled.
 func (r Registrar) Create(resource string, fn ChangeFunc, opts ...ChangeOption) {
-	r.add(resource, causes.Create, "", false, fn, changeConfig(opts))
+	r.add(resource, causes.Create, "", false, fn, nil, changeConfig(opts))
 }
 
 // Update registers a handler for essential changes of an object since it was
 // last handled: spec, labels, annotations; not status.
 func (r Registrar) Update(resource string, fn ChangeFunc, opts ...ChangeOption) {
-	r.add(resource, causes.Update, "", false, fn, changeConfig(opts))
+	r.add(resource, causes.Update, "", false, fn, nil, changeConfig(opts))
 }
 
 // Field registers a handler for changes of the field (a dotted path such as
@@ -369,18 +372,18 @@ func (r Registrar) Update(resource string, fn ChangeFunc, opts ...ChangeOption) 
 // Settings.Handling.FieldHandlersOnUpdatesOnly keeps them to updates, as
 // Kopf's manual says.
 func (r Registrar) Field(resource, field string, fn ChangeFunc, opts ...ChangeOption) {
-	r.add(resource, causes.Update, field, true, fn, changeConfig(opts))
+	r.add(resource, causes.Update, field, true, fn, nil, changeConfig(opts))
 }
 
 // Delete registers a handler for objects being deleted. Unless Optional, it
 // makes the operator put its finalizer on matching objects, so that deletion
 // waits for the handler.
 func (r Registrar) Delete(resource string, fn ChangeFunc, opts ...ChangeOption) {
-	r.add(resource, causes.Delete, "", false, fn, changeConfig(opts))
+	r.add(resource, causes.Delete, "", false, fn, nil, changeConfig(opts))
 }
 
 // Resume registers a handler for objects found, already handled, when the
 // operator starts: it runs once per object per operator process.
 func (r Registrar) Resume(resource string, fn ChangeFunc, opts ...ChangeOption) {
-	r.add(resource, causes.Resume, "", false, fn, changeConfig(opts))
+	r.add(resource, causes.Resume, "", false, fn, nil, changeConfig(opts))
 }

@@ -144,28 +144,28 @@ func TypedField[T, V any](fn FieldChangeFunc[T, V]) ChangeFunc {
 // OnCreate registers a typed create handler on r (kopfgo.On or op.On); the
 // id derives from fn's name as On.Create's does.
 func OnCreate[T any](r Registrar, resource string, fn TypedChangeFunc[T], opts ...ChangeOption) {
-	r.addTyped(resource, causes.Create, "", false, Typed(fn), fn, changeConfig(opts))
+	r.add(resource, causes.Create, "", false, Typed(fn), fn, changeConfig(opts))
 }
 
 // OnUpdate registers a typed update handler (see Registrar.Update).
 func OnUpdate[T any](r Registrar, resource string, fn TypedChangeFunc[T], opts ...ChangeOption) {
-	r.addTyped(resource, causes.Update, "", false, Typed(fn), fn, changeConfig(opts))
+	r.add(resource, causes.Update, "", false, Typed(fn), fn, changeConfig(opts))
 }
 
 // OnDelete registers a typed delete handler (see Registrar.Delete).
 func OnDelete[T any](r Registrar, resource string, fn TypedChangeFunc[T], opts ...ChangeOption) {
-	r.addTyped(resource, causes.Delete, "", false, Typed(fn), fn, changeConfig(opts))
+	r.add(resource, causes.Delete, "", false, Typed(fn), fn, changeConfig(opts))
 }
 
 // OnResume registers a typed resume handler (see Registrar.Resume).
 func OnResume[T any](r Registrar, resource string, fn TypedChangeFunc[T], opts ...ChangeOption) {
-	r.addTyped(resource, causes.Resume, "", false, Typed(fn), fn, changeConfig(opts))
+	r.add(resource, causes.Resume, "", false, Typed(fn), fn, changeConfig(opts))
 }
 
 // OnField registers a typed field handler (see Registrar.Field): the field's
 // old and new values are decoded into V.
 func OnField[T, V any](r Registrar, resource, field string, fn FieldChangeFunc[T, V], opts ...ChangeOption) {
-	r.addTyped(resource, causes.Update, field, true, TypedField(fn), fn, changeConfig(opts))
+	r.add(resource, causes.Update, field, true, TypedField(fn), fn, changeConfig(opts))
 }
 
 // OnEvent registers a typed event handler (see Registrar.Event). An event
@@ -234,15 +234,6 @@ func typedEvent[T any](fn TypedEventFunc[T]) EventFunc {
 		}
 		return typedResult(fn(ctx, te))
 	}
-}
-
-// addTyped registers the adapter under the user's function's name and
-// identity, so that the id and the deduplication are fn's, not the
-// adapter's (which all typed handlers share).
-func (r Registrar) addTyped(resource string, reason causes.Reason, field string, isField bool, adapter ChangeFunc, fn any, apply func(*handling.Handler)) {
-	r.op.reg.AddChanging(handling.Registration{
-		Resource: resource, Reason: reason, Field: field, IsField: isField, Fn: adapter, Named: fn, Configure: apply,
-	})
 }
 
 // Decodable is what Decode reads an object from: the argument of a

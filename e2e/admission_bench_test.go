@@ -53,7 +53,7 @@ func BenchmarkAdmissionThroughAPIServer(b *testing.B) {
 	op := kopfgo.New(opts)
 	op.On.Validate("gates."+hooked.Group, func(ctx context.Context, a *kopfgo.Admission) error {
 		if a.Spec["field"] == "wrong" {
-			return kopfgo.AdmissionError("wrong", 400)
+			return &kopfgo.AdmissionError{Message: "wrong", Code: 400}
 		}
 		return nil
 	}, kopfgo.ID("check"))

@@ -99,7 +99,7 @@ func denyWrong(calls *atomic.Int64) kopfgo.AdmissionFunc {
 	return func(ctx context.Context, a *kopfgo.Admission) error {
 		calls.Add(1)
 		if a.Spec["field"] == "wrong" {
-			return kopfgo.AdmissionError("Change the field.", 422)
+			return &kopfgo.AdmissionError{Message: "Change the field.", Code: 422}
 		}
 		return nil
 	}

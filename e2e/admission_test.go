@@ -115,7 +115,7 @@ func TestAdmissionValidateMutateManaged(t *testing.T) {
 				sawDry.Store(true)
 			}
 			if a.Spec["field"] == "wrong" {
-				return kopfgo.AdmissionError("Meh! I don't like it. Change the field.", 555)
+				return &kopfgo.AdmissionError{Message: "Meh! I don't like it. Change the field.", Code: 555}
 			}
 			a.Warnings = append(a.Warnings, "checked by kopfgo")
 			return nil
@@ -404,7 +404,7 @@ func TestAdmissionManagedConfigsFollowCertificatesAndHandlers(t *testing.T) {
 	}}
 	reject := func(ctx context.Context, a *kopfgo.Admission) error {
 		if a.Spec["field"] == "wrong" {
-			return kopfgo.AdmissionError("no", 0)
+			return &kopfgo.AdmissionError{Message: "no"}
 		}
 		return nil
 	}
@@ -464,7 +464,7 @@ func TestAdmissionResourceAppearingLater(t *testing.T) {
 	opts.Settings.Admission = kopfgo.AdmissionSettings{Server: &kopfgo.WebhookServer{Addr: "127.0.0.1"}, Managed: managed}
 	log, _ := operatorWith(t, ns, opts, func(op *kopfgo.Operator) {
 		op.On.Validate("gates."+group, func(ctx context.Context, a *kopfgo.Admission) error {
-			return kopfgo.AdmissionError("late but here", 409)
+			return &kopfgo.AdmissionError{Message: "late but here", Code: 409}
 		}, kopfgo.ID("late"))
 	})
 	log.WaitFor(t, "Reconfiguring the validating webhook "+managed+".", 1)

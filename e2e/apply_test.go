@@ -14,6 +14,7 @@ import (
 
 	"github.com/kopfgo/kopfgo"
 	"github.com/kopfgo/kopfgo/e2e/cluster"
+	"github.com/kopfgo/kopfgo/hierarchies"
 )
 
 // TestAppliedChildIsSharedByTwoManagers: the operator's handlers apply a
@@ -26,7 +27,7 @@ func TestAppliedChildIsSharedByTwoManagers(t *testing.T) {
 	ns := namespace(t)
 	apply := func(ctx context.Context, c *kopfgo.Change) (any, error) {
 		cm := corev1ac.ConfigMap("", "").WithData(map[string]string{"field": fmt.Sprint(c.Spec["field"])})
-		_, err := kopfgo.Apply(ctx, cm, c, kopfgo.FieldManager("kopfgo-e2e"))
+		_, err := hierarchies.Apply(ctx, cm, c, hierarchies.FieldManager("kopfgo-e2e"))
 		return nil, err
 	}
 	log := embedded(t, ns, func(op *kopfgo.Operator) {
@@ -62,7 +63,7 @@ func TestAppliedChildIsSharedByTwoManagers(t *testing.T) {
 	// WithClients, as a test or another program has.
 	other := kopfgo.WithClients(context.Background(), cluster.Shared(t).RESTConfig())
 	mine := corev1ac.ConfigMap("kopf-example-1", ns).WithData(map[string]string{"other": "b"})
-	if _, err := kopfgo.Apply(other, mine, nil, kopfgo.FieldManager("other")); err != nil {
+	if _, err := hierarchies.Apply(other, mine, nil, hierarchies.FieldManager("other")); err != nil {
 		t.Fatal(err)
 	}
 	if d := get(); d["field"] != "value" || d["other"] != "b" {
@@ -83,14 +84,14 @@ func TestAppliedChildIsSharedByTwoManagers(t *testing.T) {
 	// The operator's field, set to another value by the other manager, is
 	// a conflict naming the manager; forced, it is taken over.
 	taking := corev1ac.ConfigMap("kopf-example-1", ns).WithData(map[string]string{"other": "b", "field": "mine"})
-	_, err = kopfgo.Apply(other, taking, nil, kopfgo.FieldManager("other"))
+	_, err = hierarchies.Apply(other, taking, nil, hierarchies.FieldManager("other"))
 	if !apierrors.IsConflict(err) || !strings.Contains(err.Error(), "kopfgo-e2e") || !strings.Contains(err.Error(), "force") {
 		t.Fatalf("a conflicting apply = %v, want a conflict naming the operator's manager and forcing", err)
 	}
 	if d := get(); d["field"] != "changed" {
 		t.Errorf("a refused apply changed the data: %v", d)
 	}
-	applied, err := kopfgo.Apply(other, taking, nil, kopfgo.FieldManager("other"), kopfgo.ForceConflicts())
+	applied, err := hierarchies.Apply(other, taking, nil, hierarchies.FieldManager("other"), hierarchies.ForceConflicts())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,8 +1,10 @@
 // Package hierarchies holds Kopf's helpers for parent-child hierarchies
 // (kopf/_kits/hierarchies.py; compat: hierarchies): owner references, labels,
 // naming and namespaces of the children an operator creates. They change
-// objects in memory only and never call the API; the caller creates the
-// children afterwards:
+// objects in memory only; the caller creates the children afterwards, or
+// lets Apply adopt a copy and apply it in one call (the one helper that
+// calls the API, through the operator's client: kopfgo's own, as Kopf
+// leaves the API to the user):
 //
 //	pod := &corev1.Pod{Spec: ...}
 //	if err := hierarchies.Adopt(pod, c); err != nil { ... }

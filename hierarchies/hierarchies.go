@@ -15,6 +15,8 @@ type options struct {
 	nested         []string
 	controller     bool
 	block          bool
+	manager        string
+	force          bool
 }
 
 // helper is one of the helpers, or a set of them: what an Option fits.
@@ -26,9 +28,10 @@ const (
 	forNaming
 	forNamespace
 	forOwnerRef
+	forApply
 )
 
-var helperNames = []string{"Adopt", "Label", "HarmonizeNaming", "AdjustNamespace", "AppendOwnerReference and OwnerReference"}
+var helperNames = []string{"Adopt", "Label", "HarmonizeNaming", "AdjustNamespace", "AppendOwnerReference and OwnerReference", "Apply"}
 
 func (h helper) String() string {
 	var names []string
@@ -53,7 +56,7 @@ type Option struct {
 
 // configure applies opts for the helper h, or says which one does not fit.
 func configure(h helper, opts []Option) (options, error) {
-	o := options{controller: true, block: true}
+	o := options{controller: true, block: true, manager: DefaultFieldManager}
 	for _, opt := range opts {
 		if opt.set == nil {
 			return o, fmt.Errorf("an empty hierarchies.Option given to %s: use the package's option functions", h)

@@ -10,5 +10,5 @@
 //
 // Removed from this path, being the engine's and naming its internal types
 // (handling.Registry, handling.Handler, handling.Cause): Register,
-// RegisterAdapted, Runner and Observation.
+// RegisterAdapted, Indexer and Observation.
 package indexing

@@ -54,20 +54,20 @@ func authhook(ctx context.Context, a *kopfgo.Admission) error {
 
 func validate1(ctx context.Context, a *kopfgo.Admission) error {
 	if !a.DryRun && a.Spec["field"] == "wrong" {
-		return kopfgo.AdmissionError("Meh! I don't like it. Change the field.", 0)
+		return &kopfgo.AdmissionError{Message: "Meh! I don't like it. Change the field."}
 	}
 	return nil
 }
 
 func validate2(ctx context.Context, a *kopfgo.Admission) error {
-	return kopfgo.AdmissionError("I'm too lazy anyway. Go away!", 555)
+	return &kopfgo.AdmissionError{Message: "I'm too lazy anyway. Go away!", Code: 555}
 }
 
 func validateSubresources(ctx context.Context, a *kopfgo.Admission) error {
 	spec, status := a.Spec["field"], a.Status["field"]
 	switch {
 	case a.SubResource == "status" && status != spec:
-		return kopfgo.AdmissionError("status.field MUST be equal to spec.field!", 0)
+		return &kopfgo.AdmissionError{Message: "status.field MUST be equal to spec.field!"}
 	case a.SubResource == "" && status != spec:
 		a.Warnings = append(a.Warnings, fmt.Sprintf(
 			"Also update status.field to match spec.field: %s != %s", pyRepr(spec), pyRepr(status)))

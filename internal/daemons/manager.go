@@ -36,7 +36,7 @@ type Manager struct {
 	exiting bool
 	exitCh  chan struct{}
 	live    map[*daemon]struct{} // spawned and not yet settled
-	wg      sync.WaitGroup       // stop watchers; runners are waited for via live
+	wg      sync.WaitGroup       // stop watchers; the daemons are waited for via live
 }
 
 // NewManager returns a manager whose daemons get ctx's values (but not its

@@ -1,12 +1,13 @@
 // Package handling is the engine behind internal/handlers: handler specs
 // and their options (Handler), the registry that validates registrations in
 // one path, filters and matching, the selection of handlers for a cause,
-// and the execution of one handling cycle with Kopf's semantics (one
+// and the execution of Kopf's handling cycle, a round at a time (one
 // handler at a time, fewest retries first, retries and backoffs persisted on
 // the object, TemporaryError and PermanentError, timeouts, errors modes,
 // panics turned into errors, sub-handlers). It also runs watching handlers
 // (HandleEvent), activities (RunActivity) and admission handlers
-// (ServeAdmission), and judges the outcome of daemons and timers (Judge).
+// (ServeAdmission), and judges the attempts of daemons, timers and
+// indexers by the rules of its own handlers (Judge).
 //
 // It is apart from internal/handlers so that the types a handler sees
 // (re-exported by kopfgo) stay readable in one sitting; the reactor,

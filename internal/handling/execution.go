@@ -27,12 +27,14 @@ import (
 	"github.com/kopfgo/kopfgo/persistence"
 )
 
-// Cycle is one pass of Kopf's handling cycle for one cause of one object
+// Cycle is one round of Kopf's handling cycle for one cause of one object
 // (compat: handlers-cycle): it runs at most one handler, the awake one with the fewest
 // retries, records its outcome in Patch, and says whether the cause is fully
 // handled or when to come back. The reactor applies Patch and, while handlers
-// remain, runs the next pass on the object's next state, so that each
-// handler's progress is persisted before the next one starts.
+// remain, runs the next round in its next pass over the object's next
+// state, so that each handler's progress is persisted before the next one
+// starts. (A pass is the reactor's run over an object, of which a round is
+// one step: see the glossary in docs/architecture.md.)
 type Cycle struct {
 	Reason causes.Reason
 	// Title names the cause in logs ("Creation is processed: …"); default:
@@ -75,7 +77,7 @@ type Cycle struct {
 	// operator restarted meanwhile does not run them again.
 	KeepDone bool
 	// Conditions: the cycle sets the framework's status.conditions in
-	// Patch after its pass (internal/conditions); its sub-handlers' cycles
+	// Patch after its round (internal/conditions); its sub-handlers' cycles
 	// never do, their parent's does.
 	Conditions bool
 
@@ -85,7 +87,7 @@ type Cycle struct {
 	stale []string
 }
 
-// Outcome is the result of one pass.
+// Outcome is the result of one round.
 type Outcome struct {
 	// Done means every handler of the cause has finished (succeeded or
 	// failed permanently) and their records are purged.
@@ -95,9 +97,9 @@ type Outcome struct {
 	Delay     time.Duration
 	Succeeded int
 	Failed    int
-	// Ran reports whether a handler was invoked in this pass.
+	// Ran reports whether a handler was invoked in this round.
 	Ran bool
-	// Err is the error of a handler that failed permanently in this pass
+	// Err is the error of a handler that failed permanently in this round
 	// (see Verdict.Err), for callers that report it rather than persist it.
 	Err error
 }
@@ -120,7 +122,7 @@ func (s state) retries() int {
 	return s.rec.Retries
 }
 
-// Run executes one pass.
+// Run executes one round.
 func (c *Cycle) Run(ctx context.Context) Outcome {
 	now := c.Clock.Now()
 	states := c.fetch()

@@ -122,7 +122,7 @@ func Register(ctx context.Context, fn handlers.ChangeFunc, configure func(*Handl
 	return nil
 }
 
-// run is one pass over a set of children: select those whose filters match,
+// run is one round over a set of children: select those whose filters match,
 // run the next one due, and record what is left.
 func (s *scope) run(ctx context.Context, children []*Handler) error {
 	c := s.cycle.sub(s)

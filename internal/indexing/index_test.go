@@ -236,6 +236,23 @@ func TestIndexerErrorModes(t *testing.T) {
 	}
 }
 
+// A retry that could not happen before the indexer's Timeout fails now,
+// as every handler's does (Kopf runs indexers through the same execution):
+// the delay counts, and the timeout is told before the retries.
+func TestIndexerFailsARetryPastItsTimeout(t *testing.T) {
+	f := newFeed(t, func(ctx context.Context, o *handlers.Object) (map[string]string, error) {
+		return nil, &handlers.TemporaryError{Err: errors.New("later"), Delay: 2 * time.Second}
+	}, func(h *handling.Handler) { h.Timeout = time.Second; h.Retries = 1 })
+	p := pod("p", nil)
+	f.event(p, false)
+	if want := "Indexer 'idx' failed temporarily but will time out after 1 seconds: later"; !strings.Contains(f.log.String(), want) {
+		t.Errorf("log lacks %q:\n%s", want, f.log)
+	}
+	if fl := f.ix.fails[keyOf(p)]; fl == nil || !fl.permanent {
+		t.Errorf("failure = %+v, want the object excluded for good", fl)
+	}
+}
+
 func TestRegisterNamesTheIndexer(t *testing.T) {
 	tests := []struct {
 		name      string

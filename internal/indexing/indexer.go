@@ -2,7 +2,6 @@ package indexing
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"runtime/debug"
 	"sync"
@@ -20,8 +19,8 @@ import (
 // all handlers wait for it at startup.
 type Func[K comparable, V any] func(ctx context.Context, o *handlers.Object) (map[K]V, error)
 
-// Runner is an indexer as the reactor sees it, whatever its types.
-type Runner interface {
+// Indexer is an indexer as the reactor sees it, whatever its types.
+type Indexer interface {
 	// Spec is the indexer's registration: id, selector, filters, options.
 	Spec() *handling.Handler
 	// Observe updates the index from one watch event of an object.
@@ -42,7 +41,7 @@ type Observation struct {
 }
 
 // indexer maintains one Index from the events of its resource: the
-// reactor sees it as a Runner, handlers see its Index.
+// reactor sees it as an Indexer, handlers see its Index.
 type indexer[K comparable, V any] struct {
 	spec  *handling.Handler
 	fn    Func[K, V]
@@ -124,81 +123,29 @@ func (ix *indexer[K, V]) call(ctx context.Context, o *handlers.Object) (result m
 // backoff) or for good. Retries and Timeout, counted from the first failure,
 // turn a temporary exclusion into a permanent one.
 func (ix *indexer[K, V]) fail(key objectKey, err error, ev Observation) {
-	log := ev.Cause.Logger
-	id := ix.spec.ID
-	var (
-		temp      *handlers.TemporaryError
-		pnc       *handlers.PanicError
-		delay     time.Duration
-		permanent bool
-	)
-	switch {
-	case errors.As(err, &temp):
-		delay = temp.Delay
-	case errors.Is(err, &handlers.PermanentError{}):
-		permanent = true
-	default:
-		if errors.As(err, &pnc) {
-			log.Debug(fmt.Sprintf("Indexer '%s' panicked at:\n%s", id, pnc.Stack))
-		}
-		switch ix.spec.Errors {
-		case handlers.ErrorsIgnored:
-			log.Error(fmt.Sprintf("Indexer '%s' failed with an exception and will ignore it: %s", id, err))
-			ix.mu.Lock()
-			delete(ix.fails, key)
-			ix.mu.Unlock()
-			return
-		case handlers.ErrorsPermanent:
-			permanent = true
-		default:
-			delay = ix.spec.Backoff
-			if delay == 0 {
-				delay = ev.DefaultBackoff
-			}
-		}
-	}
-	ix.index.discard(key)
-
 	ix.mu.Lock()
 	f := ix.fails[key]
 	if f == nil {
 		f = &failure{started: ev.Now}
+	}
+	// The verdict and its lines are those of every handler, as Kopf runs
+	// its indexers through the same execution: the object stays out of the
+	// index while it fails.
+	v := handling.Judge(ix.spec, handling.Title("Indexer", ix.spec.ID), err, f.retries+1, ev.Now.Sub(f.started), ev.DefaultBackoff)
+	ignored := v.Done && !v.Failed
+	if ignored {
+		delete(ix.fails, key)
+	} else {
+		f.retries++
+		f.permanent = v.Failed
+		f.until = ev.Now.Add(v.Delay)
 		ix.fails[key] = f
 	}
-	f.retries++
-	// The lines are Kopf's for its handlers (indexers included): the object
-	// stays out of the index while it fails, as there.
-	title := handling.Title("Indexer", id)
-	isTemp := temp != nil
-	var line string
-	switch {
-	case permanent && errors.Is(err, &handlers.PermanentError{}):
-		line = fmt.Sprintf("%s failed permanently: %s", title, err)
-	case permanent:
-		line = fmt.Sprintf("%s failed with an exception and will stop now: %s", title, err)
-	case ix.spec.Retries > 0 && f.retries >= ix.spec.Retries:
-		permanent = true
-		if isTemp {
-			line = fmt.Sprintf("%s failed temporarily but will exceed %d retries: %s", title, ix.spec.Retries, err)
-		} else {
-			line = fmt.Sprintf("%s failed with an exception and will stop now (it would exceed %d retries on the next attempt): %s", title, ix.spec.Retries, err)
-		}
-	case ix.spec.Timeout > 0 && ev.Now.Sub(f.started) >= ix.spec.Timeout:
-		permanent = true
-		if isTemp {
-			line = fmt.Sprintf("%s failed temporarily but will time out after %g seconds: %s", title, ix.spec.Timeout.Seconds(), err)
-		} else {
-			line = fmt.Sprintf("%s failed with an exception and will stop now (it would time out in %g seconds on the next attempt): %s", title, ix.spec.Timeout.Seconds(), err)
-		}
-	case isTemp:
-		line = fmt.Sprintf("%s failed temporarily: %s", title, err)
-	default:
-		line = fmt.Sprintf("%s failed with an exception and will try again in %g seconds: %s", title, delay.Seconds(), err)
-	}
-	f.permanent = permanent
-	f.until = ev.Now.Add(delay)
 	ix.mu.Unlock()
-	log.Error(line)
+	if !ignored {
+		ix.index.discard(key)
+	}
+	v.Log(ev.Cause.Logger)
 }
 
 // keyOf returns the key of an object in the indices' bookkeeping.
@@ -217,14 +164,14 @@ func keyOf(body map[string]any) objectKey {
 // errors, so that its index exists; the errors, each naming the indexer,
 // are returned too, and kept in reg for Run to report. It returns the index
 // handlers read and the indexer as the reactor runs it.
-func Register[K comparable, V any](reg *handling.Registry, resource string, fn Func[K, V], configure func(*handling.Handler)) (*Index[K, V], Runner, error) {
+func Register[K comparable, V any](reg *handling.Registry, resource string, fn Func[K, V], configure func(*handling.Handler)) (*Index[K, V], Indexer, error) {
 	return RegisterAdapted(reg, resource, fn, nil, configure)
 }
 
 // RegisterAdapted is Register for a function fn that adapts the user's
 // function named (a typed index): the index is named after named, as the
 // adapters of all typed indices share one name. nil named is Register.
-func RegisterAdapted[K comparable, V any](reg *handling.Registry, resource string, fn Func[K, V], named any, configure func(*handling.Handler)) (*Index[K, V], Runner, error) {
+func RegisterAdapted[K comparable, V any](reg *handling.Registry, resource string, fn Func[K, V], named any, configure func(*handling.Handler)) (*Index[K, V], Indexer, error) {
 	spec, err := reg.AddIndex(resource, fn, named, configure)
 	ix := newIndexer(spec, fn)
 	return ix.index, ix, err

@@ -2,6 +2,7 @@ package kube
 
 import (
 	"context"
+	"sync"
 
 	"k8s.io/client-go/rest"
 )
@@ -31,4 +32,37 @@ func WithClient(ctx context.Context, c *Client) context.Context {
 func ClientFrom(ctx context.Context) *Client {
 	c, _ := ctx.Value(clientKey{}).(*Client)
 	return c
+}
+
+type lazyClientKey struct{}
+
+// lazyClient is a client built once, on first use, from the credentials
+// of a ctx made outside the reactor: tests and programs that call handlers
+// directly rarely need it, and then pay only once.
+type lazyClient struct {
+	cfg    *rest.Config
+	once   sync.Once
+	client *Client
+	err    error
+}
+
+// WithConfigClient is WithConfig plus a client that ClientOf builds from
+// cfg when first asked.
+func WithConfigClient(ctx context.Context, cfg *rest.Config) context.Context {
+	return context.WithValue(WithConfig(ctx, cfg), lazyClientKey{}, &lazyClient{cfg: cfg})
+}
+
+// ClientOf returns the operator's client (WithClient), else the one built
+// from the credentials of WithConfigClient; nil and no error when ctx has
+// neither.
+func ClientOf(ctx context.Context) (*Client, error) {
+	if c := ClientFrom(ctx); c != nil {
+		return c, nil
+	}
+	l, _ := ctx.Value(lazyClientKey{}).(*lazyClient)
+	if l == nil {
+		return nil, nil
+	}
+	l.once.Do(func() { l.client, l.err = NewClient(l.cfg, ClientOptions{}) })
+	return l.client, l.err
 }

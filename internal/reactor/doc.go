@@ -68,5 +68,5 @@
 //   - touch: the dummy patch that wakes delayed handlers.
 //   - changing, watching, spawning handlers: Kopf's kinds of handlers (On.Create
 //     and the like; On.Event; daemons and timers). "Runner" is not a
-//     reactor word: indexing.Runner is an indexer as the reactor sees it.
+//     reactor word: indexing.Indexer is an indexer as the reactor sees it.
 package reactor

@@ -62,7 +62,7 @@ type scenario struct {
 	cancel   context.CancelFunc
 	done     chan error
 	// indexers and memo go to the reactor's Config (watcher_test.go).
-	indexers []indexing.Runner
+	indexers []indexing.Indexer
 	memo     *handlers.Memo
 	pause    *replicas.Standby
 	shards   func() replicas.ShardSet // Config.Shards (sharding)

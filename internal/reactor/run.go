@@ -40,7 +40,7 @@ type Config struct {
 	// Kubernetes Events about cluster-scoped objects go; "" is "default".
 	DefaultNamespace string
 	// Indexers maintain the operator's indices from watch observations.
-	Indexers []indexing.Runner
+	Indexers []indexing.Indexer
 	// Memo is the operator's memo, copied into every object's memo when
 	// the object first appears (compat: memos-operator). Nil: objects start empty.
 	Memo *handlers.Memo
@@ -128,7 +128,7 @@ func Run(ctx context.Context, cfg Config) error {
 	})
 	ctx, stopPosting := startPosting(ctx, poster)
 	defer stopPosting() // after the watchers, so that handlers' last Kubernetes Events are posted
-	// Handlers reach the credentials and the client (kopfgo.Apply) by ctx.
+	// Handlers reach the credentials and the client (hierarchies.Apply) by ctx.
 	ctx, cancel := context.WithCancel(kube.WithClient(kube.WithConfig(ctx, cfg.REST), client))
 	defer cancel()
 	hctx, hcancel := context.WithCancelCause(context.WithoutCancel(ctx))
@@ -262,7 +262,7 @@ func startPosting(ctx context.Context, p *posting.Poster) (_ context.Context, st
 // with strict. Either says the nearest discovered name, if one is near
 // enough to be a typo. The unresolved selectors are returned for the
 // rescans (orchestration.go), and described for readiness.
-func resolve(ctx context.Context, client *kube.Client, reg *handling.Registry, indexers []indexing.Runner, log *slog.Logger, strict bool) (_ resolution, _ error) {
+func resolve(ctx context.Context, client *kube.Client, reg *handling.Registry, indexers []indexing.Indexer, log *slog.Logger, strict bool) (_ resolution, _ error) {
 	var out resolution
 	all, err := client.Discover(ctx)
 	if err != nil {

@@ -48,10 +48,10 @@ type watcher struct {
 
 	changing []*handling.Handler      // create, update, delete, resume, field
 	watching []*handling.EventHandler // On.Event: every observation
-	indexers []indexing.Runner
+	indexers []indexing.Indexer
 	// globalIndexers are the indexers that also see the objects of other
 	// replicas' shards (kopfgo.Global).
-	globalIndexers []indexing.Runner
+	globalIndexers []indexing.Indexer
 	// shards, when set, are the shards served by a watch of every object
 	// (sharding with global indices): the others' objects are only
 	// indexed globally. Nil: the watch selects the objects served.
@@ -224,8 +224,8 @@ func (w *watcher) watchError(ctx context.Context, err error) {
 	}
 }
 
-func indexersFor(all []indexing.Runner, res resources.Resource) []indexing.Runner {
-	var out []indexing.Runner
+func indexersFor(all []indexing.Indexer, res resources.Resource) []indexing.Indexer {
+	var out []indexing.Indexer
 	for _, ix := range all {
 		if ix.Spec().Selector.Matches(res) {
 			out = append(out, ix)

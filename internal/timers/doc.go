@@ -3,7 +3,7 @@
 // how long it sleeps after an invocation (compat: timers).
 //
 // It is pure: times come in as arguments, so every rule is a table test and
-// the runner (internal/daemons) drives it with the operator's clock, fake in
+// internal/daemons drives it with the operator's clock, fake in
 // tests. Keeping the rules apart from the goroutines that sleep on them is
 // what lets the sharp grid and the idle postponement be checked exactly,
 // without waiting for real seconds.

@@ -1,4 +1,4 @@
-package kopfgo
+package hierarchies
 
 import (
 	"context"
@@ -11,7 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 
-	"github.com/kopfgo/kopfgo/hierarchies"
+	"github.com/kopfgo/kopfgo/internal/handlers"
 )
 
 func TestApplyBodyOfEachKindOfObject(t *testing.T) {
@@ -66,7 +66,7 @@ func TestApplyAdoptsACopy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := hierarchies.Adopt(body, owner, hierarchies.Strict()); err != nil {
+	if err := Adopt(body, owner, Strict()); err != nil {
 		t.Fatal(err)
 	}
 	got, _ := json.Marshal(body["metadata"])
@@ -81,7 +81,7 @@ func TestApplyAdoptsACopy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := hierarchies.Adopt(body, owner, hierarchies.Strict()); err != nil {
+	if err := Adopt(body, owner, Strict()); err != nil {
 		t.Fatal(err)
 	}
 	if md := body["metadata"].(map[string]any); md["name"] != "kex" || md["namespace"] != "ns" {
@@ -113,7 +113,18 @@ func TestApplyNeedsACluster(t *testing.T) {
 	if !errors.Is(err, errNoClient) {
 		t.Errorf("Apply without a cluster in ctx = %v, want errNoClient", err)
 	}
-	if _, err := Apply(context.Background(), &Change{}, nil); !errors.Is(err, hierarchies.ErrHandledObject) {
-		t.Errorf("Apply of the handled object = %v, want hierarchies.ErrHandledObject", err)
+	// Every handler's argument embeds handlers.Object, as this one does.
+	arg := &struct{ handlers.Object }{}
+	if _, err := Apply(context.Background(), arg, nil); !errors.Is(err, ErrHandledObject) {
+		t.Errorf("Apply of the handled object = %v, want ErrHandledObject", err)
+	}
+	// An option of another helper is that option's error, not ignored.
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "c", Namespace: "ns"}}
+	_, err = Apply(context.Background(), cm, nil, FieldManager("m"), Strict())
+	if want := "hierarchies.Strict() does not fit Apply: it fits Adopt, HarmonizeNaming; remove it"; err == nil || err.Error() != want {
+		t.Errorf("Apply with Strict() = %v, want %q", err, want)
+	}
+	if err := Adopt(cm, map[string]any{}, ForceConflicts()); err == nil || err.Error() != "hierarchies.ForceConflicts() does not fit Adopt: it fits Apply; remove it" {
+		t.Errorf("Adopt with ForceConflicts() = %v, want the misfit error", err)
 	}
 }

@@ -1,4 +1,4 @@
-package kopfgo
+package hierarchies
 
 import (
 	"bytes"
@@ -11,40 +11,27 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"github.com/kopfgo/kopfgo/hierarchies"
 	"github.com/kopfgo/kopfgo/internal/kube"
 )
 
 // DefaultFieldManager is the field manager of Apply without FieldManager.
 const DefaultFieldManager = "kopfgo"
 
-// ApplyOption configures Apply: FieldManager, ForceConflicts.
-type ApplyOption interface{ applyApply(*applyConfig) }
-
-type applyConfig struct {
-	manager string
-	force   bool
-}
-
-type applyOption func(*applyConfig)
-
-func (o applyOption) applyApply(c *applyConfig) { o(c) }
-
 // FieldManager names the manager that owns the fields Apply sets (default
 // DefaultFieldManager). Give each writer of a shared object its own name:
-// each then owns, keeps and may drop its own fields.
-func FieldManager(name string) ApplyOption {
-	return applyOption(func(c *applyConfig) { c.manager = name })
+// each then owns, keeps and may drop its own fields. It fits Apply.
+func FieldManager(name string) Option {
+	return Option{"FieldManager()", forApply, func(o *options) { o.manager = name }}
 }
 
 // ForceConflicts takes over the fields that other managers own and Apply
-// sets to other values, instead of failing with a conflict.
-func ForceConflicts() ApplyOption {
-	return applyOption(func(c *applyConfig) { c.force = true })
+// sets to other values, instead of failing with a conflict. It fits Apply.
+func ForceConflicts() Option {
+	return Option{"ForceConflicts()", forApply, func(o *options) { o.force = true }}
 }
 
 // Apply creates or updates obj by server-side apply (compat:
-// hierarchies-apply): the API server merges it with what other field
+// hierarchies-apply), the one helper here that calls the API: the API server merges it with what other field
 // managers own, so several writers share one object without overwriting
 // each other's fields; a field that another manager owns with another
 // value fails with a conflict (apierrors.IsConflict), naming the fields
@@ -64,30 +51,34 @@ func ForceConflicts() ApplyOption {
 // hold only the fields set.
 //
 // The request goes through the operator's client, its flow control and
-// retries, from the handler's ctx; ctx from WithClients (tests) works too.
+// retries, from the handler's ctx; ctx from kopfgo.WithClients (tests)
+// works too.
 //
-//	cm, err := kopfgo.Apply(ctx, &corev1.ConfigMap{Data: data}, c, kopfgo.FieldManager("my-operator"))
-func Apply[T any](ctx context.Context, obj T, owner any, opts ...ApplyOption) (T, error) {
+//	cm, err := hierarchies.Apply(ctx, &corev1.ConfigMap{Data: data}, c, hierarchies.FieldManager("my-operator"))
+func Apply[T any](ctx context.Context, obj T, owner any, opts ...Option) (T, error) {
 	var zero T
-	if hierarchies.IsHandlerArgument(obj) {
-		return zero, hierarchies.ErrHandledObject
+	if err := refuseHandled(obj); err != nil {
+		return zero, err
 	}
-	cfg := applyConfig{manager: DefaultFieldManager}
-	for _, o := range opts {
-		o.applyApply(&cfg)
+	cfg, err := configure(forApply, opts)
+	if err != nil {
+		return zero, err
 	}
 	body, err := applyBody(obj)
 	if err != nil {
 		return zero, err
 	}
 	if owner != nil {
-		if err := hierarchies.Adopt(body, owner, hierarchies.Strict()); err != nil {
+		if err := Adopt(body, owner, Strict()); err != nil {
 			return zero, err
 		}
 	}
-	client, err := applyClient(ctx)
+	client, err := kube.ClientOf(ctx)
 	if err != nil {
 		return zero, err
+	}
+	if client == nil {
+		return zero, errNoClient
 	}
 	u, err := client.ServerSideApply(ctx, body, cfg.manager, cfg.force)
 	if err != nil {
@@ -116,7 +107,7 @@ func applyBody(obj any) (map[string]any, error) {
 		if !ok {
 			return nil, fmt.Errorf("the %T to apply has no apiVersion and kind: set them", obj)
 		}
-		apiVersion, kind, err := hierarchies.TypeMeta(mo)
+		apiVersion, kind, err := TypeMeta(mo)
 		if err != nil {
 			return nil, err
 		}
@@ -179,17 +170,4 @@ func decodeApplied[T any](u *unstructured.Unstructured) (T, error) {
 }
 
 // errNoClient: Apply was called with a ctx that carries no credentials.
-var errNoClient = errors.New("no cluster in ctx: call Apply with a handler's ctx (not startup or login handlers'), or one made by kopfgo.WithClients")
-
-// applyClient is the operator's client from a handler's ctx; else one
-// built, once per WithClients, from the credentials there.
-func applyClient(ctx context.Context) (*kube.Client, error) {
-	if c := kube.ClientFrom(ctx); c != nil {
-		return c, nil
-	}
-	box, _ := ctx.Value(clientsKey{}).(*clientsBox)
-	if box == nil {
-		return nil, errNoClient
-	}
-	return box.kubeClient()
-}
+var errNoClient = errors.New("no cluster in ctx: call hierarchies.Apply with a handler's ctx (not startup or login handlers'), or one made by kopfgo.WithClients")
