@@ -266,7 +266,7 @@ func (p *peer) judge(ctx context.Context, u *unstructured.Unstructured) time.Dur
 	for _, err := range errs {
 		p.Logger.Warn(fmt.Sprintf("Peering %s %s: %v", pyrepr.Repr(p.Name), p.where(), err))
 	}
-	v := Judge(peers, p.Identity, p.Priority, now)
+	v := Survey(peers, p.Identity, p.Priority, now)
 	if len(v.Dead) > 0 {
 		pt := &patch.Patch{}
 		for _, d := range v.Dead {

@@ -117,17 +117,18 @@ func number(v any) (int64, bool) {
 	return 0, false
 }
 
-// Verdict is what an operator makes of the peers it sees.
-type Verdict struct {
+// PeerView is what an operator makes of the peers it sees (not a verdict:
+// that word is the handling engine's, for a handler's outcome).
+type PeerView struct {
 	Dead     []Peer // to be removed from the peering object
 	Higher   []Peer // live peers of a higher priority: stand by for them
 	Same     []Peer // live peers of the same priority: everyone stands by
 	Blocking []Peer // Higher and Same: when they expire, look again
 }
 
-// Judge sorts the peers for the operator of identity and priority.
-func Judge(peers []Peer, identity string, priority int, now time.Time) Verdict {
-	var v Verdict
+// Survey sorts the peers for the operator of identity and priority.
+func Survey(peers []Peer, identity string, priority int, now time.Time) PeerView {
+	var v PeerView
 	for _, p := range peers {
 		switch {
 		case p.Dead(now):

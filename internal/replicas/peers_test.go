@@ -54,7 +54,7 @@ func TestRecordIsKopfs(t *testing.T) {
 	}
 }
 
-func TestJudge(t *testing.T) {
+func TestSurvey(t *testing.T) {
 	live := func(id string, prio int) Peer {
 		return Peer{Identity: id, Priority: prio, Lifetime: time.Minute, LastSeen: now.Add(-10 * time.Second)}
 	}
@@ -81,7 +81,7 @@ func TestJudge(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			v := Judge(c.peers, "me", 0, now)
+			v := Survey(c.peers, "me", 0, now)
 			if ids(v.Dead) != c.dead || ids(v.Higher) != c.higher || ids(v.Same) != c.same || len(v.Blocking) != c.blocking {
 				t.Errorf("dead %q higher %q same %q blocking %d; want %q %q %q %d",
 					ids(v.Dead), ids(v.Higher), ids(v.Same), len(v.Blocking), c.dead, c.higher, c.same, c.blocking)
