@@ -12,9 +12,9 @@ import (
 	"github.com/kopfgo/kopfgo/internal/causes"
 	"github.com/kopfgo/kopfgo/internal/config"
 	"github.com/kopfgo/kopfgo/internal/handlers"
+	"github.com/kopfgo/kopfgo/internal/objstore"
 	"github.com/kopfgo/kopfgo/internal/resources"
 	"github.com/kopfgo/kopfgo/patch"
-	"github.com/kopfgo/kopfgo/persistence"
 )
 
 // ActivityHandler is a registered activity handler. Call adapts the user's
@@ -146,11 +146,11 @@ func runOne(ctx context.Context, kind handlers.ActivityKind, ah *ActivityHandler
 // memoryStorage keeps one activity handler's progress for the process.
 type memoryStorage struct {
 	mu   sync.Mutex
-	rec  *persistence.Record
-	last persistence.Record // the final record, kept after the purge
+	rec  *objstore.Record
+	last objstore.Record // the final record, kept after the purge
 }
 
-func (m *memoryStorage) Fetch(id string, body map[string]any) (*persistence.Record, error) {
+func (m *memoryStorage) Fetch(id string, body map[string]any) (*objstore.Record, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.rec == nil {
@@ -160,7 +160,7 @@ func (m *memoryStorage) Fetch(id string, body map[string]any) (*persistence.Reco
 	return &r, nil
 }
 
-func (m *memoryStorage) Store(id string, r *persistence.Record, body map[string]any, p *patch.Patch) {
+func (m *memoryStorage) Store(id string, r *objstore.Record, body map[string]any, p *patch.Patch) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	c := *r
@@ -172,10 +172,6 @@ func (m *memoryStorage) Purge(id string, body map[string]any, p *patch.Patch) {
 	defer m.mu.Unlock()
 	m.rec = nil
 }
-
-func (m *memoryStorage) Touch(body map[string]any, p *patch.Patch, value *string) {}
-
-func (m *memoryStorage) Clear(essence map[string]any) map[string]any { return essence }
 
 // AddActivity validates and records an activity handler; fn is the user's
 // function, for its name.

@@ -3,30 +3,31 @@ package handling
 import (
 	"fmt"
 
-	"github.com/kopfgo/kopfgo/diffbase"
 	"github.com/kopfgo/kopfgo/internal/causes"
 	"github.com/kopfgo/kopfgo/internal/config"
+	"github.com/kopfgo/kopfgo/internal/objstore"
 )
 
 // Detector works out what happened to the objects of one resource for its
 // changing handlers. It is the reactor's one entry point for detection, so
 // that a pass reads its facts with calls into one package rather than into
-// the diff-base and progress storages, the essence, the diff, cause
-// detection and the filters one by one.
+// the object's store (internal/objstore), cause detection and the filters
+// one by one.
 type Detector struct {
 	changing []*Handler
 	// extraFields are the fields outside the default essence that the
 	// handlers watch (ExtraFields).
 	extraFields [][]string
-	// persistence is the run's, read on every call: the storages and the
-	// finalizer are the settings' as they stand.
+	// persistence is the run's, read on every call: the finalizer is the
+	// settings' as it stands, and so are the storages behind store.
 	persistence *config.Persistence
+	store       objstore.Store
 }
 
 // NewDetector returns the detector of the changing handlers of one
 // resource (create, update, delete, resume, field).
 func NewDetector(changing []*Handler, p *config.Persistence) *Detector {
-	return &Detector{changing: changing, extraFields: ExtraFields(changing), persistence: p}
+	return &Detector{changing: changing, extraFields: ExtraFields(changing), persistence: p, store: objstore.Of(p)}
 }
 
 // Marks reads what decides a pass before any detection: whether the object
@@ -61,7 +62,7 @@ func (d *Detector) Detect(c *Cause) Detection {
 	if err != nil {
 		c.Logger.Warn(fmt.Sprintf("Ignoring the unreadable last-handled configuration; the object is handled as never handled before: %v", err))
 	}
-	c.Diff = diffbase.Compute(c.Old, c.New)
+	c.Diff = objstore.Compute(c.Old, c.New)
 	c.Reason = causes.Detect(causes.Input{
 		Body: c.Body, Finalizer: d.persistence.Finalizer, Old: c.Old, New: c.New, Diff: c.Diff, Initial: c.Initial,
 	})
@@ -78,31 +79,25 @@ func (d *Detector) Detect(c *Cause) Detection {
 func (d *Detector) Gone(c *Cause) bool {
 	c.Reason = causes.Gone
 	c.Old, c.New, _ = d.essences(c.Body)
-	c.Diff = diffbase.Compute(c.Old, c.New)
+	c.Diff = objstore.Compute(c.Old, c.New)
 	return Prematch(d.changing, c)
 }
 
 // Handled stores the object's current essence (c.New, from Detect) as its
 // diff-base, into c's patch: the next pass detects against it.
 func (d *Detector) Handled(c *Cause) {
-	d.persistence.DiffBaseStorage.Store(c.Body, c.Patch, c.New)
+	d.store.Handled(c.Body, c.Patch, c.New)
 }
 
 // essences returns the object's last handled essence (nil if never handled,
 // or if it cannot be read: err says why) and its current essence.
 func (d *Detector) essences(body map[string]any) (old, essence map[string]any, err error) {
-	old, err = d.persistence.DiffBaseStorage.Fetch(body)
-	if err != nil {
-		old = nil
-	}
-	if old != nil {
-		old = d.persistence.ProgressStorage.Clear(old)
-	}
+	old, err = d.store.LastHandled(body)
 	return old, d.Essence(body), err
 }
 
 // Essence is the object's essence as the diff-base stores it, without the
 // progress storage's own keys.
 func (d *Detector) Essence(body map[string]any) map[string]any {
-	return d.persistence.ProgressStorage.Clear(d.persistence.DiffBaseStorage.Build(body, d.extraFields))
+	return d.store.Essence(body, d.extraFields)
 }

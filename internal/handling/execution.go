@@ -15,16 +15,15 @@ import (
 	"go.opentelemetry.io/otel/trace"
 	"k8s.io/utils/clock"
 
-	"github.com/kopfgo/kopfgo/diffbase"
 	"github.com/kopfgo/kopfgo/internal/causes"
 	"github.com/kopfgo/kopfgo/internal/conditions"
 	"github.com/kopfgo/kopfgo/internal/config"
 	"github.com/kopfgo/kopfgo/internal/dicts"
 	"github.com/kopfgo/kopfgo/internal/handlers"
+	"github.com/kopfgo/kopfgo/internal/objstore"
 	"github.com/kopfgo/kopfgo/internal/resources"
 	"github.com/kopfgo/kopfgo/internal/tracing"
 	"github.com/kopfgo/kopfgo/patch"
-	"github.com/kopfgo/kopfgo/persistence"
 )
 
 // Cycle is one round of Kopf's handling cycle for one cause of one object
@@ -52,12 +51,14 @@ type Cycle struct {
 	Resource resources.Resource
 	Old      map[string]any
 	New      map[string]any
-	Diff     diffbase.Diff
+	Diff     objstore.Diff
 	Patch    *patch.Patch
-	Storage  persistence.Storage
-	Clock    clock.PassiveClock
-	Logger   *slog.Logger
-	Memo     *handlers.Memo
+	// Storage keeps the handlers' records: the object's store, or an
+	// activity's memory.
+	Storage objstore.Progress
+	Clock   clock.PassiveClock
+	Logger  *slog.Logger
+	Memo    *handlers.Memo
 	// Handling is passed on to the selection of sub-handlers.
 	Handling config.Handling
 	// DefaultBackoff is the retry delay after arbitrary errors of handlers
@@ -106,7 +107,7 @@ type Outcome struct {
 
 type state struct {
 	h   *Handler
-	rec *persistence.Record
+	rec *objstore.Record
 }
 
 func (s state) finished() bool { return s.rec != nil && (s.rec.Success || s.rec.Failure) }
@@ -234,7 +235,7 @@ type extra struct {
 	succeeded, failed, running int
 }
 
-func countExtra(extras []extra, rec *persistence.Record) []extra {
+func countExtra(extras []extra, rec *objstore.Record) []extra {
 	i := slices.IndexFunc(extras, func(e extra) bool { return e.purpose == rec.Purpose })
 	if i < 0 {
 		extras = append(extras, extra{purpose: rec.Purpose})
@@ -282,11 +283,11 @@ func (c *Cycle) purge(states []state) {
 // attempt invokes the handler once (or fails it without a call when its
 // timeout or retries are used up) and returns its new record, and the error
 // it failed with if it failed permanently.
-func (c *Cycle) attempt(ctx context.Context, h *Handler, prev *persistence.Record) (*persistence.Record, error) {
+func (c *Cycle) attempt(ctx context.Context, h *Handler, prev *objstore.Record) (*objstore.Record, error) {
 	// Records keep microseconds (Kopf's format): the handler must see the
 	// same Started on its first attempt as on the retries.
 	now := c.Clock.Now().UTC().Truncate(time.Microsecond)
-	rec := persistence.Record{Purpose: string(c.Reason)}
+	rec := objstore.Record{Purpose: string(c.Reason)}
 	if prev != nil {
 		rec = *prev
 		rec.Purpose = string(c.Reason)
@@ -305,7 +306,7 @@ func (c *Cycle) attempt(ctx context.Context, h *Handler, prev *persistence.Recor
 	// Kopf says so before its checks of timeouts and retries.
 	log.Debug(title + " is invoked.")
 
-	fail := func(msg string, err error) (*persistence.Record, error) {
+	fail := func(msg string, err error) (*objstore.Record, error) {
 		log.Error(msg)
 		rec.Failure, rec.Stopped, rec.Delayed, rec.Message = true, &now, nil, msg
 		return &rec, err
@@ -388,7 +389,7 @@ func seconds(d time.Duration) string {
 	return fmt.Sprintf("%g seconds", d.Seconds())
 }
 
-func (c *Cycle) invoke(ctx context.Context, h *Handler, rec persistence.Record, runtime time.Duration) (result any, sub *scope, err error) {
+func (c *Cycle) invoke(ctx context.Context, h *Handler, rec objstore.Record, runtime time.Duration) (result any, sub *scope, err error) {
 	if h.Timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithDeadline(ctx, rec.Started.Add(h.Timeout))

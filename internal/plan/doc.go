@@ -3,7 +3,9 @@
 // the finalizer, what happened to it, do handlers or daemons need the
 // finalizer, ...), Pass turns them into one step, and the reactor carries
 // that step out; once a handling cycle has run, After turns its outcome into
-// the step that ends the pass.
+// the step that ends the pass. What the cycle must know of that end before
+// it runs (whether a done deletion is held: Holds) is a rule here too, not
+// a question put to After about an outcome still to come.
 //
 // Every finalizer and release decision of the operator is made here and
 // nowhere else, so that the rules can be read, and tested, in one place

@@ -225,10 +225,25 @@ func After(f Facts, o Outcome) Step {
 		return Step{Action: Apply}
 	case f.Reason != causes.Delete:
 		return Step{Action: Store}
+	case f.held():
+		return Step{Action: Hold}
 	case !f.HasFinalizer:
 		return Step{Action: Apply}
-	case f.DaemonsHolding:
-		return Step{Action: Hold}
 	}
 	return Step{Action: Release}
+}
+
+// held: a deletion with the finalizer whose daemons or timers still run on
+// the object; once handled, it ends with Hold rather than the release.
+func (f Facts) held() bool {
+	return f.Reason == causes.Delete && f.HasFinalizer && f.DaemonsHolding
+}
+
+// Holds reports, before a cycle for the reason runs, whether the pass will
+// end with Hold once the cycle is done: the cycle must then keep its done
+// records (handling.Cycle.KeepDone), for the delete handlers' successes
+// stay on the object until it is released, or an operator that dies before
+// the daemons have exited would run the handlers again.
+func Holds(f Facts, reason causes.Reason) bool {
+	return reason == causes.Delete && f.held()
 }

@@ -16,7 +16,6 @@ import (
 	"github.com/kopfgo/kopfgo/internal/flowcontrol"
 	"github.com/kopfgo/kopfgo/internal/kube"
 	"github.com/kopfgo/kopfgo/patch"
-	"github.com/kopfgo/kopfgo/persistence"
 )
 
 // patched is what came of a patch.
@@ -51,7 +50,7 @@ func (w *watcher) apply(ctx context.Context, u *unstructured.Unstructured, st *s
 	if pt.IsEmpty() && len(pt.Fns) == 0 {
 		return patched{}
 	}
-	w.Settings.Persistence.ProgressStorage.Touch(u.Object, pt, nil) // a real patch makes the touch-dummy unnecessary
+	w.kept.Untouch(u.Object, pt) // a real patch makes the touch-dummy unnecessary
 	logPatch(ctx, log, pt)
 	// The outcome of a handler that has run must reach the object even when
 	// the operator is stopping, or the handler would run again after restart.
@@ -231,8 +230,7 @@ func (w *watcher) touch(ctx context.Context, wk *worker) {
 		return
 	}
 	pt := &patch.Patch{}
-	stamp := persistence.FormatTime(w.Clock.Now())
-	w.Settings.Persistence.ProgressStorage.Touch(u.Object, pt, &stamp)
+	w.kept.Touch(u.Object, pt, w.Clock.Now())
 	log := w.objectLogger(u)
 	log.Debug("Touching the object to wake the delayed handlers.")
 	st.mu.Lock()

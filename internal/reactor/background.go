@@ -5,13 +5,13 @@ import (
 	"errors"
 	"time"
 
-	"github.com/kopfgo/kopfgo/diffbase"
 	"github.com/kopfgo/kopfgo/internal/causes"
 	"github.com/kopfgo/kopfgo/internal/conditions"
 	"github.com/kopfgo/kopfgo/internal/daemons"
 	"github.com/kopfgo/kopfgo/internal/handlers"
 	"github.com/kopfgo/kopfgo/internal/handling"
 	"github.com/kopfgo/kopfgo/internal/kube"
+	"github.com/kopfgo/kopfgo/internal/objstore"
 	"github.com/kopfgo/kopfgo/patch"
 )
 
@@ -79,7 +79,7 @@ func (w *watcher) noteChanges(body map[string]any, st *state, bg *background) {
 	prev := bg.essence
 	bg.essence = essence
 	st.mu.Unlock()
-	if prev != nil && len(diffbase.Compute(prev, essence)) > 0 {
+	if prev != nil && len(objstore.Compute(prev, essence)) > 0 {
 		bg.set.Changed(w.Clock.Now())
 	}
 }

@@ -27,16 +27,14 @@
 // pool), pass.go (read → plan → act), apply.go (patches), background.go
 // (daemons and timers).
 //
-// One object's path from a watch event to its patch, in ten files:
-// internal/kube/watch.go (the watch stream) → watcher.go (observe) →
-// worker.go (notify, work, pass) → pass.go (process, read) →
-// internal/handling/detect.go (Detector.Marks, Detector.Detect) →
-// internal/plan/plan.go (Pass) → pass.go (act, handle) →
-// internal/handling/filters.go (Select) → internal/handling/execution.go
-// (Cycle.Run) → plan.go (After) → pass.go (act: Detector.Handled) →
-// apply.go (apply, which also clears the progress storage's touch-dummy) →
-// internal/kube/client.go (the patch). Cause detection, diffs and the
-// diff-base storage are reached only through internal/handling.
+// One object's path from a watch event to its patch is listed, every
+// file, in docs/architecture.md (the main line): internal/kube's watch →
+// watcher.go (observe) → worker.go (notify, work, pass) → pass.go
+// (process: read, with internal/handling's Detector; plan.Pass; for a
+// Handle step the cycle (handle, handling.Cycle.Run) and plan.After; act)
+// → apply.go (apply) → internal/kube's patch. What the operator keeps on
+// the object (the diff-base, the progress records, the touch-dummy) is
+// reached only through internal/objstore's Store.
 //
 // Glossary, and the only words the code uses for these:
 //

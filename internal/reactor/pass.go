@@ -9,12 +9,12 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"github.com/kopfgo/kopfgo/diffbase"
 	"github.com/kopfgo/kopfgo/internal/causes"
 	"github.com/kopfgo/kopfgo/internal/conditions"
 	"github.com/kopfgo/kopfgo/internal/config"
 	"github.com/kopfgo/kopfgo/internal/handlers"
 	"github.com/kopfgo/kopfgo/internal/handling"
+	"github.com/kopfgo/kopfgo/internal/objstore"
 	"github.com/kopfgo/kopfgo/internal/plan"
 	"github.com/kopfgo/kopfgo/internal/pyrepr"
 	"github.com/kopfgo/kopfgo/internal/resources"
@@ -37,13 +37,26 @@ type pass struct {
 }
 
 // process runs one pass over the object's latest state: read the facts,
-// plan the one step they call for, and act on it.
+// plan the one step they call for, and act on it. A Handle step runs the
+// handling cycle first, and its outcome gives the step that ends the pass.
 func (w *watcher) process(ctx context.Context, wk *worker) next {
 	ps, ok := w.read(ctx, wk)
 	if !ok {
 		return onNews // gone: its state went with the DELETED observation
 	}
-	return w.act(ctx, ps, plan.Pass(ps.facts))
+	step := plan.Pass(ps.facts)
+	if step.Action == plan.Handle {
+		w.trace(ctx, step)
+		step = plan.After(ps.facts, w.handle(ctx, ps, step.Reason))
+	}
+	return w.act(ctx, ps, step)
+}
+
+// trace names the step on the pass's span.
+func (w *watcher) trace(ctx context.Context, step plan.Step) {
+	if w.Tracer != nil {
+		tracing.Step(ctx, step.Action)
+	}
 }
 
 // read gathers the facts of a pass. The body must be consistent first: not
@@ -186,11 +199,10 @@ func (w *watcher) goodbye(ctx context.Context, wk *worker) {
 	}
 }
 
-// act carries out a step of the plan and says when the next pass comes.
+// act carries out a step of the plan (any but Handle, which process runs)
+// and says when the next pass comes.
 func (w *watcher) act(ctx context.Context, ps *pass, step plan.Step) next {
-	if w.Tracer != nil {
-		tracing.Step(ctx, step.Action)
-	}
+	w.trace(ctx, step)
 	switch step.Action {
 	case plan.Wait:
 		return next{wait: step.Wait}
@@ -213,8 +225,6 @@ func (w *watcher) act(ctx context.Context, ps *pass, step plan.Step) next {
 	case plan.Free:
 		ps.log.Debug("Deletion, but we are done with it, and we do not care.")
 		ps.log.Debug(cycleFinished)
-	case plan.Handle:
-		return w.handle(ctx, ps, step.Reason)
 	case plan.Rewrite:
 		return w.rewrite(ctx, ps)
 	case plan.Apply:
@@ -237,7 +247,7 @@ func (w *watcher) act(ctx context.Context, ps *pass, step plan.Step) next {
 	case plan.Hold:
 		ps.state.holdDeletion()
 		ps.log.Debug("Deletion is held until the daemons and timers have exited.")
-		if len(w.Settings.Persistence.ProgressStorage.Clear(ps.cause.Patch.Map())) == 0 {
+		if w.kept.ProgressOnly(ps.cause.Patch) {
 			ps.log.Debug(cycleFinished) // nothing but the delete handlers' records to patch
 		}
 		return w.apply(ctx, ps.obj, ps.state, ps.log, ps.cause.Patch).then(onNews)
@@ -246,13 +256,13 @@ func (w *watcher) act(ctx context.Context, ps *pass, step plan.Step) next {
 }
 
 // handle runs one handling cycle for the reason (at most one handler) and
-// acts on the step its outcome calls for.
-func (w *watcher) handle(ctx context.Context, ps *pass, reason causes.Reason) next {
+// says what came of it, for plan.After.
+func (w *watcher) handle(ctx context.Context, ps *pass, reason causes.Reason) plan.Outcome {
 	c := ps.cause
 	cycle := handling.Cycle{
 		Reason: reason, Handlers: handling.Select(w.changing, c), Known: w.changing,
 		Body: c.Body, Resource: w.res, Old: c.Old, New: c.New, Diff: c.Diff,
-		Patch: c.Patch, Storage: w.Settings.Persistence.ProgressStorage, Clock: w.Clock, Logger: ps.log, Memo: c.Memo,
+		Patch: c.Patch, Storage: w.kept, Clock: w.Clock, Logger: ps.log, Memo: c.Memo,
 		DefaultBackoff: w.Settings.Execution.DefaultBackoff,
 		Handling:       w.Settings.Handling,
 		Observe:        w.observeHandler(ps.obj.GetNamespace()), // hook: handler invocations
@@ -261,7 +271,7 @@ func (w *watcher) handle(ctx context.Context, ps *pass, reason causes.Reason) ne
 		// release: the delete handlers' successes go onto the object
 		// then, or an operator that dies before the daemons have exited
 		// would run the handlers again. The release removes the object.
-		KeepDone:   holds(ps.facts, reason),
+		KeepDone:   plan.Holds(ps.facts, reason),
 		Conditions: w.conditions,
 	}
 	logProgress(ctx, ps.log, reason, c.Body, c.Old, c.New, c.Diff)
@@ -273,7 +283,7 @@ func (w *watcher) handle(ctx context.Context, ps *pass, reason causes.Reason) ne
 	if out.Done {
 		ps.state.handled()
 	}
-	return w.act(ctx, ps, plan.After(ps.facts, plan.Outcome{Done: out.Done, Delay: out.Delay, Ran: out.Ran, Stopping: ctx.Err() != nil}))
+	return plan.Outcome{Done: out.Done, Delay: out.Delay, Ran: out.Ran, Stopping: ctx.Err() != nil}
 }
 
 // conditionsOn reports whether the framework keeps its status.conditions
@@ -288,13 +298,6 @@ func conditionsOn(s config.Conditions, res resources.Resource) bool {
 	g := res.Group
 	builtIn := !strings.Contains(g, ".") || strings.HasSuffix(g, ".k8s.io") || strings.HasSuffix(g, ".kubernetes.io")
 	return !s.Disabled && !builtIn
-}
-
-// holds reports whether a done cycle for the reason ends its pass with
-// plan.Hold: a deletion with the finalizer while daemons or timers still
-// run on the object.
-func holds(f plan.Facts, reason causes.Reason) bool {
-	return plan.After(f, plan.Outcome{Done: true, Ran: true}).Action == plan.Hold && reason == causes.Delete
 }
 
 // cycleFinished is Kopf's line for an object whose handling has settled.
@@ -314,7 +317,7 @@ func (w *watcher) finished(ps *pass) {
 // or not: the object's body and, for a change of a handled object, the diff,
 // both as Python's repr() (internal/pyrepr). Rendering a whole body is the
 // costliest line per pass, so nothing is rendered unless debug is on.
-func logProgress(ctx context.Context, log *slog.Logger, reason causes.Reason, body, old, essence map[string]any, diff diffbase.Diff) {
+func logProgress(ctx context.Context, log *slog.Logger, reason causes.Reason, body, old, essence map[string]any, diff objstore.Diff) {
 	if !log.Enabled(ctx, slog.LevelDebug) {
 		return
 	}
@@ -327,7 +330,7 @@ func logProgress(ctx context.Context, log *slog.Logger, reason causes.Reason, bo
 
 // reprDiff renders a diff as Kopf's repr() of its diff: a tuple of
 // (operation, field path, old, new) tuples.
-func reprDiff(d diffbase.Diff) string {
+func reprDiff(d objstore.Diff) string {
 	items := make(pyrepr.Tuple, len(d))
 	for i, it := range d {
 		path := make(pyrepr.Tuple, len(it.Path))
