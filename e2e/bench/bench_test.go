@@ -205,3 +205,20 @@ func TestBacklogNotes(t *testing.T) {
 		t.Errorf("drain time ×floor = %v, want 1", got)
 	}
 }
+
+// A contender's name becomes part of a namespace's: kopfgo@REV must make a
+// valid one.
+func TestNamesAreNamespaceNames(t *testing.T) {
+	for _, tc := range []struct {
+		round      int
+		base, want string
+	}{
+		{1, "bench-burst-kopfgo@a83e75b", "bench-burst-kopfgo-a83e75b"},
+		{2, "bench-burst-kopfgo@V1.2", "bench-burst-kopfgo-v1-2-2"},
+		{1, "bench-restart", "bench-restart"},
+	} {
+		if got := (&bench{round: tc.round}).name(tc.base); got != tc.want {
+			t.Errorf("name(%q) in round %d = %q, want %q", tc.base, tc.round, got, tc.want)
+		}
+	}
+}

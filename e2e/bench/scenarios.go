@@ -58,6 +58,16 @@ func (b *bench) contenders() []string {
 // name gives each round its own namespaces and files: base in the first
 // round, base-2 in the second, and so on.
 func (b *bench) name(base string) string {
+	// A contender's name may hold what a namespace's may not (kopfgo@REV).
+	base = strings.Map(func(r rune) rune {
+		switch {
+		case r >= 'a' && r <= 'z', r >= '0' && r <= '9', r == '-':
+			return r
+		case r >= 'A' && r <= 'Z':
+			return r - 'A' + 'a'
+		}
+		return '-'
+	}, base)
 	if b.round > 1 {
 		return fmt.Sprintf("%s-%d", base, b.round)
 	}
