@@ -153,6 +153,9 @@ func (op *Operator) applyFlags(flags *cli.RunFlags, stderr io.Writer) *slog.Logg
 	if flags.NoConditions {
 		op.opts.Settings.Persistence.Conditions.Disabled = true
 	}
+	if flags.ConditionsEveryPass {
+		op.opts.Settings.Persistence.Conditions.EveryPass = true
+	}
 	if flags.Strict {
 		op.opts.Settings.Scanning.Strict = true
 	}

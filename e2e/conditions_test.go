@@ -5,6 +5,7 @@ package e2e
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os/exec"
 	"strings"
 	"sync/atomic"
@@ -39,39 +40,53 @@ func hasCondition(u *unstructured.Unstructured, typ, status, reason string) bool
 // TestConditionsOnSuccess: a handler that returns no result (so that the
 // pass has nothing else for the status subresource of KopfExamples) leaves
 // Ready=True observed at the object's generation, and no Reconciling or
-// Stalled; an update moves observedGeneration along and keeps
-// lastTransitionTime, as the status stays True.
+// Stalled. An update handled with success changes no condition's status:
+// by default its news waits for the next status write (no request of its
+// own), so Ready stays as it was; with Conditions.EveryPass it moves
+// observedGeneration along and keeps lastTransitionTime.
 func TestConditionsOnSuccess(t *testing.T) {
-	ns := namespace(t)
-	var updates atomic.Int32
-	embedded(t, ns, func(op *kopfgo.Operator) {
-		op.On.Create("kopfexamples", func(context.Context, *kopfgo.Change) (any, error) { return nil, nil }, kopfgo.ID("create_fn"))
-		op.On.Update("kopfexamples", func(context.Context, *kopfgo.Change) (any, error) { updates.Add(1); return nil, nil }, kopfgo.ID("update_fn"))
-	})
-	createKex(t, ns, objYAML(t))
-	u := waitKex(t, ns, "kopf-example-1", "Ready=True", func(u *unstructured.Unstructured) bool {
-		return handled(u) && hasCondition(u, "Ready", "True", "HandlersSucceeded")
-	})
-	ready, _ := conditionOf(u, "Ready")
-	if ready["message"] != "Creation handled: 1 handler succeeded." || ready["observedGeneration"] != int64(1) {
-		t.Errorf("Ready after the creation: %v", ready)
-	}
-	for _, typ := range []string{"Reconciling", "Stalled"} {
-		if c, ok := conditionOf(u, typ); ok {
-			t.Errorf("%s is on a handled object: %v", typ, c)
-		}
-	}
+	for _, everyPass := range []bool{false, true} {
+		t.Run(fmt.Sprintf("every-pass=%v", everyPass), func(t *testing.T) {
+			ns := namespace(t)
+			var updates atomic.Int32
+			opts := kopfgo.Options{Namespaces: []string{ns}}
+			opts.Settings.Persistence.Conditions.EveryPass = everyPass
+			embeddedWith(t, opts, func(op *kopfgo.Operator) {
+				op.On.Create("kopfexamples", func(context.Context, *kopfgo.Change) (any, error) { return nil, nil }, kopfgo.ID("create_fn"))
+				op.On.Update("kopfexamples", func(context.Context, *kopfgo.Change) (any, error) { updates.Add(1); return nil, nil }, kopfgo.ID("update_fn"))
+			})
+			createKex(t, ns, objYAML(t))
+			u := waitKex(t, ns, "kopf-example-1", "Ready=True", func(u *unstructured.Unstructured) bool {
+				return handled(u) && hasCondition(u, "Ready", "True", "HandlersSucceeded")
+			})
+			ready, _ := conditionOf(u, "Ready")
+			if ready["message"] != "Creation handled: 1 handler succeeded." || ready["observedGeneration"] != int64(1) {
+				t.Errorf("Ready after the creation: %v", ready)
+			}
+			for _, typ := range []string{"Reconciling", "Stalled"} {
+				if c, ok := conditionOf(u, typ); ok {
+					t.Errorf("%s is on a handled object: %v", typ, c)
+				}
+			}
 
-	patchKex(t, ns, "kopf-example-1", `{"spec":{"field":"changed"}}`)
-	u = waitKex(t, ns, "kopf-example-1", "Ready=True at generation 2", func(u *unstructured.Unstructured) bool {
-		return u.GetGeneration() == 2 && handled(u) && hasCondition(u, "Ready", "True", "HandlersSucceeded")
-	})
-	after, _ := conditionOf(u, "Ready")
-	if after["lastTransitionTime"] != ready["lastTransitionTime"] || after["message"] != "Updating handled: 1 handler succeeded." {
-		t.Errorf("Ready after the update: %v, before: %v (the time must stay while the status does)", after, ready)
-	}
-	if n := updates.Load(); n != 1 {
-		t.Errorf("the update handler ran %d times, want 1", n)
+			patchKex(t, ns, "kopf-example-1", `{"spec":{"field":"changed"}}`)
+			u = waitKex(t, ns, "kopf-example-1", "the update handled", func(u *unstructured.Unstructured) bool {
+				return u.GetGeneration() == 2 && handled(u) && strings.Contains(u.GetAnnotations()[lhc], "changed") &&
+					(!everyPass || hasCondition(u, "Ready", "True", "HandlersSucceeded"))
+			})
+			after, _ := conditionOf(u, "Ready")
+			want := map[string]any{"message": "Creation handled: 1 handler succeeded.", "observedGeneration": int64(1)}
+			if everyPass {
+				want = map[string]any{"message": "Updating handled: 1 handler succeeded.", "observedGeneration": int64(2)}
+			}
+			if after["lastTransitionTime"] != ready["lastTransitionTime"] || after["status"] != "True" ||
+				after["message"] != want["message"] || after["observedGeneration"] != want["observedGeneration"] {
+				t.Errorf("Ready after the update: %v, want %v (before: %v; the time stays while the status does)", after, want, ready)
+			}
+			if n := updates.Load(); n != 1 {
+				t.Errorf("the update handler ran %d times, want 1", n)
+			}
+		})
 	}
 }
 

@@ -43,6 +43,9 @@ type RunFlags struct {
 	// NoConditions: --no-conditions (kopfgo's own; see
 	// Settings.Persistence.Conditions).
 	NoConditions bool
+	// ConditionsEveryPass: --conditions-every-pass (kopfgo's own; see
+	// Settings.Persistence.Conditions.EveryPass).
+	ConditionsEveryPass bool
 
 	// Typos (kopfgo's own; see Settings.Scanning.Strict and
 	// ReadyWhileUnresolved).
@@ -109,6 +112,7 @@ var envNames = map[string]string{
 	"max-requests-in-flight": "KOPFGO_MAX_REQUESTS_IN_FLIGHT",
 	"no-flow-control":        "KOPFGO_NO_FLOW_CONTROL",
 	"no-conditions":          "KOPFGO_NO_CONDITIONS",
+	"conditions-every-pass":  "KOPFGO_CONDITIONS_EVERY_PASS",
 
 	"strict":                 "KOPFGO_STRICT",
 	"ready-while-unresolved": "KOPFGO_READY_WHILE_UNRESOLVED",
@@ -193,6 +197,8 @@ func (f *RunFlags) Bind(fs *pflag.FlagSet) {
 		"send every API request at once, as Kopf does, without the adaptive limits and the outage gate"))
 	fs.BoolVar(&f.NoConditions, "no-conditions", false, usage("no-conditions",
 		"write no Ready, Reconciling and Stalled conditions into the objects' status, as Kopf writes none"))
+	fs.BoolVar(&f.ConditionsEveryPass, "conditions-every-pass", false, usage("conditions-every-pass",
+		"keep the conditions' observedGeneration current after every update, even when that costs a status request of its own"))
 	fs.BoolVar(&f.Strict, "strict", false, usage("strict",
 		"fail at start, instead of warning, when a handler's resource does not exist or its field path is not in the CRD's schema"))
 	fs.BoolVar(&f.ReadyWhileUnresolved, "ready-while-unresolved", false, usage("ready-while-unresolved",

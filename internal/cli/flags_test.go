@@ -77,6 +77,7 @@ func TestRunFlags(t *testing.T) {
 		{"env flow control", nil, map[string]string{"KOPFGO_MAX_REQUESTS_IN_FLIGHT": "32", "KOPFGO_NO_FLOW_CONTROL": "true"},
 			with(func(f *RunFlags) { f.MaxRequestsInFlight, f.NoFlowControl = 32, true })},
 		{"--no-conditions", []string{"--no-conditions"}, nil, with(func(f *RunFlags) { f.NoConditions = true })},
+		{"--conditions-every-pass", []string{"--conditions-every-pass"}, nil, with(func(f *RunFlags) { f.ConditionsEveryPass = true })},
 		{"env no conditions", nil, map[string]string{"KOPFGO_NO_CONDITIONS": "1"}, with(func(f *RunFlags) { f.NoConditions = true })},
 		{"typo flags", []string{"--strict", "--ready-while-unresolved"}, nil,
 			with(func(f *RunFlags) { f.Strict, f.ReadyWhileUnresolved = true, true })},

@@ -231,6 +231,56 @@ func Write(body map[string]any, p *patch.Patch, now time.Time) {
 	}
 }
 
+// Defer takes the condition list out of p when writing it would be a
+// request of its own and would tell no tool anything new: on a resource
+// with the status subresource, where p has nothing else for status, the
+// object stays handled (Ready stays True, only its message, reason or
+// observedGeneration would move, as after an update handled with success)
+// and every other type (a handler's own) is unchanged. The list then waits
+// for the next status write. A condition that appears, goes or changes its
+// status is written at once (what kstatus and kubectl wait read), and so
+// is any news of a cycle in progress or failed (a retry's new error).
+// Reports whether it took the list out.
+func Defer(body map[string]any, p *patch.Patch) bool {
+	st, _ := p.Map()["status"].(map[string]any)
+	next, ok := st["conditions"].([]any)
+	if !ok || len(st) != 1 {
+		return false
+	}
+	cur, _ := dicts.Get(body, []string{"status", "conditions"})
+	prev, _ := cur.([]any)
+	if len(prev) != len(next) {
+		return false
+	}
+	for _, it := range next {
+		n, ok := decode(it)
+		if !ok {
+			return false
+		}
+		i := index(prev, n.Type)
+		if i < 0 {
+			return false
+		}
+		o, ok := decode(prev[i])
+		if !ok || o.Status != n.Status {
+			return false
+		}
+		if n.Type == Reconciling || n.Type == Stalled || n.Type == Ready && n.Status != metav1.ConditionTrue {
+			return false // in progress or failed: its message is news
+		}
+		if !framework(n.Type) && !same(o, n) {
+			return false
+		}
+	}
+	delete(p.Map(), "status")
+	return true
+}
+
+// framework reports whether a condition type is one the framework keeps.
+func framework(conditionType string) bool {
+	return conditionType == Ready || conditionType == Reconciling || conditionType == Stalled
+}
+
 func same(a, b metav1.Condition) bool {
 	return a.Type == b.Type && a.Status == b.Status && a.Reason == b.Reason && a.Message == b.Message &&
 		a.ObservedGeneration == b.ObservedGeneration && a.LastTransitionTime.Equal(&b.LastTransitionTime)

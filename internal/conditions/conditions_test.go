@@ -212,3 +212,57 @@ func TestWriteLeavesTheBodyAlone(t *testing.T) {
 		t.Error("after the patch, Stalled is still there")
 	}
 }
+
+// Defer keeps a list back only when it is all the patch has for status and
+// tells nothing new: the framework's types keep their statuses, and the
+// handlers' own are unchanged.
+func TestDefer(t *testing.T) {
+	handled := object(3, cond(Ready, "True", "HandlersSucceeded", "Creation handled", 3, t0))
+	retrying := object(3, cond(Ready, "False", "HandlerRetrying", "a", 3, t0), cond(Reconciling, "True", "HandlerRetrying", "a", 3, t0))
+	synced := func(msg string) any { return cond("Synced", "True", "UpstreamSynced", msg, 3, t0) }
+	cases := []struct {
+		name   string
+		body   map[string]any
+		status map[string]any // the patch's status
+		defer_ bool
+	}{
+		{"an update handled: only the message and generation move", handled,
+			map[string]any{"conditions": []any{cond(Ready, "True", "HandlersSucceeded", "Updating handled", 4, t0)}}, true},
+		{"a retry's new error is news", retrying,
+			map[string]any{"conditions": []any{cond(Ready, "False", "HandlerRetrying", "b", 3, t0), cond(Reconciling, "True", "HandlerRetrying", "b", 3, t0)}}, false},
+		{"a handler's own condition, unchanged, stays back with Ready", object(3, cond(Ready, "True", "HandlersSucceeded", "x", 3, t0), synced("same")),
+			map[string]any{"conditions": []any{cond(Ready, "True", "HandlersSucceeded", "y", 4, t0), synced("same")}}, true},
+		{"Ready turns False", handled,
+			map[string]any{"conditions": []any{cond(Ready, "False", "HandlerRetrying", "a", 3, t1)}}, false},
+		{"Reconciling appears", handled,
+			map[string]any{"conditions": []any{cond(Ready, "True", "HandlersSucceeded", "x", 3, t0), cond(Reconciling, "True", "HandlersPending", "x", 3, t1)}}, false},
+		{"Reconciling goes", retrying,
+			map[string]any{"conditions": []any{cond(Ready, "False", "HandlerRetrying", "a", 3, t0)}}, false},
+		{"the first conditions", object(1),
+			map[string]any{"conditions": []any{cond(Ready, "True", "HandlersSucceeded", "x", 1, t1)}}, false},
+		{"a handler's own condition changes", object(3, cond(Ready, "True", "HandlersSucceeded", "x", 3, t0), synced("old")),
+			map[string]any{"conditions": []any{cond(Ready, "True", "HandlersSucceeded", "x", 4, t0), synced("new")}}, false},
+		{"status carries more: the list goes along", handled,
+			map[string]any{"create_fn": map[string]any{"ok": true}, "conditions": []any{cond(Ready, "True", "HandlersSucceeded", "Updating handled", 4, t0)}}, false},
+		{"no list in the patch", handled, map[string]any{"create_fn": "x"}, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			p := &patch.Patch{}
+			for k, v := range tc.status {
+				p.Status()[k] = v
+			}
+			p.Meta()["annotations"] = map[string]any{"x": "y"}
+			if got := Defer(tc.body, p); got != tc.defer_ {
+				t.Fatalf("Defer = %v, want %v", got, tc.defer_)
+			}
+			_, hasStatus := p.Map()["status"]
+			if hasStatus == tc.defer_ {
+				t.Errorf("status in the patch after Defer: %v, want %v", hasStatus, !tc.defer_)
+			}
+			if _, ok := p.Map()["metadata"]; !ok {
+				t.Errorf("Defer took more than the status: %v", p.Map())
+			}
+		})
+	}
+}

@@ -58,6 +58,15 @@ type Conditions struct {
 	// Disabled writes none of the framework's conditions, as Kopf writes
 	// none: objects carry exactly what Kopf would write.
 	Disabled bool
+	// EveryPass writes them after every pass that changes them. By
+	// default, on a resource with the status subresource, a pass that has
+	// nothing else for status (a handler that returns no result) leaves a
+	// change of only their message, reason or observedGeneration (an
+	// update handled with success) to the next status write rather than
+	// spend a request on it; a condition that appears, goes or changes its
+	// status is written at once. EveryPass keeps observedGeneration
+	// current at that cost.
+	EveryPass bool
 }
 
 // Execution tunes handler invocation.

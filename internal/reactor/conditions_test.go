@@ -75,3 +75,57 @@ func TestConditionsRideInThePassesOwnPatches(t *testing.T) {
 		})
 	}
 }
+
+// An update handled with success by a handler without a result changes no
+// condition's status: its news (message, observedGeneration) waits for the
+// next status write instead of costing a request of its own, unless
+// Conditions.EveryPass asks for it.
+func TestSuccessfulUpdateSpendsNoRequestOnConditions(t *testing.T) {
+	for _, everyPass := range []bool{false, true} {
+		name := "default"
+		if everyPass {
+			name = "every-pass"
+		}
+		t.Run(name, func(t *testing.T) {
+			s := newScenario(t)
+			s.statusSubresource = true
+			s.settings.Persistence.Conditions.EveryPass = everyPass
+			patches := s.patchesOf()
+			var updates counter
+			s.on(causes.Create, "create_fn", func(ctx context.Context, c *handlers.Change) (any, error) { return nil, nil })
+			s.on(causes.Update, "update_fn", func(ctx context.Context, c *handlers.Change) (any, error) {
+				updates.inc(c.Name)
+				return nil, nil
+			})
+			s.create("kex1", map[string]any{"field": "value"})
+			s.start()
+			s.waitWatching()
+			s.until("created with Ready", func() bool {
+				_, ok := annotation(s.get("kex1"), "kopf.zalando.org/last-handled-configuration")
+				return ok && readyOf(s.get("kex1")) != nil
+			})
+			s.update("kex1", func(u *unstructured.Unstructured) {
+				_ = unstructured.SetNestedField(u.Object, "changed", "spec", "field")
+				u.SetGeneration(2)
+			})
+			s.until("the update handled", func() bool {
+				v, _ := annotation(s.get("kex1"), "kopf.zalando.org/last-handled-configuration")
+				return v == `{"spec":{"field":"changed"}}`+"\n" && (!everyPass || patches.get("status") == 2)
+			})
+			s.stop()
+			want := 1
+			if everyPass {
+				want = 2
+			}
+			if st, main := patches.get("status"), patches.get(""); st != want || main != 2 {
+				t.Errorf("%d status patches and %d of the object, want %d and 2", st, main, want)
+			}
+			if n := updates.get("kex1"); n != 1 {
+				t.Errorf("update handler called %d times, want 1", n)
+			}
+			if got := readyOf(s.get("kex1"))["observedGeneration"]; everyPass != (got == int64(2)) {
+				t.Errorf("Ready's observedGeneration = %v with every pass %v", got, everyPass)
+			}
+		})
+	}
+}

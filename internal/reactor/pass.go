@@ -280,6 +280,9 @@ func (w *watcher) handle(ctx context.Context, ps *pass, reason causes.Reason) pl
 	// Now, not when the patch goes: whether the patch is empty decides
 	// what the pass logs.
 	conditions.Write(c.Body, c.Patch, w.Clock.Now())
+	if w.res.HasStatus() && !w.Settings.Persistence.Conditions.EveryPass {
+		conditions.Defer(c.Body, c.Patch) // no request of its own for news of nothing
+	}
 	if out.Done {
 		ps.state.handled()
 	}
