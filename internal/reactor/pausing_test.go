@@ -290,6 +290,10 @@ func (s *scenario) soleShardHolder() (created *counter, updates func() []string)
 	s.shards = func() replicas.ShardSet {
 		return replicas.ShardSet{Label: testShardLabel, Shards: 2, Held: []int{0, 1}}
 	}
+	// The coordinator watches its shards' objects and the unlabelled ones:
+	// the fake API loses what a watcher misses between its listing and its
+	// watch, so the label patch waits for both.
+	s.watchesWanted = 2
 	created = &counter{}
 	var mu sync.Mutex
 	var diffs []string

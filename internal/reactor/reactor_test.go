@@ -76,6 +76,12 @@ type scenario struct {
 	// observations that watch delivers.
 	watching    chan struct{}
 	watchFilter watch.FilterFunc
+	// watchesWanted is how many watches of KopfExamples the operator
+	// starts (1 unless set: a sharding coordinator's two, its shards' and
+	// the unlabelled objects'); watching is closed once they all are.
+	watchesWanted int32
+	// stopping is closed when the test stops the operator (stop).
+	stopping chan struct{}
 	// news is poked whenever something a script waits for may have
 	// changed: a log line, a write to the fake API, a worker's wait.
 	news  chan struct{}
@@ -121,17 +127,23 @@ func newScenario(t *testing.T) *scenario {
 		t: t, dyn: dyn, reg: &handling.Registry{},
 		clock:    testingclock.NewFakeClock(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)),
 		watching: make(chan struct{}),
+		stopping: make(chan struct{}),
 		news:     make(chan struct{}, 1),
 	}
 	s.log = &testlog.Buffer{OnWrite: s.poke}
 	versioned(dyn, s.poke)
-	var once sync.Once
+	var (
+		once    sync.Once
+		watches atomic.Int32
+	)
 	dyn.PrependWatchReactor("kopfexamples", func(action clienttesting.Action) (bool, watch.Interface, error) {
 		w, err := dyn.Tracker().Watch(kexGVR, action.GetNamespace())
 		if err != nil {
 			return true, nil, err
 		}
-		once.Do(func() { close(s.watching) })
+		if watches.Add(1) >= max(1, s.watchesWanted) {
+			once.Do(func() { close(s.watching) })
+		}
 		filter := s.watchFilter
 		if wa, ok := action.(clienttesting.WatchAction); ok {
 			// The label selector, as an API server applies it to a watch
@@ -206,24 +218,29 @@ func (fw *filteredWatch) loop() {
 // the fake would lose the operator's own patches made before the watch.
 type gated struct {
 	dynamic.Interface
-	watching <-chan struct{}
+	gate
 }
 
+// gate holds patches until the watches are there (watching), or until the
+// test stops the operator (stopping): the final patches of a pass go out
+// with a context of their own (30 s), and would hold Run that long.
+type gate struct{ watching, stopping <-chan struct{} }
+
 func (g gated) Resource(r schema.GroupVersionResource) dynamic.NamespaceableResourceInterface {
-	return gatedResource{g.Interface.Resource(r), g.watching}
+	return gatedResource{g.Interface.Resource(r), g.gate}
 }
 
 type gatedResource struct {
 	dynamic.NamespaceableResourceInterface
-	watching <-chan struct{}
+	gate
 }
 
 func (r gatedResource) Namespace(ns string) dynamic.ResourceInterface {
-	return gatedNamespace{r.NamespaceableResourceInterface.Namespace(ns), r.watching}
+	return gatedNamespace{r.NamespaceableResourceInterface.Namespace(ns), r.gate}
 }
 
 func (r gatedResource) Patch(ctx context.Context, name string, pt types.PatchType, data []byte, opts metav1.PatchOptions, sub ...string) (*unstructured.Unstructured, error) {
-	if err := wait(ctx, r.watching); err != nil {
+	if err := r.wait(ctx); err != nil {
 		return nil, err
 	}
 	return r.NamespaceableResourceInterface.Patch(ctx, name, pt, data, opts, sub...)
@@ -231,19 +248,21 @@ func (r gatedResource) Patch(ctx context.Context, name string, pt types.PatchTyp
 
 type gatedNamespace struct {
 	dynamic.ResourceInterface
-	watching <-chan struct{}
+	gate
 }
 
 func (r gatedNamespace) Patch(ctx context.Context, name string, pt types.PatchType, data []byte, opts metav1.PatchOptions, sub ...string) (*unstructured.Unstructured, error) {
-	if err := wait(ctx, r.watching); err != nil {
+	if err := r.wait(ctx); err != nil {
 		return nil, err
 	}
 	return r.ResourceInterface.Patch(ctx, name, pt, data, opts, sub...)
 }
 
-func wait(ctx context.Context, ch <-chan struct{}) error {
+func (g gate) wait(ctx context.Context) error {
 	select {
-	case <-ch:
+	case <-g.watching:
+		return nil
+	case <-g.stopping:
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()
@@ -325,7 +344,7 @@ func (s *scenario) start() {
 		Namespaces: []string{"default"},
 		Logger:     logging.New(logging.Config{Format: logging.FormatPlain, Level: slog.LevelDebug, Writer: s.log}),
 		Clock:      s.clock,
-		Client:     &kube.Client{Dynamic: gated{s.dyn, s.watching}, Discovery: discovery},
+		Client:     &kube.Client{Dynamic: gated{s.dyn, gate{s.watching, s.stopping}}, Discovery: discovery},
 		onSleep: func(key string, settled bool) {
 			if settled {
 				s.sleeps.Add(1)
@@ -364,6 +383,7 @@ func (s *scenario) stop() {
 	if s.cancel == nil {
 		return
 	}
+	close(s.stopping)
 	s.cancel()
 	s.cancel = nil
 	select {
