@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
+	coordinationv1 "k8s.io/client-go/kubernetes/typed/coordination/v1"
 	"k8s.io/client-go/rest"
 
 	"github.com/kopfgo/kopfgo/internal/flowcontrol"
@@ -64,6 +65,8 @@ type Client struct {
 	flow *flowcontrol.Gate
 	// kinds caches discovery for ServerSideApply (ssa.go).
 	kinds kinds
+	// leases is the Leases' typed client (Leases).
+	leases coordinationv1.LeasesGetter
 }
 
 // Flow is the gate the client's requests pass; nil when there is none
@@ -91,8 +94,9 @@ func NewClient(cfg *rest.Config, opts ClientOptions) (*Client, error) {
 		}
 	}
 	if opts.Flow != nil {
-		// One gate for the dynamic, discovery, patching and watching
-		// clients: lists are its reads, watches pass it ungated.
+		// One gate for the dynamic, discovery, patching, watching and
+		// Leases clients: lists are its reads, watches and Leases pass it
+		// ungated (flowcontrol's doc says why).
 		cfg.Wrap(opts.Flow.Wrap)
 	}
 	wcfg := rest.CopyConfig(cfg) // no request timeout: watches are long
@@ -117,7 +121,11 @@ func NewClient(cfg *rest.Config, opts ClientOptions) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Client{Dynamic: dyn, Discovery: disc, raw: raw, watching: watching, host: strings.TrimSuffix(cfg.Host, "/"), flow: opts.Flow}, nil
+	leases, err := newLeases(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &Client{Dynamic: dyn, Discovery: disc, raw: raw, watching: watching, leases: leases, host: strings.TrimSuffix(cfg.Host, "/"), flow: opts.Flow}, nil
 }
 
 // Discover lists every served resource of every version, marking the
