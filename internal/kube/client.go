@@ -276,6 +276,24 @@ func (c *Client) Get(ctx context.Context, res resources.Resource, namespace, nam
 	return obj, nil
 }
 
+// List reads the objects of a resource in a namespace ("" for all) afresh
+// from the API, as the watchers list them (without managedFields).
+func (c *Client) List(ctx context.Context, res resources.Resource, namespace string) ([]unstructured.Unstructured, error) {
+	src := c.collection(res, namespace, false)
+	var list *unstructured.UnstructuredList
+	err := c.retry(ctx, func() string { return c.describe("GET", res, namespace, "", "") }, func() (err error) {
+		list, err = src.List(ctx, metav1.ListOptions{})
+		return err
+	})
+	if err != nil {
+		return nil, explain(err, "list", res, namespace, "")
+	}
+	for i := range list.Items {
+		DropManagedFields(&list.Items[i]) // the raw client has dropped them already
+	}
+	return list.Items, nil
+}
+
 func (c *Client) resource(res resources.Resource, namespace string) dynamic.ResourceInterface {
 	ri := c.Dynamic.Resource(res.GVR())
 	if res.Namespaced {
