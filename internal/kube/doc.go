@@ -10,15 +10,6 @@
 // and tracing. No other non-test file builds an API client
 // (TestOnlyKubeMakesAPIClients, beside the root's TestLayers).
 //
-// Lists, watches and patches take one path, in production and in tests: a
-// REST client that decodes each response once (rawwatch.go, compact.go,
-// rawpatch.go), where client-go's dynamic client decoded each watch event
-// four times. Gets, creates, updates and events go through the dynamic
-// client, discovery through the discovery client. Tests fake the API
-// below all of it: kubefake serves a client-go dynamic fake over HTTP to a
-// Client that NewClient made, so that the reactor's scripted scenarios
-// list, watch and patch through the production code.
-//
 // Watchers' informers hold every object of their resource for as long as
 // it exists, so the form they hold it in is most of an operator's memory.
 // With WatchOptions.Compact, lists and watches hand out *Compact objects

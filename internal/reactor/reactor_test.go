@@ -34,7 +34,7 @@ import (
 	"github.com/kopfgo/kopfgo/internal/handlers"
 	"github.com/kopfgo/kopfgo/internal/handling"
 	"github.com/kopfgo/kopfgo/internal/indexing"
-	"github.com/kopfgo/kopfgo/internal/kube/kubefake"
+	"github.com/kopfgo/kopfgo/internal/kube"
 	"github.com/kopfgo/kopfgo/internal/logging"
 	"github.com/kopfgo/kopfgo/internal/replicas"
 	"github.com/kopfgo/kopfgo/internal/testlog"
@@ -317,10 +317,6 @@ func (s *scenario) start() {
 	if s.discoveryLags {
 		discovery = lateDiscovery{disc, &s.discoveryCaughtUp}
 	}
-	client, err := kubefake.NewClient(gated{s.dyn, s.watching}, discovery)
-	if err != nil {
-		s.t.Fatal(err)
-	}
 	ctx, cancel := context.WithCancel(context.Background())
 	s.cancel, s.done = cancel, make(chan error, 1)
 	cfg := Config{
@@ -329,7 +325,7 @@ func (s *scenario) start() {
 		Namespaces: []string{"default"},
 		Logger:     logging.New(logging.Config{Format: logging.FormatPlain, Level: slog.LevelDebug, Writer: s.log}),
 		Clock:      s.clock,
-		Client:     client,
+		Client:     &kube.Client{Dynamic: gated{s.dyn, s.watching}, Discovery: discovery},
 		onSleep: func(key string, settled bool) {
 			if settled {
 				s.sleeps.Add(1)
