@@ -10,6 +10,13 @@
 // and tracing. No other non-test file builds an API client
 // (TestOnlyKubeMakesAPIClients, beside the root's TestLayers).
 //
+// Lists, watches and patches go through a REST client that decodes each
+// response once (rawwatch.go, compact.go, rawpatch.go); gets, creates,
+// updates and events through client-go's dynamic client. A Client that a
+// test builds without NewClient, over client-go's dynamic fake (the
+// reactor's scripted scenarios), lists, watches and patches through its
+// Dynamic client instead: a second path that only tests take.
+//
 // Watchers' informers hold every object of their resource for as long as
 // it exists, so the form they hold it in is most of an operator's memory.
 // With WatchOptions.Compact, lists and watches hand out *Compact objects
