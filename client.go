@@ -2,7 +2,6 @@ package kopfgo
 
 import (
 	"context"
-	"fmt"
 	"sync"
 
 	"k8s.io/client-go/dynamic"
@@ -77,13 +76,9 @@ func (b *clientsBox) get() *Clients {
 // NewClients builds the clients from a REST config: for tests and for
 // programs that want the same set outside an operator.
 func NewClients(cfg *rest.Config) (*Clients, error) {
-	kc, err := kubernetes.NewForConfig(rest.CopyConfig(cfg))
+	kc, dc, err := kube.NewClientsets(cfg)
 	if err != nil {
-		return nil, fmt.Errorf("building the typed clientset: %w", err)
-	}
-	dc, err := dynamic.NewForConfig(rest.CopyConfig(cfg))
-	if err != nil {
-		return nil, fmt.Errorf("building the dynamic client: %w", err)
+		return nil, err
 	}
 	return &Clients{Config: rest.CopyConfig(cfg), Kube: kc, Dynamic: dc}, nil
 }

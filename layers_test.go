@@ -1,7 +1,14 @@
 package kopfgo_test
 
 import (
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"io/fs"
 	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -111,5 +118,74 @@ func TestLayers(t *testing.T) {
 				t.Errorf("the pure package %s depends on %s", pkg, dep)
 			}
 		}
+	}
+}
+
+// TestOnlyKubeMakesAPIClients keeps internal/kube the only code that calls
+// the Kubernetes API (docs/architecture.md, Layout): no other non-test file builds a
+// client of client-go (a clientset, a dynamic, discovery or REST client, a
+// transport, an informer factory). Others receive what kube builds
+// (kube.Client, its Leases, kube.NewClientsets). Exempt: the test cluster's
+// harnesses (e2e/, kopfgotest's Cluster), whose clients are the tests',
+// and the examples, which are users' programs.
+func TestOnlyKubeMakesAPIClients(t *testing.T) {
+	exempt := func(path string) bool {
+		for _, p := range []string{"internal/kube/", "e2e/", "examples/"} {
+			if strings.HasPrefix(path, p) {
+				return true
+			}
+		}
+		return path == "kopfgotest/cluster.go"
+	}
+	makers := regexp.MustCompile(`^(New\w*For(Config|ConfigOrDie|ConfigAndClient)|(Unversioned)?RESTClientFor(ConfigAndClient)?|HTTPClientFor|TransportFor|New\w*SharedInformerFactory\w*|NewListWatchFromClient)$`)
+	found := 0
+	err := filepath.WalkDir(".", func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			if name := d.Name(); path != "." && (strings.HasPrefix(name, ".") || name == "testdata") {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		path = filepath.ToSlash(path)
+		if !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") || exempt(path) {
+			return nil
+		}
+		f, err := parser.ParseFile(token.NewFileSet(), path, nil, parser.SkipObjectResolution)
+		if err != nil {
+			return err
+		}
+		clientGo := map[string]string{} // local name → import path
+		for _, imp := range f.Imports {
+			p, _ := strconv.Unquote(imp.Path.Value)
+			if !strings.HasPrefix(p, "k8s.io/client-go/") {
+				continue
+			}
+			name := p[strings.LastIndex(p, "/")+1:]
+			if imp.Name != nil {
+				name = imp.Name.Name
+			}
+			clientGo[name] = p
+		}
+		found++
+		ast.Inspect(f, func(n ast.Node) bool {
+			sel, ok := n.(*ast.SelectorExpr)
+			if !ok {
+				return true
+			}
+			if x, ok := sel.X.(*ast.Ident); ok && clientGo[x.Name] != "" && (makers.MatchString(sel.Sel.Name) || clientGo[x.Name] == "k8s.io/client-go/transport" && sel.Sel.Name == "New") {
+				t.Errorf("%s: %s.%s builds an API client outside internal/kube; take it from kube (kube.Client, Client.Leases, kube.NewClientsets)", path, clientGo[x.Name], sel.Sel.Name)
+			}
+			return true
+		})
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if found < 50 {
+		t.Fatalf("only %d files read: the walk missed the module", found)
 	}
 }

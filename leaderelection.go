@@ -4,8 +4,6 @@ import (
 	"context"
 	"time"
 
-	"k8s.io/client-go/kubernetes"
-
 	"github.com/kopfgo/kopfgo/internal/cli"
 	"github.com/kopfgo/kopfgo/internal/component"
 	"github.com/kopfgo/kopfgo/internal/replicas"
@@ -47,12 +45,12 @@ func (r *run) leaderElection(ctx context.Context) error {
 	if !le.Enabled {
 		return nil
 	}
-	clients, err := kubernetes.NewForConfig(r.cfg)
+	client, err := r.client()
 	if err != nil {
 		return err
 	}
 	c := replicas.ElectionConfig{
-		Leases: clients.CoordinationV1(), Name: le.Lease, Namespace: le.Namespace, Identity: le.Identity,
+		Leases: client.Leases(), Name: le.Lease, Namespace: le.Namespace, Identity: le.Identity,
 		Timing: replicas.Timing{LeaseDuration: le.LeaseDuration, RenewDeadline: le.RenewDeadline, RetryPeriod: le.RetryPeriod},
 		Logger: r.logger, Pause: r.standby, Leading: r.obs.Leading,
 	}

@@ -5,8 +5,6 @@ import (
 	"os"
 	"time"
 
-	"k8s.io/client-go/kubernetes"
-
 	"github.com/kopfgo/kopfgo/internal/cli"
 	"github.com/kopfgo/kopfgo/internal/component"
 	"github.com/kopfgo/kopfgo/internal/replicas"
@@ -62,12 +60,12 @@ func (r *run) sharding(ctx context.Context) error {
 	if sh.Shards == 0 {
 		return nil
 	}
-	clients, err := kubernetes.NewForConfig(r.cfg)
+	client, err := r.client()
 	if err != nil {
 		return err
 	}
 	c := replicas.ShardingConfig{
-		Leases: clients.CoordinationV1(), Name: sh.Name, Namespace: r.op.leaseNamespace(sh.Namespace), Shards: sh.Shards,
+		Leases: client.Leases(), Name: sh.Name, Namespace: r.op.leaseNamespace(sh.Namespace), Shards: sh.Shards,
 		Identity: sh.Identity, Timing: replicas.Timing{LeaseDuration: sh.LeaseDuration, RenewDeadline: sh.RenewDeadline, RetryPeriod: sh.RetryPeriod},
 		Clock: r.clock, Logger: r.logger, Pause: r.standby, Held: r.obs.ShardsHeld,
 	}

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/kopfgo/kopfgo/internal/cli"
@@ -98,7 +97,6 @@ func runInspect(ctx context.Context, out io.Writer, f inspectFlags, args []strin
 		}
 	}
 	var items []unstructured.Unstructured
-	ri := client.Dynamic.Resource(res.GVR())
 	if len(args) == 2 {
 		if res.Namespaced && f.all {
 			return errors.New("a NAME needs a namespace: use -n, not -A")
@@ -109,11 +107,10 @@ func runInspect(ctx context.Context, out io.Writer, f inspectFlags, args []strin
 		}
 		items = append(items, *o)
 	} else {
-		list, err := ri.Namespace(ns).List(ctx, metav1.ListOptions{})
+		items, err = client.List(ctx, res, ns)
 		if err != nil {
 			return fmt.Errorf("cannot list %s: %w", res, err)
 		}
-		items = list.Items
 	}
 	now := time.Now()
 	opts := inspect.Options{Prefix: f.prefix, Finalizer: f.finalizer, StuckAfter: f.stuckAfter}

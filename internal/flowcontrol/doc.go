@@ -15,7 +15,12 @@
 // their own, so that a flood of patches never starves the lists that
 // (re)start watches. Watch requests pass ungated: a watch is in flight for
 // minutes and would hold a slot for nothing; their outcomes still tell the
-// gate whether the server is reachable.
+// gate whether the server is reachable. Requests of coordination.k8s.io
+// Leases (leader election, sharding) pass ungated too, and are observed
+// alike: a Lease renewed every few seconds must not wait in line behind a
+// backlog's patches past its renew deadline, or the replica would give its
+// Lease, and its backlog, up at the worst moment (the API server's own
+// priority and fairness keeps leader election apart for the same reason).
 //
 // Each limit follows additive increase and multiplicative decrease, as TCP's
 // congestion window does: while responses come back well and the limit is

@@ -51,9 +51,12 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 func (t *transport) WrappedRoundTripper() http.RoundTripper { return t.next }
 
 // classify tells a request's class, and whether it is gated at all: watches
-// (watch=true or 1 in the query, or the legacy /watch/ paths) and streams
-// that follow (follow=true: logs) are not.
+// (watch=true or 1 in the query, or the legacy /watch/ paths), streams
+// that follow (follow=true: logs) and Leases are not.
 func classify(req *http.Request) (Class, bool) {
+	if lease(req.URL.Path) {
+		return Write, false
+	}
 	switch req.Method {
 	case http.MethodGet, http.MethodHead, http.MethodOptions, "":
 		if streaming(req.URL.RawQuery) || strings.Contains(req.URL.Path, "/watch/") {
@@ -62,6 +65,15 @@ func classify(req *http.Request) (Class, bool) {
 		return Read, true
 	}
 	return Write, true
+}
+
+// lease tells the requests of coordination.k8s.io Leases (leader election,
+// sharding): a renewal that waited in line behind a backlog's patches would
+// miss its renew deadline and hand the Lease, and the backlog, over to
+// another replica, which is the costliest moment for it.
+func lease(path string) bool {
+	rest, ok := strings.CutPrefix(path, "/apis/coordination.k8s.io/")
+	return ok && strings.Contains(rest, "/leases")
 }
 
 // streaming scans a raw query for watch or follow set true, without the

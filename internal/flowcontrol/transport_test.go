@@ -21,7 +21,9 @@ func TestClassify(t *testing.T) {
 	}{
 		{"PATCH", "/apis/kopf.dev/v1/namespaces/ns/kopfexamples/x", Write, true},
 		{"POST", "/api/v1/namespaces/ns/events", Write, true},
-		{"PUT", "/apis/coordination.k8s.io/v1/namespaces/ns/leases/l", Write, true},
+		{"PUT", "/apis/coordination.k8s.io/v1/namespaces/ns/leases/l", Write, false},
+		{"GET", "/apis/coordination.k8s.io/v1/namespaces/ns/leases?labelSelector=a", Read, false},
+		{"PUT", "/apis/kopf.dev/v1/namespaces/leases/kopfexamples/x", Write, true},
 		{"DELETE", "/api/v1/namespaces/ns/pods/p", Write, true},
 		{"GET", "/apis/kopf.dev/v1/kopfexamples?limit=500", Read, true},
 		{"GET", "/apis/kopf.dev/v1/namespaces/ns/kopfexamples/x", Read, true},

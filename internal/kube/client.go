@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
+	coordinationv1 "k8s.io/client-go/kubernetes/typed/coordination/v1"
 	"k8s.io/client-go/rest"
 
 	"github.com/kopfgo/kopfgo/internal/flowcontrol"
@@ -64,6 +65,8 @@ type Client struct {
 	flow *flowcontrol.Gate
 	// kinds caches discovery for ServerSideApply (ssa.go).
 	kinds kinds
+	// leases is the Leases' typed client (Leases).
+	leases coordinationv1.LeasesGetter
 }
 
 // Flow is the gate the client's requests pass; nil when there is none
@@ -91,8 +94,9 @@ func NewClient(cfg *rest.Config, opts ClientOptions) (*Client, error) {
 		}
 	}
 	if opts.Flow != nil {
-		// One gate for the dynamic, discovery, patching and watching
-		// clients: lists are its reads, watches pass it ungated.
+		// One gate for the dynamic, discovery, patching, watching and
+		// Leases clients: lists are its reads, watches and Leases pass it
+		// ungated (flowcontrol's doc says why).
 		cfg.Wrap(opts.Flow.Wrap)
 	}
 	wcfg := rest.CopyConfig(cfg) // no request timeout: watches are long
@@ -117,7 +121,11 @@ func NewClient(cfg *rest.Config, opts ClientOptions) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Client{Dynamic: dyn, Discovery: disc, raw: raw, watching: watching, host: strings.TrimSuffix(cfg.Host, "/"), flow: opts.Flow}, nil
+	leases, err := newLeases(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &Client{Dynamic: dyn, Discovery: disc, raw: raw, watching: watching, leases: leases, host: strings.TrimSuffix(cfg.Host, "/"), flow: opts.Flow}, nil
 }
 
 // Discover lists every served resource of every version, marking the
@@ -266,6 +274,24 @@ func (c *Client) Get(ctx context.Context, res resources.Resource, namespace, nam
 		return nil, explain(err, "get", res, namespace, name)
 	}
 	return obj, nil
+}
+
+// List reads the objects of a resource in a namespace ("" for all) afresh
+// from the API, as the watchers list them (without managedFields).
+func (c *Client) List(ctx context.Context, res resources.Resource, namespace string) ([]unstructured.Unstructured, error) {
+	src := c.collection(res, namespace, false)
+	var list *unstructured.UnstructuredList
+	err := c.retry(ctx, func() string { return c.describe("GET", res, namespace, "", "") }, func() (err error) {
+		list, err = src.List(ctx, metav1.ListOptions{})
+		return err
+	})
+	if err != nil {
+		return nil, explain(err, "list", res, namespace, "")
+	}
+	for i := range list.Items {
+		DropManagedFields(&list.Items[i]) // the raw client has dropped them already
+	}
+	return list.Items, nil
 }
 
 func (c *Client) resource(res resources.Resource, namespace string) dynamic.ResourceInterface {

@@ -1,7 +1,21 @@
 // Package kube is the only code that talks to the Kubernetes API: it loads
 // credentials, discovers resources, lists and watches them for the
 // informers, and applies the merge patches that handling cycles produce.
-// Everything above it works on plain object trees.
+// Everything above it works on plain object trees. Where client-go's
+// machinery must hold a client of its own type, kube builds it and the
+// others receive it: the Leases client that leader election and sharding
+// write with (Client.Leases), and the clientsets handed to handlers
+// (NewClientsets). NewClient makes every client of an operator from one
+// config, with the operator's user agent, proxy rule, timeout, flow control
+// and tracing. No other non-test file builds an API client
+// (TestOnlyKubeMakesAPIClients, beside the root's TestLayers).
+//
+// Lists, watches and patches go through a REST client that decodes each
+// response once (rawwatch.go, compact.go, rawpatch.go); gets, creates,
+// updates and events through client-go's dynamic client. A Client that a
+// test builds without NewClient, over client-go's dynamic fake (the
+// reactor's scripted scenarios), lists, watches and patches through its
+// Dynamic client instead: a second path that only tests take.
 //
 // Watchers' informers hold every object of their resource for as long as
 // it exists, so the form they hold it in is most of an operator's memory.

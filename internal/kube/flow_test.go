@@ -18,7 +18,7 @@ import (
 )
 
 // Every client NewClient builds passes the one gate: patches as writes,
-// gets, lists and discovery as reads; watches pass it ungated.
+// gets, lists and discovery as reads; watches and Leases pass it ungated.
 func TestEveryClientPassesTheGate(t *testing.T) {
 	gate := flowcontrol.New(flowcontrol.Config{})
 	var (
@@ -31,12 +31,17 @@ func TestEveryClientPassesTheGate(t *testing.T) {
 		if r.URL.Query().Get("watch") == "true" {
 			what = "WATCH"
 		}
+		if strings.Contains(r.URL.Path, "/leases/") {
+			what = "LEASE " + r.Method + " " + r.UserAgent()
+		}
 		mu.Lock()
 		seen = append(seen, what+" "+inFlight(s))
 		mu.Unlock()
 		w.Header().Set("Content-Type", "application/json")
 		switch {
 		case what == "WATCH":
+		case strings.HasPrefix(what, "LEASE"):
+			_, _ = io.WriteString(w, `{"apiVersion":"coordination.k8s.io/v1","kind":"Lease","metadata":{"name":"l","namespace":"ns","resourceVersion":"3"}}`)
 		case r.URL.Path == "/api":
 			_, _ = io.WriteString(w, `{"kind":"APIVersions","versions":["v1"]}`)
 		case r.URL.Path == "/apis":
@@ -78,11 +83,19 @@ func TestEveryClientPassesTheGate(t *testing.T) {
 		t.Fatal(err)
 	}
 	w.Stop()
+	lease, err := c.Leases().Leases("ns").Get(ctx, "l", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Leases().Leases("ns").Update(ctx, lease, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
 	mu.Lock()
 	defer mu.Unlock()
 	slices.Sort(seen)
 	seen = slices.Compact(seen)
-	if want := []string{"GET reads 1", "PATCH writes 1", "WATCH none"}; !slices.Equal(seen, want) {
+	// Leases pass ungated, with the operator's user agent.
+	if want := []string{"GET reads 1", "LEASE GET kopfgo none", "LEASE PUT kopfgo none", "PATCH writes 1", "WATCH none"}; !slices.Equal(seen, want) {
 		t.Errorf("requests seen with the gate's figures %v, want %v", seen, want)
 	}
 }

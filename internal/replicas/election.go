@@ -17,6 +17,7 @@ const ElectionReason = "leader election"
 
 // ElectionConfig is one replica's campaign for one Lease.
 type ElectionConfig struct {
+	// Leases is kube.Client.Leases: the operator's own client.
 	Leases    coordinationv1.LeasesGetter
 	Namespace string
 	Name      string

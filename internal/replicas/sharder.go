@@ -35,6 +35,7 @@ const ShardingLabel = "kopfgo.dev/sharding"
 
 // ShardingConfig is one replica's part in an operator's sharding.
 type ShardingConfig struct {
+	// Leases is kube.Client.Leases: the operator's own client.
 	Leases    coordinationv1.LeasesGetter
 	Namespace string
 	// Name is the operator's name: the shards' Leases are
