@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"strconv"
 	"strings"
 	"time"
 
@@ -106,7 +107,9 @@ func For(c Cycle) []patch.ConditionChange {
 		msg := FailedMessage(failures)
 		return []patch.ConditionChange{set(Ready, metav1.ConditionFalse, ReasonFailed, msg), remove(Reconciling), set(Stalled, metav1.ConditionTrue, ReasonFailed, msg)}
 	case c.Done:
-		msg := fmt.Sprintf("%s handled: %d %s succeeded.", c.Title, succeeded, plural(succeeded, "handler"))
+		// Joined rather than formatted: the message of every pass of the
+		// steady state, mostly kept back (Defer) once made.
+		msg := c.Title + " handled: " + strconv.Itoa(succeeded) + " " + plural(succeeded, "handler") + " succeeded."
 		return []patch.ConditionChange{set(Ready, metav1.ConditionTrue, ReasonSucceeded, msg), remove(Reconciling), remove(Stalled)}
 	}
 	reason := ReasonPending
