@@ -52,6 +52,10 @@ type ConditionChange struct {
 // patch, as meta.SetStatusCondition does, and sends the list only if it
 // has changed. Several changes of one type: the last wins.
 func (p *Patch) ChangeCondition(c ConditionChange) {
+	if p.conditions == nil {
+		// The framework's own come three at a time, on every pass.
+		p.conditions = make([]ConditionChange, 0, 4)
+	}
 	p.conditions = append(p.conditions, c)
 }
 

@@ -3,6 +3,8 @@ package conditions
 import (
 	"encoding/json"
 	"fmt"
+	"math"
+	"strconv"
 	"strings"
 	"time"
 
@@ -105,7 +107,9 @@ func For(c Cycle) []patch.ConditionChange {
 		msg := FailedMessage(failures)
 		return []patch.ConditionChange{set(Ready, metav1.ConditionFalse, ReasonFailed, msg), remove(Reconciling), set(Stalled, metav1.ConditionTrue, ReasonFailed, msg)}
 	case c.Done:
-		msg := fmt.Sprintf("%s handled: %d %s succeeded.", c.Title, succeeded, plural(succeeded, "handler"))
+		// Joined rather than formatted: the message of every pass of the
+		// steady state, mostly kept back (Defer) once made.
+		msg := c.Title + " handled: " + strconv.Itoa(succeeded) + " " + plural(succeeded, "handler") + " succeeded."
 		return []patch.ConditionChange{set(Ready, metav1.ConditionTrue, ReasonSucceeded, msg), remove(Reconciling), remove(Stalled)}
 	}
 	reason := ReasonPending
@@ -274,6 +278,118 @@ func Defer(body map[string]any, p *patch.Patch) bool {
 	}
 	delete(p.Map(), "status")
 	return true
+}
+
+// WriteOrDefer is Write and then Defer, as a pass on a resource with the
+// status subresource calls them. The common case, an object that stays
+// handled (the changes set Ready True over a Ready that is True and remove
+// types the list does not hold, and the patch has nothing for status), is
+// told from the changes and the body's list as they are: Write would merge
+// and encode a Ready that Defer then takes out again, decoding every entry
+// of the list on the way, on every pass of every object. Anything else
+// takes the long way, which decides it exactly.
+func WriteOrDefer(body map[string]any, p *patch.Patch, now time.Time) {
+	if staysHandled(body, p) {
+		p.TakeConditions()
+		return
+	}
+	Write(body, p, now)
+	Defer(body, p)
+}
+
+// staysHandled reports whether Write and Defer would leave p with no
+// status and no changes waiting, without merging anything: p has no status
+// of its own; every change sets Ready True or removes a type the body's
+// list does not hold; the list holds a Ready that is True; and every entry
+// of the list is one Defer reads (plain), each type once, so that Defer's
+// comparisons of the list with itself all hold.
+func staysHandled(body map[string]any, p *patch.Patch) bool {
+	if _, ok := p.Map()["status"]; ok {
+		return false
+	}
+	cur, _ := dicts.Get(body, []string{"status", "conditions"})
+	items, _ := cur.([]any)
+	ready := false
+	for i, it := range items {
+		m, ok := it.(map[string]any)
+		if !ok || !plain(m) || index(items[:i], m["type"].(string)) >= 0 {
+			return false
+		}
+		ready = ready || m["type"] == Ready && m["status"] == string(metav1.ConditionTrue)
+	}
+	if !ready {
+		return false
+	}
+	for _, ch := range p.Conditions() {
+		switch {
+		case ch.Remove && index(items, ch.Type) < 0:
+		case !ch.Remove && ch.Type == Ready && ch.Status == string(metav1.ConditionTrue):
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// conditionFields are metav1.Condition's JSON names.
+var conditionFields = [...]string{"type", "status", "reason", "message", "observedGeneration", "lastTransitionTime"}
+
+// plain reports whether decode reads an entry as a condition, judged from
+// its values rather than by encoding it: a non-empty type, the fields of
+// their JSON types, a lastTransitionTime in RFC 3339, and other keys of
+// scalar values that no field takes (encoding/json matches names without
+// regard to case). False may be wrong; true is not.
+func plain(m map[string]any) bool {
+	if t, ok := m["type"].(string); !ok || t == "" {
+		return false
+	}
+	for k, v := range m {
+		switch k {
+		case "type", "status", "reason", "message":
+			if _, ok := v.(string); !ok && v != nil {
+				return false
+			}
+		case "observedGeneration":
+			if !integer(v) {
+				return false
+			}
+		case "lastTransitionTime":
+			if s, ok := v.(string); ok {
+				if _, err := time.Parse(time.RFC3339, s); err != nil {
+					return false
+				}
+			} else if v != nil {
+				return false
+			}
+		default:
+			for _, f := range conditionFields {
+				if strings.EqualFold(k, f) {
+					return false
+				}
+			}
+			switch x := v.(type) {
+			case nil, string, bool, int64, int:
+			case float64:
+				if math.IsInf(x, 0) || math.IsNaN(x) {
+					return false
+				}
+			default:
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// integer reports whether v decodes into an int64 field.
+func integer(v any) bool {
+	switch n := v.(type) {
+	case nil, int64, int:
+		return true
+	case float64:
+		return n == math.Trunc(n) && math.Abs(n) < 1<<53
+	}
+	return false
 }
 
 // framework reports whether a condition type is one the framework keeps.

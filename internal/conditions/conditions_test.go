@@ -266,3 +266,86 @@ func TestDefer(t *testing.T) {
 		})
 	}
 }
+
+// WriteOrDefer decides the common case without merging (staysHandled) and
+// must leave the patch as Write and then Defer do, whatever the list holds.
+func TestWriteOrDeferIsWriteThenDefer(t *testing.T) {
+	ready := func(msg string, gen int64) any { return cond(Ready, "True", ReasonSucceeded, msg, gen, t0) }
+	with := func(c any, kv ...any) any {
+		m := map[string]any{}
+		for k, v := range c.(map[string]any) {
+			m[k] = v
+		}
+		for i := 0; i < len(kv); i += 2 {
+			m[kv[i].(string)] = kv[i+1]
+		}
+		return m
+	}
+	handled := For(Cycle{Title: "Update", Done: true, Handlers: []Handler{{ID: "a", Succeeded: true}}})
+	retrying := For(Cycle{Title: "Update", Handlers: []Handler{{ID: "a", Retries: 1, Message: "no"}}})
+	foreign := map[string]any{"type": "Synced", "status": "True", "severity": "Info", "weight": 1.5, "lastTransitionTime": "2020-01-01T00:00:00Z"}
+	cases := []struct {
+		name    string
+		body    map[string]any
+		status  map[string]any // the patch's status before, if any
+		changes []patch.ConditionChange
+		quick   bool // decided without merging
+	}{
+		{"an update handled", object(4, ready("Creation handled: 1 handler succeeded.", 3)), nil, handled, true},
+		{"nothing moves at all", object(3, ready("Update handled: 1 handler succeeded.", 3)), nil, handled, true},
+		{"a foreign condition with keys of its own", object(4, foreign, ready("x", 3)), nil, handled, true},
+		{"a generation as a float", object(4, with(ready("x", 0), "observedGeneration", 3.0)), nil, handled, true},
+		{"no transition time", object(4, with(ready("x", 3), "lastTransitionTime", nil)), nil, handled, true},
+		{"the removal of a type not there", object(4, ready("x", 3)), nil, append(handled, patch.ConditionChange{Type: "Synced", Remove: true}), true},
+		{"no changes", object(4, ready("x", 3)), nil, nil, true},
+		{"a retry", object(4, ready("x", 3)), nil, retrying, false},
+		{"Reconciling goes", object(4, ready("x", 3), cond(Reconciling, "True", ReasonPending, "x", 3, t0)), nil, handled, false},
+		{"Ready was False", object(4, cond(Ready, "False", ReasonPending, "x", 3, t0)), nil, handled, false},
+		{"no list yet", object(1), nil, handled, false},
+		{"status in the patch", object(4, ready("x", 3)), map[string]any{"create_fn": "x"}, handled, false},
+		{"an empty status in the patch", object(4, ready("x", 3)), map[string]any{}, handled, false},
+		{"a list in the patch", object(4, ready("x", 3)), map[string]any{"conditions": []any{ready("y", 4)}}, handled, false},
+		{"a handler's own change", object(4, ready("x", 3)), nil, append(handled, patch.ConditionChange{Type: "Synced", Status: "True", Reason: "Done"}), false},
+		{"two Readys, the second False", object(4, ready("x", 3), cond(Ready, "False", ReasonPending, "x", 3, t0)), nil, handled, false},
+		{"two of a foreign type that differ", object(4, ready("x", 3), foreign, with(foreign, "status", "False")), nil, handled, false},
+		{"a time that is not RFC 3339", object(4, with(ready("x", 3), "lastTransitionTime", "yesterday")), nil, handled, false},
+		{"a generation that is no integer", object(4, with(ready("x", 3), "observedGeneration", 3.5)), nil, handled, false},
+		{"a generation as a string", object(4, with(ready("x", 3), "observedGeneration", "3")), nil, handled, false},
+		{"a status not a string", object(4, with(ready("x", 3), "status", true)), nil, handled, false},
+		{"a key that encoding/json takes for status", object(4, with(ready("x", 3), "Status", "False")), nil, handled, false},
+		{"a key folded to status (long s)", object(4, with(ready("x", 3), "ſtatus", "False")), nil, handled, false},
+		{"a foreign key with a tree", object(4, ready("x", 3), with(foreign, "details", map[string]any{"a": "b"})), nil, handled, false},
+		{"an entry without a type", object(4, ready("x", 3), map[string]any{"status": "True"}), nil, handled, false},
+		{"an entry not a map", object(4, ready("x", 3), "Ready"), nil, handled, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			mk := func() *patch.Patch {
+				p := &patch.Patch{}
+				if tc.status != nil {
+					st := p.Status()
+					for k, v := range tc.status {
+						st[k] = v
+					}
+				}
+				for _, ch := range tc.changes {
+					p.ChangeCondition(ch)
+				}
+				return p
+			}
+			if got := staysHandled(tc.body, mk()); got != tc.quick {
+				t.Errorf("staysHandled = %v, want %v", got, tc.quick)
+			}
+			want, got := mk(), mk()
+			Write(tc.body, want, t1)
+			Defer(tc.body, want)
+			WriteOrDefer(tc.body, got, t1)
+			if !reflect.DeepEqual(got.Map(), want.Map()) {
+				t.Errorf("WriteOrDefer leaves\n %v\nWrite and Defer\n %v", got.Map(), want.Map())
+			}
+			if len(got.Conditions()) != 0 {
+				t.Errorf("changes are left waiting: %v", got.Conditions())
+			}
+		})
+	}
+}

@@ -172,19 +172,28 @@ type answer struct{ resp *http.Response }
 
 func (a answer) RoundTrip(*http.Request) (*http.Response, error) { return a.resp, nil }
 
+// BenchmarkRoundTrip is the gate's cost to a request that never waits: a
+// write (the gate judges its latency) and a read (it does not).
 func BenchmarkRoundTrip(b *testing.B) {
-	req, err := http.NewRequest(http.MethodPatch, "https://api/apis/kopf.dev/v1/namespaces/ns/kopfexamples/x", nil)
+	write, err := http.NewRequest(http.MethodPatch, "https://api/apis/kopf.dev/v1/namespaces/ns/kopfexamples/x", nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	read, err := http.NewRequest(http.MethodGet, "https://api/apis/kopf.dev/v1/namespaces/ns/kopfexamples/x", nil)
 	if err != nil {
 		b.Fatal(err)
 	}
 	next := answer{&http.Response{StatusCode: http.StatusOK}}
 	for _, bc := range []struct {
 		name string
+		req  *http.Request
 		rt   http.RoundTripper
 	}{
-		{"bare", next},
-		{"gated", New(Config{}).Wrap(next)},
+		{"bare", write, next},
+		{"gated", write, New(Config{}).Wrap(next)},
+		{"gated-read", read, New(Config{}).Wrap(next)},
 	} {
+		req := bc.req
 		b.Run(bc.name, func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {

@@ -279,9 +279,10 @@ func (w *watcher) handle(ctx context.Context, ps *pass, reason causes.Reason) pl
 	ps.cycled = true
 	// Now, not when the patch goes: whether the patch is empty decides
 	// what the pass logs.
-	conditions.Write(c.Body, c.Patch, w.Clock.Now())
 	if w.res.HasStatus() && !w.Settings.Persistence.Conditions.EveryPass {
-		conditions.Defer(c.Body, c.Patch) // no request of its own for news of nothing
+		conditions.WriteOrDefer(c.Body, c.Patch, w.Clock.Now()) // no request of its own for news of nothing
+	} else {
+		conditions.Write(c.Body, c.Patch, w.Clock.Now())
 	}
 	if out.Done {
 		ps.state.handled()

@@ -52,7 +52,7 @@ var (
 // script creates and changes objects, steps the clock, and checks what the
 // handlers saw and what the operator wrote.
 type scenario struct {
-	t        *testing.T
+	t        testing.TB
 	dyn      *dynamicfake.FakeDynamicClient
 	clock    *testingclock.FakeClock
 	reg      *handling.Registry
@@ -116,7 +116,7 @@ func (s *scenario) poke() {
 	}
 }
 
-func newScenario(t *testing.T) *scenario {
+func newScenario(t testing.TB) *scenario {
 	scheme := runtime.NewScheme()
 	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(scheme, map[schema.GroupVersionResource]string{
 		kexGVR: "KopfExampleList",
