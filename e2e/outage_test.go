@@ -71,8 +71,14 @@ func TestOutageIsToldInAFewLines(t *testing.T) {
 	if len(loud) > 5 {
 		t.Errorf("%d lines at INFO and above during the outage and recovery, want at most 5:\n%s", len(loud), strings.Join(loud, "\n"))
 	}
-	if log.Count("is back after") != 1 {
-		t.Errorf("the operator did not tell once that the API server is back")
+	if n := log.Count("is back after"); n != 1 {
+		var told []string // the flow control's lines, for the failure's reader
+		for _, line := range strings.Split(log.String(), "\n") {
+			if strings.Contains(line, "The API server at") {
+				told = append(told, line)
+			}
+		}
+		t.Errorf("the operator told %d times that the API server is back, want once; its flow control's lines:\n%s", n, strings.Join(told, "\n"))
 	}
 	for i := range n {
 		name := fmt.Sprintf("kex-%d", i)

@@ -80,6 +80,15 @@
 // many requests waited and how many failed) with limits that restart at one
 // and grow back by slow start to their initial values.
 //
+// An outcome tells about the server as it was when its request was sent:
+// the gate numbers the server's episodes (an outage starting, an outage
+// ending) and judges a request only by the episode it was sent in. A
+// kube-apiserver that shuts down refuses new connections while it still
+// answers the requests it has: those answers, coming after the outage
+// began, do not end it (the e2e outage test once logged two outages for
+// one so), and a watch that failed while the server was away does not count
+// toward a new outage after it is back.
+//
 // The gate starts nothing: waiting requests wait on their own goroutines and
 // timers, so there is nothing to run or stop, and a nil *Gate lets every
 // request through.

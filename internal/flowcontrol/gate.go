@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"k8s.io/utils/clock"
@@ -119,6 +120,14 @@ type Gate struct {
 	streak int
 	// out is the outage under way; nil while the server answers.
 	out *outage
+	// episode numbers the server's states: it moves on when an outage
+	// starts and when it ends. A request's outcome tells about the episode
+	// it was sent in, not a later one: an answer to a request sent before
+	// an outage began (the server drains its requests in flight when it
+	// shuts down) does not end the outage, and a failure of a request sent
+	// during it does not count toward the next. Written under mu; read
+	// without it by ungated requests.
+	episode atomic.Uint64
 }
 
 type outage struct {
@@ -208,10 +217,11 @@ func (g *Gate) limitLocked(c Class) int {
 
 // ticket is a request let through.
 type ticket struct {
-	class Class
-	probe bool
-	seq   uint64
-	start time.Time
+	class   Class
+	probe   bool
+	seq     uint64
+	episode uint64
+	start   time.Time
 }
 
 // waiter is a request waiting in line.
@@ -337,7 +347,7 @@ func (g *Gate) letLocked(c Class, now time.Time, probe bool) ticket {
 	if probe {
 		g.out.probing = true
 	}
-	return ticket{class: c, probe: probe, seq: g.seq, start: now}
+	return ticket{class: c, probe: probe, seq: g.seq, episode: g.episode.Load(), start: now}
 }
 
 // dispatchLocked lets waiting requests go as far as the limits allow, and
@@ -460,7 +470,7 @@ func (g *Gate) done(t ticket, o outcome) {
 	switch o.kind {
 	case cancelled:
 	case succeeded:
-		line = g.succeededLocked()
+		line = g.succeededLocked(t.episode)
 		cs.sample(rtt, t.seq, g.seq, demand)
 	default:
 		now := g.clk.Now()
@@ -471,7 +481,7 @@ func (g *Gate) done(t ticket, o outcome) {
 			cs.closedUntil = later(cs.closedUntil, now.Add(o.retryAfter))
 		}
 		if o.kind != steered {
-			line = g.failedLocked(now, t.probe, o)
+			line = g.failedLocked(now, t.episode, t.probe, o)
 		}
 	}
 	g.dispatchWaitingLocked()
@@ -484,18 +494,19 @@ func (g *Gate) done(t ticket, o outcome) {
 	}
 }
 
-// observe judges the server by an ungated request's outcome (a watch's):
-// it can tell an outage and its end, nothing about the limits.
-func (g *Gate) observe(o outcome) {
+// observe judges the server by an ungated request's outcome (a watch's),
+// sent in the episode given: it can tell an outage and its end, nothing
+// about the limits.
+func (g *Gate) observe(episode uint64, o outcome) {
 	if o.kind == cancelled || o.kind == steered {
 		return
 	}
 	g.mu.Lock()
 	var line func()
 	if o.kind == succeeded {
-		line = g.succeededLocked()
+		line = g.succeededLocked(episode)
 	} else {
-		line = g.failedLocked(g.clk.Now(), false, o)
+		line = g.failedLocked(g.clk.Now(), episode, false, o)
 	}
 	g.dispatchWaitingLocked()
 	g.mu.Unlock()
@@ -511,9 +522,13 @@ func later(a, b time.Time) time.Time {
 	return a
 }
 
-// succeededLocked ends the streak of failures and the outage, if any; it
-// returns the outage's closing line. It reads the clock only to end one.
-func (g *Gate) succeededLocked() func() {
+// succeededLocked ends the streak of failures and the outage, if any, for
+// a request sent in the episode given; it returns the outage's closing
+// line. It reads the clock only to end one.
+func (g *Gate) succeededLocked(episode uint64) func() {
+	if episode != g.episode.Load() {
+		return nil // sent before the server's state changed: tells nothing of it
+	}
 	g.streak = 0
 	out := g.out
 	if out == nil {
@@ -521,6 +536,7 @@ func (g *Gate) succeededLocked() func() {
 	}
 	now := g.clk.Now()
 	g.out = nil
+	g.episode.Add(1)
 	for c := range numClasses {
 		g.classes[c].restart(g.seq)
 	}
@@ -528,9 +544,12 @@ func (g *Gate) succeededLocked() func() {
 		g.host, now.Sub(out.since).Round(time.Millisecond), out.waited, out.failed))
 }
 
-// failedLocked counts a failure; the third in a row starts an outage, whose
-// opening line it returns.
-func (g *Gate) failedLocked(now time.Time, probe bool, o outcome) func() {
+// failedLocked counts a failure of a request sent in the episode given;
+// the third in a row starts an outage, whose opening line it returns.
+func (g *Gate) failedLocked(now time.Time, episode uint64, probe bool, o outcome) func() {
+	if episode != g.episode.Load() {
+		return nil // sent before the server's state changed: tells nothing of it
+	}
 	g.streak++
 	if out := g.out; out != nil {
 		out.failed++
@@ -549,6 +568,7 @@ func (g *Gate) failedLocked(now time.Time, probe bool, o outcome) func() {
 		out.waited += g.classes[c].waiting
 	}
 	g.out = out
+	g.episode.Add(1)
 	state := "unreachable"
 	if out.overloaded {
 		state = "overloaded"

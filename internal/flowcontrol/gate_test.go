@@ -394,6 +394,48 @@ func TestOutageLetsOneProbeThroughAtATime(t *testing.T) {
 	}
 }
 
+// A server shutting down refuses new connections but still answers the
+// requests it has: those answers come after the outage began and must not
+// end it, or the log tells two outages for one. Likewise a watch sent while
+// the server was away that fails after it is back starts no new outage.
+func TestOutcomesOfEarlierRequestsTellNothingOfTheOutage(t *testing.T) {
+	r := newRig(t, Config{Host: "https://api"})
+	var inFlight []ticket
+	for range 3 {
+		inFlight = append(inFlight, r.now(Write))
+	}
+	for range downAfter {
+		r.finish(r.now(Read), time.Millisecond, refused)
+	}
+	if !r.g.Stats().Unavailable {
+		t.Fatal("available after three failures in a row")
+	}
+	for _, tk := range inFlight { // the draining server answers them
+		r.finish(tk, time.Second, ok)
+	}
+	if !r.g.Stats().Unavailable {
+		t.Fatal("answers to requests sent before the outage ended it")
+	}
+	watchSentDuring := r.g.episode.Load()
+	r.g.observe(watchSentDuring, refused)
+
+	r.clk.Step(firstProbe)
+	r.finish(r.now(Read), time.Millisecond, ok) // the probe
+
+	if r.g.Stats().Unavailable {
+		t.Fatal("unavailable after a probe succeeded")
+	}
+	for range downAfter {
+		r.g.observe(watchSentDuring, refused)
+	}
+	if r.g.Stats().Unavailable {
+		t.Fatal("failures of watches sent during the outage started another")
+	}
+	if n := strings.Count(r.log.String(), "\n"); n != 2 {
+		t.Errorf("log:\n%s\nwant two lines: one outage, one recovery", r.log)
+	}
+}
+
 func TestLimitGrowsBackAfterAnOutage(t *testing.T) {
 	r := newRig(t, Config{Writes: Limits{Initial: 8, Max: 8}})
 	for range downAfter {
@@ -469,12 +511,12 @@ func TestWaitingHonoursTheContext(t *testing.T) {
 func TestWatchesTellOutagesAndRecoveries(t *testing.T) {
 	r := newRig(t, Config{Host: "https://api"})
 	for range downAfter {
-		r.g.observe(refused)
+		r.g.observe(r.g.episode.Load(), refused)
 	}
 	if !r.g.Stats().Unavailable {
 		t.Fatal("failing watches did not tell an outage")
 	}
-	r.g.observe(ok)
+	r.g.observe(r.g.episode.Load(), ok)
 	if r.g.Stats().Unavailable {
 		t.Fatal("a watch that connects did not end the outage")
 	}

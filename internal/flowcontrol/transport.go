@@ -30,8 +30,9 @@ type transport struct {
 func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	c, gated := classify(req)
 	if !gated {
+		episode := t.gate.episode.Load()
 		resp, err := t.next.RoundTrip(req)
-		t.gate.observe(judge(req, resp, err))
+		t.gate.observe(episode, judge(req, resp, err))
 		return resp, err
 	}
 	tk, err := t.gate.acquire(req.Context(), c)
