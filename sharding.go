@@ -19,8 +19,10 @@ import (
 // Sharding spreads the objects of every served resource over several
 // active replicas of an operator, beyond what Kopf does (compat:
 // replicas-sharding). An object belongs to the shard its label
-// "shard.kopfgo.dev/<Name>" names, FNV-1a(uid) mod Shards: the replica
-// holding shard 0 labels the objects that have none. Each replica holds
+// "shard.kopfgo.dev/<Name>" names, FNV-1a of "namespace/name" mod Shards:
+// the operator's mutating webhook labels new objects at creation when it
+// manages its webhook configurations (Settings.Admission.Managed), and the
+// replica holding shard 0 labels the objects that have none. Each replica holds
 // the coordination.k8s.io/v1 Leases of some shards, "<Name>-shard-<i>",
 // about Shards/replicas of them, watches only their objects (a label
 // selector: it never receives the others') and handles only them: their
