@@ -159,9 +159,11 @@ func (r *run) livenessEndpoint(ctx context.Context) error {
 	return srv.Run(r.clients(ctx))
 }
 
-// admission serves the validating and mutating handlers, if any.
+// admission serves the validating and mutating handlers, if any, and the
+// sharding's labelling at creation (after the user's handlers, so that it
+// labels the object they made).
 func (r *run) admission(ctx context.Context) error {
-	hs := r.op.reg.Admissions()
+	hs := append(r.op.reg.Admissions(), r.shardLabelling()...)
 	if len(hs) == 0 {
 		return nil
 	}

@@ -34,7 +34,7 @@ func TestLayers(t *testing.T) {
 		"internal/flowcontrol": nil,
 		"internal/kube":        append([]string{"internal/flowcontrol", "internal/resources", "internal/unjson", "internal/tracing"}, leaves...),
 		"internal/health":      nil,
-		"internal/admission":   {"internal/handling", "internal/handlers", "patch", "internal/config", "internal/kube", "internal/resources", "internal/logging", "internal/health"},
+		"internal/admission":   {"internal/handling", "internal/handlers", "patch", "internal/config", "internal/kube", "internal/resources", "internal/logging", "internal/health", "internal/conventions"},
 		"internal/replicas":    append([]string{"internal/kube", "internal/pyrepr", "internal/resources", "internal/unjson"}, leaves...),
 		"internal/component":   nil,
 		"internal/rbac":        {"internal/resources"},

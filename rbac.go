@@ -139,8 +139,9 @@ func rbacSpec(ctx context.Context, op *Operator, o RBACOptions, offline []resour
 		ScanCRDs: !op.opts.Settings.Scanning.Disabled,
 		// Settings.Admission.Managed is often set by a startup handler (as
 		// in Kopf's example), which does not run here: admission handlers
-		// are taken to mean managed configurations.
-		ManagedWebhooks: len(op.reg.Admissions()) > 0,
+		// are taken to mean managed configurations. A sharded operator
+		// manages them for the labelling at creation alone.
+		ManagedWebhooks: len(op.reg.Admissions()) > 0 || ((o.Sharding || op.opts.Sharding.Shards != 0) && op.opts.Settings.Admission.Managed != ""),
 		Namespaces:      o.Namespaces, Namespaced: o.Namespaced,
 		DefaultNamespace: defaultNamespace,
 		Name:             o.Name, ServiceAccount: o.ServiceAccount, ServiceAccountNamespace: o.ServiceAccountNamespace,

@@ -1,20 +1,26 @@
 package kopfgo
 
 import (
+	"cmp"
 	"context"
 	"os"
 	"time"
 
+	"github.com/kopfgo/kopfgo/internal/admission"
 	"github.com/kopfgo/kopfgo/internal/cli"
 	"github.com/kopfgo/kopfgo/internal/component"
+	"github.com/kopfgo/kopfgo/internal/handling"
 	"github.com/kopfgo/kopfgo/internal/replicas"
+	"github.com/kopfgo/kopfgo/internal/resources"
 )
 
 // Sharding spreads the objects of every served resource over several
 // active replicas of an operator, beyond what Kopf does (compat:
 // replicas-sharding). An object belongs to the shard its label
-// "shard.kopfgo.dev/<Name>" names, FNV-1a(uid) mod Shards: the replica
-// holding shard 0 labels the objects that have none. Each replica holds
+// "shard.kopfgo.dev/<Name>" names, FNV-1a of "namespace/name" mod Shards:
+// the operator's mutating webhook labels new objects at creation when it
+// manages its webhook configurations (Settings.Admission.Managed), and the
+// replica holding shard 0 labels the objects that have none. Each replica holds
 // the coordination.k8s.io/v1 Leases of some shards, "<Name>-shard-<i>",
 // about Shards/replicas of them, watches only their objects (a label
 // selector: it never receives the others') and handles only them: their
@@ -65,12 +71,9 @@ func (r *run) sharding(ctx context.Context) error {
 		return err
 	}
 	c := replicas.ShardingConfig{
-		Leases: client.Leases(), Name: sh.Name, Namespace: r.op.leaseNamespace(sh.Namespace), Shards: sh.Shards,
+		Leases: client.Leases(), Name: sh.name(), Namespace: r.op.leaseNamespace(sh.Namespace), Shards: sh.Shards,
 		Identity: sh.Identity, Timing: replicas.Timing{LeaseDuration: sh.LeaseDuration, RenewDeadline: sh.RenewDeadline, RetryPeriod: sh.RetryPeriod},
 		Clock: r.clock, Logger: r.logger, Pause: r.standby, Held: r.obs.ShardsHeld,
-	}
-	if c.Name == "" {
-		c.Name = "kopfgo-operator"
 	}
 	if c.Identity == "" {
 		c.Identity = replicas.HolderIdentity()
@@ -89,6 +92,24 @@ func (r *run) sharding(ctx context.Context) error {
 		r.logger.Error(err.Error())
 	}
 	return nil
+}
+
+// name is the sharding's name, or its default.
+func (sh Sharding) name() string { return cmp.Or(sh.Name, "kopfgo-operator") }
+
+// shardLabelling are the built-in mutating webhooks that label the served
+// resources' new objects with their shards at creation, so that the
+// coordinator writes nothing for them: when the operator shards and
+// manages its webhook configurations (a configuration of the user's own
+// would not call them). Without them, the coordinator labels each new
+// object with a patch.
+func (r *run) shardLabelling() []*handling.AdmissionHandler {
+	sh, adm := r.op.opts.Sharding, r.settings.Admission
+	if sh.Shards == 0 || adm.Managed == "" || adm.Server == nil {
+		return nil
+	}
+	scope := resources.NewNamespaces(r.op.opts.Namespaces)
+	return admission.ShardLabelling(sh.name(), sh.Shards, r.op.reg.Selectors(), scope.Match)
 }
 
 // leaseNamespace is the namespace of the operator's Leases: the one given,

@@ -1,9 +1,12 @@
 package kopfgo
 
 import (
+	"context"
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/kopfgo/kopfgo/internal/resources"
 )
 
 // The replica modes are explicit: contradictory ones fail naming the
@@ -50,5 +53,25 @@ func TestCheckModesNamesTheContradictions(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// A sharded operator that manages its webhook configurations needs them
+// for the labelling at creation, even without admission handlers of its
+// own; without Managed it does not.
+func TestShardingRBACGrantsTheManagedWebhooks(t *testing.T) {
+	kex := resources.Resource{Group: "kopf.dev", Version: "v1", Plural: "kopfexamples", Kind: "KopfExample", Preferred: true, Namespaced: true}
+	for _, managed := range []string{"", "auto.kopf.dev"} {
+		opts := Options{Sharding: Sharding{Shards: 4}}
+		opts.Settings.Admission.Managed = managed
+		op := New(opts)
+		op.On.Create("kopfexamples", func(context.Context, *Change) (any, error) { return nil, nil }, ID("create"))
+		spec, err := rbacSpec(context.Background(), op, RBACOptions{}, []resources.Resource{kex})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if spec.ManagedWebhooks != (managed != "") {
+			t.Errorf("Managed %q: ManagedWebhooks = %v", managed, spec.ManagedWebhooks)
+		}
 	}
 }

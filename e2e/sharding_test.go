@@ -20,6 +20,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kopfgo/kopfgo/e2e/runner"
+	"github.com/kopfgo/kopfgo/internal/conventions"
 	modes "github.com/kopfgo/kopfgo/internal/replicas"
 )
 
@@ -100,9 +101,9 @@ func TestShardingSpreadsObjectsOverReplicas(t *testing.T) {
 	byCreator := creations()
 	for i := 0; i < n; i++ {
 		obj := fmt.Sprintf("kex-%04d", i)
-		want := owner[modes.Shard(uids[obj], shardingShards)]
+		want := owner[conventions.Shard(ns, obj, shardingShards)]
 		if got := byCreator[obj]; len(got) != 1 || got[0] != want {
-			t.Errorf("%s (shard %d of %s) was created by %v, want once by %s", obj, modes.Shard(uids[obj], shardingShards), want, got, want)
+			t.Errorf("%s (shard %d of %s) was created by %v, want once by %s", obj, conventions.Shard(ns, obj, shardingShards), want, got, want)
 		}
 		split[want]++
 	}
@@ -153,8 +154,8 @@ func TestShardingSpreadsObjectsOverReplicas(t *testing.T) {
 	eventually(t, 2*time.Minute, "every object's daemon to run on its shard's holder only", func() (bool, error) {
 		owner := holders()
 		running, _ := daemonsRunning(t, journal)
-		for obj, uid := range uids {
-			want := pidOf(owner[modes.Shard(uid, shardingShards)])
+		for obj := range uids {
+			want := pidOf(owner[conventions.Shard(ns, obj, shardingShards)])
 			if got := running[ns+"/"+obj]; !slices.Equal(got, []string{want}) {
 				return false, fmt.Errorf("%s's daemon runs in %v, want in %s", obj, got, want)
 			}

@@ -17,13 +17,12 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 
 	"github.com/kopfgo/kopfgo/internal/conventions"
-	modes "github.com/kopfgo/kopfgo/internal/replicas"
 )
 
 // TestShardedWatchesSplitTheEvents: three replicas with --shards, objects
 // created before they start (the holder of shard 0 labels them) and after
 // (labelled as they come), one replica SIGKILLed and one joining. Each
-// object is labelled with its uid's shard and handled once, by its shard's
+// object is labelled with its key's shard (conventions.Shard) and handled once, by its shard's
 // holder; each replica receives the watch events of its own shards' objects
 // only (its kopfgo_watch_events_total against the events that the test's
 // own watch sees of those objects); daemons never run on two replicas at
@@ -165,7 +164,7 @@ func TestShardedWatchesSplitTheEvents(t *testing.T) {
 	rs.balanced("the shards to rebalance to the new replica", "replica-a", "replica-b", "replica-d")
 	measure("joined", "replica-a", "replica-b", "replica-d")
 
-	// Every object carries its uid's shard, and was created once by the
+	// Every object carries its key's shard, and was created once by the
 	// holder of that shard at the time, except those whose creation the
 	// killed replica finished but could not record (SIGKILL's
 	// at-least-once window).
@@ -176,8 +175,8 @@ func TestShardedWatchesSplitTheEvents(t *testing.T) {
 	}
 	for i := range list.Items {
 		u := &list.Items[i]
-		if got, want := u.GetLabels()[label], strconv.Itoa(modes.Shard(string(u.GetUID()), shardingShards)); got != want {
-			t.Errorf("%s is labelled with shard %q, want %s (its uid's)", u.GetName(), got, want)
+		if got, want := u.GetLabels()[label], strconv.Itoa(conventions.Shard(ns, u.GetName(), shardingShards)); got != want {
+			t.Errorf("%s is labelled with shard %q, want %s (its key's)", u.GetName(), got, want)
 		}
 	}
 	settle(t, func() int {

@@ -109,10 +109,11 @@ func (l *labeller) next(ctx context.Context) bool {
 		l.queue.Forget(key)
 		return true
 	}
-	shard := l.set.Assign(c.UID)
+	shard := l.set.Assign(c.Namespace, c.Name)
 	p := &patch.Patch{}
-	// The uid is a precondition: an object recreated under the name
-	// meanwhile has another shard, and is labelled when it is seen.
+	// The uid is a precondition: the patch is for the object seen, and an
+	// object recreated under its name meanwhile is labelled when it is
+	// seen (with the same shard, which the name decides).
 	p.Set([]string{"metadata", "uid"}, c.UID)
 	p.Labels()[l.set.Label] = shard
 	_, err = l.client.Apply(ctx, l.res, c.Namespace, c.Name, p)

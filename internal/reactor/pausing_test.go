@@ -229,8 +229,8 @@ func TestShardsKeepOtherShardsObjectsAway(t *testing.T) {
 		return ok
 	})
 	s.until("kex3 labelled by the holder of shard 0", func() bool { return s.get("kex3").GetLabels()[testShardLabel] != "" })
-	if got, want := s.get("kex3").GetLabels()[testShardLabel], set.Load().Assign("uid-kex3"); got != want {
-		t.Errorf("kex3 labelled with shard %s, want %s (its uid's)", got, want)
+	if got, want := s.get("kex3").GetLabels()[testShardLabel], set.Load().Assign("default", "kex3"); got != want {
+		t.Errorf("kex3 labelled with shard %s, want %s (its key's)", got, want)
 	}
 	s.stop()
 	if n1, n2 := calls.get("kex1"), calls.get("kex2"); n1 != 1 || n2 != 1 {
@@ -251,7 +251,7 @@ func TestCoordinatorLabelsObjectsOfNoShard(t *testing.T) {
 		return ok
 	})
 	s.stop()
-	if got, want := s.get("kex1").GetLabels()[testShardLabel], (replicas.ShardSet{Shards: 2}).Assign("uid-kex1"); got != want {
+	if got, want := s.get("kex1").GetLabels()[testShardLabel], (replicas.ShardSet{Shards: 2}).Assign("default", "kex1"); got != want {
 		t.Errorf("kex1 labelled with shard %q, want %q", got, want)
 	}
 	if c, u := created.get("kex1"), updates(); c != 1 || len(u) != 0 {

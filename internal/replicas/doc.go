@@ -55,7 +55,10 @@
 // with client-go's typed client.
 //
 // An object belongs to the shard its label names: "shard.kopfgo.dev/<name>"
-// (conventions.ShardLabel), valued FNV-1a-32(uid) mod N (Shard). A replica
+// (conventions.ShardLabel), valued FNV-1a-32 of "namespace/name" mod N
+// (conventions.Shard; the key, not the uid, which the API server sets only
+// after the mutating webhooks, so that a webhook can label an object at
+// its creation by the same rule as the coordinator). A replica
 // serves the objects of the shards whose Leases it holds,
 // "<name>-shard-<i>", and no other: its watchers list and watch with the
 // label selector "shard.kopfgo.dev/<name> in (i, j, ...)" (ShardSet), so
@@ -68,6 +71,12 @@
 // shard, "shard.kopfgo.dev/<name> notin (0, ..., N-1)" (no label, or a
 // number left by a sharding with more shards), and labels each with one
 // merge patch (its uid as a precondition) through the API's flow control.
+// When the operator manages its webhook configurations, its mutating
+// webhook (internal/admission's ShardLabelling) labels new objects at
+// creation, and the coordinator writes only for the objects it missed:
+// those created before it, while the operator was out of reach (the
+// webhook's failurePolicy is Ignore), or with generateName (no name yet at
+// admission, so no key to hash).
 // A labelled object leaves that watch and enters its holder's, which
 // handles it; the coordinator only labels. The label is never changed
 // once it names a shard of this many, so an object never changes shard,

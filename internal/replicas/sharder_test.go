@@ -18,6 +18,8 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
+
+	"github.com/kopfgo/kopfgo/internal/conventions"
 )
 
 // journal is the order of what the replicas and their reactors do.
@@ -88,7 +90,7 @@ type world struct {
 	clock   *clocktesting.FakeClock
 	clients *fake.Clientset
 	j       *journal
-	uids    []string // uids[i] is in shard i
+	names   []string // names[i], cluster-scoped, is in shard i
 	ctx     context.Context
 	wg      sync.WaitGroup
 	// failing makes lease updates by these identities fail.
@@ -105,11 +107,11 @@ func newWorld(t *testing.T) *world {
 		cancel()
 		w.wg.Wait()
 	})
-	w.uids = make([]string, shards)
-	for n := 0; slices.Contains(w.uids, ""); n++ {
-		uid := fmt.Sprintf("uid-%d", n)
-		if i := Shard(uid, shards); w.uids[i] == "" {
-			w.uids[i] = uid
+	w.names = make([]string, shards)
+	for n := 0; slices.Contains(w.names, ""); n++ {
+		name := fmt.Sprintf("obj-%d", n)
+		if i := conventions.Shard("", name, shards); w.names[i] == "" {
+			w.names[i] = name
 		}
 	}
 	w.clients.PrependReactor("update", "leases", func(a k8stesting.Action) (bool, runtime.Object, error) {
@@ -152,7 +154,7 @@ func (w *world) replica(name string) *replica {
 				w.j.add("%s: halted #%d", name, period)
 				r.pause.Halted(period)
 			} else {
-				w.j.add("%s: resumed serving %v", name, r.serving(w.uids))
+				w.j.add("%s: resumed serving %v", name, r.serving(w.names))
 			}
 			select {
 			case <-changed:
@@ -166,11 +168,11 @@ func (w *world) replica(name string) *replica {
 
 // serving are the shards whose objects the reactor would serve: those
 // labelled as the coordinator labels them.
-func (r *replica) serving(uids []string) []int {
+func (r *replica) serving(names []string) []int {
 	set := r.s.Set()
 	var out []int
-	for i, uid := range uids {
-		if set.Owns(map[string]string{set.Label: set.Assign(uid)}) {
+	for i, name := range names {
+		if set.Owns(map[string]string{set.Label: set.Assign("", name)}) {
 			out = append(out, i)
 		}
 	}
@@ -220,7 +222,7 @@ func TestHandoverReleasesAfterHaltingAndAcquiresBeforeServing(t *testing.T) {
 	}
 	w.before(`op-shard-3: holder ""`, `op-shard-3: holder "b"`)
 	w.before(`op-shard-3: holder "b"`, "b: resumed serving [2 3]")
-	if got := b.serving(w.uids); !slices.Equal(got, []int{2, 3}) {
+	if got := b.serving(w.names); !slices.Equal(got, []int{2, 3}) {
 		t.Errorf("b serves %v, want [2 3]", got)
 	}
 
@@ -256,7 +258,7 @@ func TestAShardNotRenewedInTimeIsLostAndStopped(t *testing.T) {
 	if got := a.s.Held(); len(got) != 0 {
 		t.Fatalf("a holds %v past the renew deadline, want none", got)
 	}
-	if got := a.serving(w.uids); len(got) != 0 {
+	if got := a.serving(w.names); len(got) != 0 {
 		t.Errorf("a still serves %v", got)
 	}
 	if !a.pause.Paused() {

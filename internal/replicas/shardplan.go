@@ -1,22 +1,6 @@
 package replicas
 
-import (
-	"hash/fnv"
-	"slices"
-)
-
-// Shard is the shard of an object: the FNV-1a (32-bit) hash of its uid,
-// modulo the number of shards. The uid, unlike the name, never repeats,
-// and does not change while the object lives, so an object stays in its
-// shard for good.
-func Shard(uid string, shards int) int {
-	if shards <= 1 {
-		return 0
-	}
-	h := fnv.New32a()
-	_, _ = h.Write([]byte(uid))
-	return int(h.Sum32() % uint32(shards))
-}
+import "slices"
 
 // ShardView is what a replica knows of the others when it balances.
 type ShardView struct {

@@ -8,40 +8,6 @@ import (
 	"time"
 )
 
-func TestShardIsFNV1aOfTheUIDModuloTheShards(t *testing.T) {
-	cases := []struct {
-		uid    string
-		shards int
-		want   int
-	}{
-		// FNV-1a 32 of "" is 0x811c9dc5 = 2166136261.
-		{"", 7, 2166136261 % 7},
-		// FNV-1a 32 of "a" is 0xe40c292c = 3826002220.
-		{"a", 10, 3826002220 % 10},
-		{"a", 1, 0},
-		{"a", 0, 0},
-		{"6f1d7c1e-2b8a-4c47-9f64-1f0a5e0c3d21", 3, Shard("6f1d7c1e-2b8a-4c47-9f64-1f0a5e0c3d21", 3)},
-	}
-	for _, c := range cases {
-		if got := Shard(c.uid, c.shards); got != c.want || got < 0 || (c.shards > 0 && got >= c.shards) {
-			t.Errorf("Shard(%q, %d) = %d, want %d", c.uid, c.shards, got, c.want)
-		}
-	}
-}
-
-func TestShardSpreadsUIDsEvenly(t *testing.T) {
-	const shards, n = 8, 8000
-	counts := make([]int, shards)
-	for i := range n {
-		counts[Shard(fmt.Sprintf("%08x-0000-4000-8000-%012x", i*7919, i), shards)]++
-	}
-	for s, c := range counts {
-		if c < n/shards*8/10 || c > n/shards*12/10 {
-			t.Errorf("shard %d has %d of %d uids: want about %d; all: %v", s, c, n, n/shards, counts)
-		}
-	}
-}
-
 func TestQuotasAddUpToTheShards(t *testing.T) {
 	for _, shards := range []int{1, 2, 3, 7, 8, 16} {
 		for m := 1; m <= 5; m++ {

@@ -54,10 +54,13 @@ func (s ShardSet) Owns(labels map[string]string) bool {
 	return err == nil && slices.Contains(s.Held, i)
 }
 
-// Assign is the label's value for the object of this uid: its shard by the
-// hash of its uid (Shard), so that every replica, and a webhook at its
-// creation, assign it the same shard.
-func (s ShardSet) Assign(uid string) string { return strconv.Itoa(Shard(uid, s.Shards)) }
+// Assign is the label's value for the object of this namespace ("" if
+// cluster-scoped) and name: its shard by conventions.Shard, the rule that
+// the mutating webhook labelling objects at creation follows too, so that
+// every replica and the webhook assign an object the same shard.
+func (s ShardSet) Assign(namespace, name string) string {
+	return strconv.Itoa(conventions.Shard(namespace, name, s.Shards))
+}
 
 // shardSet is the set of a sharding named name.
 func shardSet(name string, shards int, held []int) ShardSet {

@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/kopfgo/kopfgo/internal/conventions"
 )
 
 // The selectors are what the API server parses: a replica's selects its
@@ -51,12 +53,13 @@ func TestShardSetSelectors(t *testing.T) {
 	}
 }
 
-// Assign labels an object with its uid's shard, the same on every replica.
+// Assign labels an object with its key's shard, the same on every replica
+// and in the webhook (conventions.Shard).
 func TestShardSetAssign(t *testing.T) {
 	set := shardSet("op", 12, nil)
-	for _, uid := range []string{"a", "b", "5f0c6a3e-0000-4000-8000-000000000000"} {
-		if got, want := set.Assign(uid), Shard(uid, 12); got != itoa(want) {
-			t.Errorf("Assign(%q) = %s, want %d", uid, got, want)
+	for _, key := range [][2]string{{"", "a"}, {"ns", "a"}, {"default", "kex-1"}} {
+		if got, want := set.Assign(key[0], key[1]), conventions.Shard(key[0], key[1], 12); got != itoa(want) {
+			t.Errorf("Assign(%q, %q) = %s, want %d", key[0], key[1], got, want)
 		}
 	}
 }
