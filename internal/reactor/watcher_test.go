@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -396,6 +397,61 @@ func TestHandlersSeeManagedFieldsOnlyWhenKept(t *testing.T) {
 				if want := fmt.Sprintf("%s:%v", name, keep); !got[want] {
 					t.Errorf("the handler saw %v, want %s", got, want)
 				}
+			}
+		})
+	}
+}
+
+// A change made between the watcher's listing and its watch comes to it
+// by the watch, replayed from the listing's resourceVersion; when the API
+// has forgotten the events since (a compaction: the watch is answered 410
+// Expired), the watcher lists again and finds the change there.
+func TestAChangeBetweenTheListingAndTheWatchIsHandled(t *testing.T) {
+	for _, forgotten := range []bool{false, true} {
+		t.Run(fmt.Sprintf("forgotten=%v", forgotten), func(t *testing.T) {
+			s := newScenario(t)
+			var updates counter
+			var saw atomic.Value
+			s.on(causes.Update, "update_fn", func(ctx context.Context, c *handlers.Change) (any, error) {
+				updates.inc(c.Name)
+				saw.Store(fmt.Sprint(c.Spec["field"]))
+				return nil, nil
+			})
+			// Handled before the start: the listing's pass is a noop.
+			s.create("kex1", map[string]any{"field": "a"})
+			s.update("kex1", func(u *unstructured.Unstructured) {
+				u.SetAnnotations(map[string]string{"kopf.zalando.org/last-handled-configuration": `{"spec":{"field":"a"}}` + "\n"})
+			})
+			var once sync.Once
+			s.beforeWatch = func() {
+				once.Do(func() {
+					ri := s.dyn.Resource(kexGVR).Namespace("default")
+					u, err := ri.Get(context.Background(), "kex1", metav1.GetOptions{})
+					if err == nil {
+						u.Object["spec"] = map[string]any{"field": "b"}
+						_, err = ri.Update(context.Background(), u, metav1.UpdateOptions{})
+					}
+					if err != nil {
+						t.Errorf("the change between the listing and the watch: %v", err)
+					}
+					if forgotten {
+						s.api.Forget(kexGVR)
+					}
+				})
+			}
+			s.start()
+			s.until("the change handled", func() bool { return updates.get("kex1") == 1 })
+			if got := saw.Load(); got != "b" {
+				t.Errorf("the update handler saw %v, want b", got)
+			}
+			lists := 0
+			for _, a := range s.dyn.Actions() {
+				if a.GetVerb() == "list" && a.GetResource() == kexGVR {
+					lists++
+				}
+			}
+			if want := map[bool]int{false: 1, true: 2}[forgotten]; lists != want {
+				t.Errorf("%d lists of the KopfExamples, want %d", lists, want)
 			}
 		})
 	}
