@@ -301,19 +301,9 @@ func TestObjectIntervalCoalescesNewsIntoOnePass(t *testing.T) {
 	s.settings.Queueing.ObjectInterval = 10 * time.Second
 	hooks := &passHooks{waitingHooks: waitingHooks{news: s.poke}}
 	s.hooks = hooks
-	var updates counter
-	var saw atomic.Value
-	s.on(causes.Update, "update_fn", func(ctx context.Context, c *handlers.Change) (any, error) {
-		updates.inc(c.Name)
-		saw.Store(fmt.Sprint(c.Spec["field"]))
-		return nil, nil
-	})
 	// Handled before the start: its first pass, of the listing, is a noop
 	// that needs no clock, and starts the interval.
-	s.create("kex1", map[string]any{"field": "x"})
-	s.update("kex1", func(u *unstructured.Unstructured) {
-		u.SetAnnotations(map[string]string{"kopf.zalando.org/last-handled-configuration": `{"spec":{"field":"x"}}` + "\n"})
-	})
+	updates, saw := s.handledWithUpdates("x")
 	s.start()
 	s.until("the listing's pass over", func() bool { return hooks.passes.Load() >= 1 })
 	s.waitWatching()
@@ -331,6 +321,23 @@ func TestObjectIntervalCoalescesNewsIntoOnePass(t *testing.T) {
 	if n := updates.get("kex1"); n != 1 || saw.Load() != "b" {
 		t.Errorf("update handler ran %d times and saw %v, want once with the latest spec (b)", n, saw.Load())
 	}
+}
+
+// handledWithUpdates registers an update handler that counts its calls
+// and keeps the spec's field it saw last, and creates kex1 with field,
+// recorded as handled: the pass of its listing is a noop.
+func (s *scenario) handledWithUpdates(field string) (updates *counter, saw *atomic.Value) {
+	updates, saw = &counter{}, &atomic.Value{}
+	s.on(causes.Update, "update_fn", func(ctx context.Context, c *handlers.Change) (any, error) {
+		updates.inc(c.Name)
+		saw.Store(fmt.Sprint(c.Spec["field"]))
+		return nil, nil
+	})
+	s.create("kex1", map[string]any{"field": field})
+	s.update("kex1", func(u *unstructured.Unstructured) {
+		u.SetAnnotations(map[string]string{"kopf.zalando.org/last-handled-configuration": `{"spec":{"field":"` + field + `"}}` + "\n"})
+	})
+	return updates, saw
 }
 
 // seenHooks tell, of the latest pass to have ended, how many watch events

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -410,18 +409,7 @@ func TestAChangeBetweenTheListingAndTheWatchIsHandled(t *testing.T) {
 	for _, forgotten := range []bool{false, true} {
 		t.Run(fmt.Sprintf("forgotten=%v", forgotten), func(t *testing.T) {
 			s := newScenario(t)
-			var updates counter
-			var saw atomic.Value
-			s.on(causes.Update, "update_fn", func(ctx context.Context, c *handlers.Change) (any, error) {
-				updates.inc(c.Name)
-				saw.Store(fmt.Sprint(c.Spec["field"]))
-				return nil, nil
-			})
-			// Handled before the start: the listing's pass is a noop.
-			s.create("kex1", map[string]any{"field": "a"})
-			s.update("kex1", func(u *unstructured.Unstructured) {
-				u.SetAnnotations(map[string]string{"kopf.zalando.org/last-handled-configuration": `{"spec":{"field":"a"}}` + "\n"})
-			})
+			updates, saw := s.handledWithUpdates("a")
 			var once sync.Once
 			s.beforeWatch = func() {
 				once.Do(func() {
