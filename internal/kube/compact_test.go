@@ -274,50 +274,6 @@ func BenchmarkEvent(b *testing.B) {
 	})
 }
 
-// A compact ListWatch drops managedFields unless kept.
-func TestCompactListWatchDropsManagedFieldsUnlessKept(t *testing.T) {
-	list := `{"apiVersion":"kopf.dev/v1","kind":"KopfExampleList","metadata":{"resourceVersion":"5"},"items":[` +
-		`{"apiVersion":"kopf.dev/v1","kind":"KopfExample","metadata":{"name":"b","namespace":"ns1","managedFields":[{"manager":"kubectl"}]}}]}`
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		if r.URL.Query().Get("watch") == "true" {
-			_, _ = io.WriteString(w, kexAdded)
-			return
-		}
-		_, _ = io.WriteString(w, list)
-	}))
-	t.Cleanup(srv.Close)
-	c := newTestClient(t, &rest.Config{Host: srv.URL, Transport: srv.Client().Transport})
-	for _, keep := range []bool{false, true} {
-		t.Run(fmt.Sprintf("keep=%v", keep), func(t *testing.T) {
-			lw := c.ListWatch(kex, "ns1", WatchOptions{KeepManagedFields: keep, Compact: true})
-			ctx := context.Background()
-			obj, err := lw.ListWithContext(ctx, metav1.ListOptions{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			items := obj.(*CompactList).Items
-			if len(items) != 1 {
-				t.Fatalf("items = %v", items)
-			}
-			w, err := lw.WatchWithContext(ctx, metav1.ListOptions{ResourceVersion: "5"})
-			if err != nil {
-				t.Fatal(err)
-			}
-			evs := drain(t, w)
-			if len(evs) != 1 || evs[0].Type != watch.Added {
-				t.Fatalf("events = %v", evs)
-			}
-			for what, obj := range map[string]any{"listed": items[0], "watched": evs[0].Object} {
-				u := decodeCompact(t, obj)
-				if _, has := u.Object["metadata"].(map[string]any)["managedFields"]; has != keep {
-					t.Errorf("%s object has managedFields: %v, want %v", what, has, keep)
-				}
-			}
-		})
-	}
-}
-
 // Objects of one resource compress against the first one to a fraction of
 // their JSON, and come back as they were.
 func TestCodecCompressesAgainstTheFirstObject(t *testing.T) {

@@ -370,6 +370,7 @@ func TestStopEndsAStreamBlockedInARead(t *testing.T) {
 	}
 }
 
+// A ListWatch, compact or not, drops managedFields unless kept.
 func TestListWatchDropsManagedFieldsUnlessKept(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
@@ -382,32 +383,50 @@ func TestListWatchDropsManagedFieldsUnlessKept(t *testing.T) {
 	}))
 	t.Cleanup(srv.Close)
 	c := newTestClient(t, &rest.Config{Host: srv.URL, Transport: srv.Client().Transport})
-	for _, keep := range []bool{false, true} {
-		t.Run(fmt.Sprintf("keep=%v", keep), func(t *testing.T) {
-			lw := c.ListWatch(kex, "ns1", WatchOptions{KeepManagedFields: keep})
-			ctx := context.Background()
-			obj, err := lw.ListWithContext(ctx, metav1.ListOptions{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			items := obj.(*unstructured.UnstructuredList).Items
-			if len(items) != 1 {
-				t.Fatalf("items = %v", items)
-			}
-			w, err := lw.WatchWithContext(ctx, metav1.ListOptions{ResourceVersion: "5"})
-			if err != nil {
-				t.Fatal(err)
-			}
-			evs := drain(t, w)
-			if len(evs) != 1 || evs[0].Type != watch.Added {
-				t.Fatalf("events = %v", evs)
-			}
-			for what, u := range map[string]*unstructured.Unstructured{"listed": &items[0], "watched": evs[0].Object.(*unstructured.Unstructured)} {
-				if _, has := u.Object["metadata"].(map[string]any)["managedFields"]; has != keep {
-					t.Errorf("%s object has managedFields: %v, want %v", what, has, keep)
+	for _, compact := range []bool{false, true} {
+		for _, keep := range []bool{false, true} {
+			t.Run(fmt.Sprintf("compact=%v,keep=%v", compact, keep), func(t *testing.T) {
+				lw := c.ListWatch(kex, "ns1", WatchOptions{KeepManagedFields: keep, Compact: compact})
+				ctx := context.Background()
+				obj, err := lw.ListWithContext(ctx, metav1.ListOptions{})
+				if err != nil {
+					t.Fatal(err)
 				}
-			}
-		})
+				var items []runtime.Object
+				switch l := obj.(type) {
+				case *CompactList:
+					for _, it := range l.Items {
+						items = append(items, it)
+					}
+				case *unstructured.UnstructuredList:
+					for i := range l.Items {
+						items = append(items, &l.Items[i])
+					}
+				}
+				if len(items) != 1 {
+					t.Fatalf("listed %T with items %v, want one", obj, items)
+				}
+				w, err := lw.WatchWithContext(ctx, metav1.ListOptions{ResourceVersion: "5"})
+				if err != nil {
+					t.Fatal(err)
+				}
+				evs := drain(t, w)
+				if len(evs) != 1 || evs[0].Type != watch.Added {
+					t.Fatalf("events = %v", evs)
+				}
+				for what, obj := range map[string]runtime.Object{"listed": items[0], "watched": evs[0].Object} {
+					u, ok := obj.(*unstructured.Unstructured)
+					if compact {
+						u = decodeCompact(t, obj)
+					} else if !ok {
+						t.Fatalf("%s object is %T, want it unstructured", what, obj)
+					}
+					if _, has := u.Object["metadata"].(map[string]any)["managedFields"]; has != keep {
+						t.Errorf("%s object has managedFields: %v, want %v", what, has, keep)
+					}
+				}
+			})
+		}
 	}
 }
 
