@@ -89,22 +89,11 @@ func New(dyn *dynamicfake.FakeDynamicClient, opts Options) *API {
 	return a
 }
 
-// Client is a kube.Client over the API (see NewClient).
+// Client is a kube.Client that kube.NewClient made, whose lists, watches
+// and patches the API serves over HTTP; its gets, creates and updates go
+// to the dynamic fake directly, its discovery to disc.
 func (a *API) Client(disc discovery.DiscoveryInterface) (*kube.Client, error) {
 	return newClient(a, a.dyn, disc)
-}
-
-// Close ends every watch, as an API server going away does: their
-// watchers watch again (and are served again: Close is not an outage).
-func (a *API) Close() {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	for _, h := range a.history {
-		for w := range h.watches {
-			w.end()
-			delete(h.watches, w)
-		}
-	}
 }
 
 // Forget drops the events of gvr written so far, as an API server's
