@@ -329,8 +329,8 @@ func TestObjectIntervalCoalescesNewsIntoOnePass(t *testing.T) {
 func (s *scenario) handledWithUpdates(field string) (updates *counter, saw *atomic.Value) {
 	updates, saw = &counter{}, &atomic.Value{}
 	s.on(causes.Update, "update_fn", func(ctx context.Context, c *handlers.Change) (any, error) {
+		saw.Store(fmt.Sprint(c.Spec["field"])) // before the count, which tests wait for
 		updates.inc(c.Name)
-		saw.Store(fmt.Sprint(c.Spec["field"]))
 		return nil, nil
 	})
 	s.create("kex1", map[string]any{"field": field})
