@@ -68,6 +68,8 @@ func TestLayers(t *testing.T) {
 		"internal/daemons":  append([]string{"internal/timers", "internal/handling", "internal/handlers", "internal/config", "internal/resources"}, leaves...),
 		"internal/reactor": append([]string{"internal/daemons", "internal/indexing", "internal/handling", "internal/handlers", "internal/causes", "internal/objstore", "internal/plan", "internal/resources",
 			"internal/config", "internal/replicas", "internal/kube", "internal/flowcontrol", "internal/logging", "internal/posting", "internal/pyrepr", "internal/conditions", "internal/tracing"}, leaves...),
+		// For tests only: a fake API behind kube's own clients.
+		"internal/kube/kubefake": {"internal/kube"},
 		"": {"internal/daemons", "internal/indexing", "internal/handling", "internal/handlers", "internal/causes", "patch", "internal/config", "internal/kube", "internal/flowcontrol", "internal/logging", "internal/reactor", "internal/cli",
 			"internal/health", "internal/admission", "internal/posting", "hierarchies", "internal/rbac", "internal/resources", "internal/metrics", "internal/replicas", "internal/component", "internal/memlimit",
 			"internal/manifests", "internal/version", "internal/tracing"},

@@ -15,7 +15,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
 	coordinationv1 "k8s.io/client-go/kubernetes/typed/coordination/v1"
@@ -46,19 +45,19 @@ type ClientOptions struct {
 	Tracer *tracing.Tracer
 }
 
-// Client wraps the dynamic and discovery clients the operator needs.
+// Client is the operator's API client: made by NewClient only (tests too,
+// over a fake API: kubefake), so that production and tests take one path.
 type Client struct {
+	// Dynamic gets, creates and updates objects, and writes events.
 	Dynamic   dynamic.Interface
 	Discovery discovery.DiscoveryInterface
 	Retry     Retry
-	// raw, when set, sends the patches without decoding the responses; nil
-	// (fake clients in tests) patches through Dynamic.
+	// raw sends the patches without decoding the responses.
 	raw *rawPatcher
-	// watching, when set, lists and watches, decoding each response once;
-	// nil (fake clients in tests) lists and watches through Dynamic.
-	// NewClient makes it use HTTP/1.1, one connection per watch, so that one
-	// stalled stream cannot stall the others (HTTP/2 multiplexes all of
-	// them, and the operator's patches, over one connection).
+	// watching lists and watches, decoding each response once. NewClient
+	// makes it use HTTP/1.1, one connection per watch, so that one stalled
+	// stream cannot stall the others (HTTP/2 multiplexes all of them, and
+	// the operator's patches, over one connection).
 	watching *rawWatcher
 	// host is the API server's address, to name requests in the log.
 	host string
@@ -227,7 +226,7 @@ func (c *Client) Apply(ctx context.Context, res resources.Resource, namespace, n
 		}
 		var rv string
 		err = c.retry(ctx, func() string { return c.describe("PATCH", res, namespace, name, part.sub) }, func() (err error) {
-			rv, err = c.patch(ctx, res, namespace, name, data, part.sub)
+			rv, err = c.raw.patch(ctx, res, namespace, name, data, part.sub)
 			return err
 		})
 		if apierrors.IsNotFound(err) {
@@ -243,21 +242,6 @@ func (c *Client) Apply(ctx context.Context, res resources.Resource, namespace, n
 		last = rv
 	}
 	return last, nil
-}
-
-func (c *Client) patch(ctx context.Context, res resources.Resource, namespace, name string, data []byte, sub string) (string, error) {
-	if c.raw != nil {
-		return c.raw.patch(ctx, res, namespace, name, data, sub)
-	}
-	var subs []string
-	if sub != "" {
-		subs = []string{sub}
-	}
-	obj, err := c.resource(res, namespace).Patch(ctx, name, types.MergePatchType, data, metav1.PatchOptions{}, subs...)
-	if err != nil {
-		return "", err
-	}
-	return obj.GetResourceVersion(), nil
 }
 
 // Get reads an object afresh from the API (not from a watch cache).
@@ -279,7 +263,8 @@ func (c *Client) Get(ctx context.Context, res resources.Resource, namespace, nam
 // List reads the objects of a resource in a namespace ("" for all) afresh
 // from the API, as the watchers list them (without managedFields).
 func (c *Client) List(ctx context.Context, res resources.Resource, namespace string) ([]unstructured.Unstructured, error) {
-	src := c.collection(res, namespace, false)
+	src := c.watching.collection(res, namespace)
+	src.dropManagedFields = true
 	var list *unstructured.UnstructuredList
 	err := c.retry(ctx, func() string { return c.describe("GET", res, namespace, "", "") }, func() (err error) {
 		list, err = src.List(ctx, metav1.ListOptions{})
@@ -287,9 +272,6 @@ func (c *Client) List(ctx context.Context, res resources.Resource, namespace str
 	})
 	if err != nil {
 		return nil, explain(err, "list", res, namespace, "")
-	}
-	for i := range list.Items {
-		DropManagedFields(&list.Items[i]) // the raw client has dropped them already
 	}
 	return list.Items, nil
 }

@@ -210,15 +210,9 @@ func skipSpace(b []byte, i int) int {
 }
 
 // CompactOf makes a Compact of a decoded object, without its managedFields
-// if drop.
+// if drop: what a watcher's store holds, for tests that put objects there
+// directly. Lists and watches make theirs from the JSON as it arrives.
 func CompactOf(u *unstructured.Unstructured, drop bool) (*Compact, error) {
-	return compactOf(u, compactOptions{dropManagedFields: drop})
-}
-
-// compactOf makes a Compact of a decoded object (the dynamic client's, when
-// the raw watching client is not in use).
-func compactOf(u *unstructured.Unstructured, o compactOptions) (*Compact, error) {
-	drop := o.dropManagedFields
 	if drop {
 		DropManagedFields(u)
 	}
@@ -226,16 +220,10 @@ func compactOf(u *unstructured.Unstructured, o compactOptions) (*Compact, error)
 	if err != nil {
 		return nil, fmt.Errorf("cannot encode %s/%s: %w", u.GetNamespace(), u.GetName(), err)
 	}
-	c := &Compact{
+	return &Compact{
 		data: data, Namespace: namespaceOf(u.GetNamespace()), Name: u.GetName(),
 		UID: string(u.GetUID()), ResourceVersion: u.GetResourceVersion(),
-	}
-	if o.codec != nil && c.Name != "" {
-		if z := o.codec.compress(data); z != nil {
-			c.data, c.codec = z, o.codec
-		}
-	}
-	return c, nil
+	}, nil
 }
 
 // CompactList is a listing of compact objects, for the informer.

@@ -12,12 +12,8 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/watch"
-	dynamicfake "k8s.io/client-go/dynamic/fake"
 	"k8s.io/client-go/rest"
-	clienttesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/kopfgo/kopfgo/internal/unjson"
@@ -276,74 +272,6 @@ func BenchmarkEvent(b *testing.B) {
 			}
 		}
 	})
-}
-
-// A compact ListWatch drops managedFields unless kept, through the raw
-// client and through the dynamic one (which tests use).
-func TestCompactListWatchDropsManagedFieldsUnlessKept(t *testing.T) {
-	list := `{"apiVersion":"kopf.dev/v1","kind":"KopfExampleList","metadata":{"resourceVersion":"5"},"items":[` +
-		`{"apiVersion":"kopf.dev/v1","kind":"KopfExample","metadata":{"name":"b","namespace":"ns1","managedFields":[{"manager":"kubectl"}]}}]}`
-	clients := map[string]func(t *testing.T) *Client{
-		"raw": func(t *testing.T) *Client {
-			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				w.Header().Set("Content-Type", "application/json")
-				if r.URL.Query().Get("watch") == "true" {
-					_, _ = io.WriteString(w, kexAdded)
-					return
-				}
-				_, _ = io.WriteString(w, list)
-			}))
-			t.Cleanup(srv.Close)
-			return newTestClient(t, &rest.Config{Host: srv.URL, Transport: srv.Client().Transport})
-		},
-		"dynamic": func(t *testing.T) *Client {
-			gvr := kex.GVR()
-			dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{gvr: "KopfExampleList"},
-				&unstructured.Unstructured{Object: map[string]any{"apiVersion": "kopf.dev/v1", "kind": "KopfExample",
-					"metadata": map[string]any{"name": "b", "namespace": "ns1", "managedFields": []any{map[string]any{"manager": "kubectl"}}}}})
-			dyn.PrependWatchReactor("*", func(clienttesting.Action) (bool, watch.Interface, error) {
-				v, err := unjson.Unmarshal([]byte(kexAdded))
-				if err != nil {
-					return true, nil, err
-				}
-				w := watch.NewFakeWithChanSize(1, false)
-				w.Add(&unstructured.Unstructured{Object: v.(map[string]any)["object"].(map[string]any)})
-				w.Stop()
-				return true, w, nil
-			})
-			return &Client{Dynamic: dyn}
-		},
-	}
-	for path, client := range clients {
-		for _, keep := range []bool{false, true} {
-			t.Run(fmt.Sprintf("%s keep=%v", path, keep), func(t *testing.T) {
-				lw := client(t).ListWatch(kex, "ns1", WatchOptions{KeepManagedFields: keep, Compact: true})
-				ctx := context.Background()
-				obj, err := lw.ListWithContext(ctx, metav1.ListOptions{})
-				if err != nil {
-					t.Fatal(err)
-				}
-				items := obj.(*CompactList).Items
-				if len(items) != 1 {
-					t.Fatalf("items = %v", items)
-				}
-				w, err := lw.WatchWithContext(ctx, metav1.ListOptions{ResourceVersion: "5"})
-				if err != nil {
-					t.Fatal(err)
-				}
-				evs := drain(t, w)
-				if len(evs) != 1 || evs[0].Type != watch.Added {
-					t.Fatalf("events = %v", evs)
-				}
-				for what, obj := range map[string]any{"listed": items[0], "watched": evs[0].Object} {
-					u := decodeCompact(t, obj)
-					if _, has := u.Object["metadata"].(map[string]any)["managedFields"]; has != keep {
-						t.Errorf("%s object has managedFields: %v, want %v", what, has, keep)
-					}
-				}
-			})
-		}
-	}
 }
 
 // Objects of one resource compress against the first one to a fraction of

@@ -10,12 +10,16 @@
 // and tracing. No other non-test file builds an API client
 // (TestOnlyKubeMakesAPIClients, beside the root's TestLayers).
 //
-// Lists, watches and patches go through a REST client that decodes each
-// response once (rawwatch.go, compact.go, rawpatch.go); gets, creates,
-// updates and events through client-go's dynamic client. A Client that a
-// test builds without NewClient, over client-go's dynamic fake (the
-// reactor's scripted scenarios), lists, watches and patches through its
-// Dynamic client instead: a second path that only tests take.
+// Lists, watches and patches take one path, in production and in tests: a
+// REST client that decodes each response once (rawwatch.go, compact.go,
+// rawpatch.go), where client-go's dynamic client decoded each watch event
+// four times. Gets, creates, updates and events go through the dynamic
+// client, discovery through the discovery client. Tests fake the API
+// below all of it: kubefake serves client-go's dynamic fake over HTTP to a
+// Client that NewClient made, answering a watch from a resourceVersion as
+// an API server does (what was written since, or 410 Expired), so that the
+// reactor's scripted scenarios list, watch and patch through the
+// production code.
 //
 // Watchers' informers hold every object of their resource for as long as
 // it exists, so the form they hold it in is most of an operator's memory.

@@ -2,7 +2,6 @@ package kube
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -17,12 +16,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
-	dynamicfake "k8s.io/client-go/dynamic/fake"
 	"k8s.io/client-go/rest"
-	clienttesting "k8s.io/client-go/testing"
 
 	"github.com/kopfgo/kopfgo/internal/resources"
 )
@@ -80,6 +76,14 @@ func newTestClient(t *testing.T, cfg *rest.Config) *Client {
 		t.Fatal("NewClient did not set up the raw lists and watches")
 	}
 	return c
+}
+
+// resourceLister is what the raw collection and the dynamic client's
+// have in common: the dynamic client is the reference for what the raw
+// client must return.
+type resourceLister interface {
+	List(ctx context.Context, opts metav1.ListOptions) (*unstructured.UnstructuredList, error)
+	Watch(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error)
 }
 
 // dynamicCollection is the same collection through the dynamic client, the
@@ -366,51 +370,41 @@ func TestStopEndsAStreamBlockedInARead(t *testing.T) {
 	}
 }
 
+// A ListWatch, compact or not, drops managedFields unless kept.
 func TestListWatchDropsManagedFieldsUnlessKept(t *testing.T) {
-	lists := map[string]func(t *testing.T, keep bool) *Client{
-		"raw": func(t *testing.T, keep bool) *Client {
-			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				w.Header().Set("Content-Type", "application/json")
-				if r.URL.Query().Get("watch") == "true" {
-					_, _ = io.WriteString(w, kexAdded)
-					return
-				}
-				_, _ = io.WriteString(w, `{"apiVersion":"kopf.dev/v1","kind":"KopfExampleList","metadata":{"resourceVersion":"5"},"items":[`+
-					`{"apiVersion":"kopf.dev/v1","kind":"KopfExample","metadata":{"name":"b","namespace":"ns1","managedFields":[{"manager":"kubectl"}]}}]}`)
-			}))
-			t.Cleanup(srv.Close)
-			return newTestClient(t, &rest.Config{Host: srv.URL, Transport: srv.Client().Transport})
-		},
-		"fake": func(t *testing.T, keep bool) *Client {
-			gvr := schema.GroupVersionResource{Group: "kopf.dev", Version: "v1", Resource: "kopfexamples"}
-			dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{gvr: "KopfExampleList"},
-				&unstructured.Unstructured{Object: map[string]any{"apiVersion": "kopf.dev/v1", "kind": "KopfExample",
-					"metadata": map[string]any{"name": "b", "namespace": "ns1", "managedFields": []any{map[string]any{"manager": "kubectl"}}}}})
-			dyn.PrependWatchReactor("*", func(clienttesting.Action) (bool, watch.Interface, error) {
-				var added map[string]any
-				if err := json.Unmarshal([]byte(kexAdded), &added); err != nil {
-					return true, nil, err
-				}
-				w := watch.NewFakeWithChanSize(1, false)
-				w.Add(&unstructured.Unstructured{Object: added["object"].(map[string]any)})
-				w.Stop()
-				return true, w, nil
-			})
-			return &Client{Dynamic: dyn}
-		},
-	}
-	for path, client := range lists {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		if r.URL.Query().Get("watch") == "true" {
+			_, _ = io.WriteString(w, kexAdded)
+			return
+		}
+		_, _ = io.WriteString(w, `{"apiVersion":"kopf.dev/v1","kind":"KopfExampleList","metadata":{"resourceVersion":"5"},"items":[`+
+			`{"apiVersion":"kopf.dev/v1","kind":"KopfExample","metadata":{"name":"b","namespace":"ns1","managedFields":[{"manager":"kubectl"}]}}]}`)
+	}))
+	t.Cleanup(srv.Close)
+	c := newTestClient(t, &rest.Config{Host: srv.URL, Transport: srv.Client().Transport})
+	for _, compact := range []bool{false, true} {
 		for _, keep := range []bool{false, true} {
-			t.Run(fmt.Sprintf("%s keep=%v", path, keep), func(t *testing.T) {
-				lw := client(t, keep).ListWatch(kex, "ns1", WatchOptions{KeepManagedFields: keep})
+			t.Run(fmt.Sprintf("compact=%v,keep=%v", compact, keep), func(t *testing.T) {
+				lw := c.ListWatch(kex, "ns1", WatchOptions{KeepManagedFields: keep, Compact: compact})
 				ctx := context.Background()
 				obj, err := lw.ListWithContext(ctx, metav1.ListOptions{})
 				if err != nil {
 					t.Fatal(err)
 				}
-				items := obj.(*unstructured.UnstructuredList).Items
+				var items []runtime.Object
+				switch l := obj.(type) {
+				case *CompactList:
+					for _, it := range l.Items {
+						items = append(items, it)
+					}
+				case *unstructured.UnstructuredList:
+					for i := range l.Items {
+						items = append(items, &l.Items[i])
+					}
+				}
 				if len(items) != 1 {
-					t.Fatalf("items = %v", items)
+					t.Fatalf("listed %T with items %v, want one", obj, items)
 				}
 				w, err := lw.WatchWithContext(ctx, metav1.ListOptions{ResourceVersion: "5"})
 				if err != nil {
@@ -420,7 +414,13 @@ func TestListWatchDropsManagedFieldsUnlessKept(t *testing.T) {
 				if len(evs) != 1 || evs[0].Type != watch.Added {
 					t.Fatalf("events = %v", evs)
 				}
-				for what, u := range map[string]*unstructured.Unstructured{"listed": &items[0], "watched": evs[0].Object.(*unstructured.Unstructured)} {
+				for what, obj := range map[string]runtime.Object{"listed": items[0], "watched": evs[0].Object} {
+					u, ok := obj.(*unstructured.Unstructured)
+					if compact {
+						u = decodeCompact(t, obj)
+					} else if !ok {
+						t.Fatalf("%s object is %T, want it unstructured", what, obj)
+					}
 					if _, has := u.Object["metadata"].(map[string]any)["managedFields"]; has != keep {
 						t.Errorf("%s object has managedFields: %v, want %v", what, has, keep)
 					}

@@ -2,6 +2,7 @@ package kube
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"time"
 
@@ -44,14 +45,18 @@ type WatchOptions struct {
 // ListWatch lists and watches a resource in a namespace ("" for all), with
 // bookmarks requested so that quiet streams still show signs of life.
 func (c *Client) ListWatch(res resources.Resource, namespace string, o WatchOptions) *cache.ListWatch {
-	src := c.collection(res, namespace, o.KeepManagedFields)
-	var k *codec
-	if o.Compact {
-		k = &codec{} // shared by the lists and watches, whose objects the informer mixes
-		if rc, ok := src.(rawCollection); ok {
-			rc.codec = k
-			src = rc
+	if c.watching == nil {
+		// A Client not made by NewClient (a bare one in a test whose
+		// watcher never lists) has no API: listing fails, not the build.
+		return &cache.ListWatch{
+			ListWithContextFunc:  func(context.Context, metav1.ListOptions) (runtime.Object, error) { return nil, errNoAPI },
+			WatchFuncWithContext: func(context.Context, metav1.ListOptions) (watch.Interface, error) { return nil, errNoAPI },
 		}
+	}
+	src := c.watching.collection(res, namespace)
+	src.dropManagedFields = !o.KeepManagedFields
+	if o.Compact {
+		src.codec = &codec{} // shared by the lists and watches, whose objects the informer mixes
 	}
 	return &cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
@@ -60,18 +65,9 @@ func (c *Client) ListWatch(res resources.Resource, namespace string, o WatchOpti
 			defer cancel()
 			defer o.answerWithin(cancel)()
 			if o.Compact {
-				return listCompact(ctx, src, opts, compactOptions{dropManagedFields: !o.KeepManagedFields, codec: k})
+				return src.ListCompact(ctx, opts)
 			}
-			list, err := src.List(ctx, opts)
-			if err != nil {
-				return nil, err
-			}
-			if !o.KeepManagedFields { // the raw client has dropped them already
-				for i := range list.Items {
-					DropManagedFields(&list.Items[i])
-				}
-			}
-			return list, nil
+			return src.List(ctx, opts)
 		},
 		WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
 			opts.AllowWatchBookmarks = true
@@ -82,7 +78,13 @@ func (c *Client) ListWatch(res resources.Resource, namespace string, o WatchOpti
 			}
 			ctx, cancel := context.WithCancel(ctx)
 			answered := o.answerWithin(cancel)
-			w, err := watchOf(ctx, src, opts, o, k)
+			var w watch.Interface
+			var err error
+			if o.Compact {
+				w, err = src.WatchCompact(ctx, opts)
+			} else {
+				w, err = src.Watch(ctx, opts)
+			}
 			answered()
 			if err != nil {
 				cancel()
@@ -92,6 +94,9 @@ func (c *Client) ListWatch(res resources.Resource, namespace string, o WatchOpti
 		},
 	}
 }
+
+// errNoAPI: a Client not made by NewClient (kubefake makes one for tests).
+var errNoAPI = errors.New("the client has no API to list from: make it with NewClient, or with kubefake.New(...).Client in tests")
 
 // answerWithin abandons a list or watch request (via cancel) whose response
 // has not begun within the inactivity timeout: a pooled connection that a
@@ -119,20 +124,6 @@ func (o WatchOptions) answerWithin(cancel context.CancelFunc) (answered func()) 
 	return func() { once.Do(func() { close(done) }) }
 }
 
-// collection is the resource's objects in a namespace ("" for all).
-func (c *Client) collection(res resources.Resource, namespace string, keepManagedFields bool) resourceLister {
-	if c.watching != nil {
-		rc := c.watching.collection(res, namespace)
-		rc.dropManagedFields = !keepManagedFields
-		return rc
-	}
-	ri := c.Dynamic.Resource(res.GVR())
-	if res.Namespaced && namespace != "" {
-		return ri.Namespace(namespace)
-	}
-	return ri
-}
-
 // DropManagedFields removes metadata.managedFields from an object: kopfgo
 // never reads them (see WatchOptions.KeepManagedFields).
 func DropManagedFields(obj runtime.Object) {
@@ -141,96 +132,6 @@ func DropManagedFields(obj runtime.Object) {
 			delete(meta, "managedFields")
 		}
 	}
-}
-
-// listCompact lists compactly: the raw client keeps the items' JSON as it
-// arrives; the dynamic client's decoded items are encoded again.
-func listCompact(ctx context.Context, src resourceLister, opts metav1.ListOptions, o compactOptions) (runtime.Object, error) {
-	if rc, ok := src.(rawCollection); ok {
-		return rc.ListCompact(ctx, opts)
-	}
-	list, err := src.List(ctx, opts)
-	if err != nil {
-		return nil, err
-	}
-	out := &CompactList{Items: make([]*Compact, 0, len(list.Items))}
-	out.ResourceVersion, out.Continue = list.GetResourceVersion(), list.GetContinue()
-	out.RemainingItemCount = list.GetRemainingItemCount()
-	for i := range list.Items {
-		c, err := compactOf(&list.Items[i], o)
-		if err != nil {
-			return nil, err
-		}
-		out.Items = append(out.Items, c)
-	}
-	return out, nil
-}
-
-// watchOf starts a stream, compact or not.
-func watchOf(ctx context.Context, src resourceLister, opts metav1.ListOptions, o WatchOptions, k *codec) (watch.Interface, error) {
-	if !o.Compact {
-		return src.Watch(ctx, opts)
-	}
-	if rc, ok := src.(rawCollection); ok {
-		return rc.WatchCompact(ctx, opts)
-	}
-	w, err := src.Watch(ctx, opts)
-	if err != nil {
-		return nil, err
-	}
-	return newCompacting(w, compactOptions{dropManagedFields: !o.KeepManagedFields, codec: k}), nil
-}
-
-// compacting passes a decoded stream's events on with their objects
-// compact. (watch.Filter would leak its goroutine when stopped while it
-// sends.)
-type compacting struct {
-	inner watch.Interface
-	out   chan watch.Event
-	stop  chan struct{}
-	once  sync.Once
-}
-
-func newCompacting(inner watch.Interface, o compactOptions) *compacting {
-	c := &compacting{inner: inner, out: make(chan watch.Event), stop: make(chan struct{})}
-	go func() {
-		defer close(c.out)
-		defer inner.Stop()
-		for {
-			var ev watch.Event
-			var ok bool
-			select {
-			case ev, ok = <-inner.ResultChan():
-				if !ok {
-					return
-				}
-			case <-c.stop:
-				return
-			}
-			if u, isU := ev.Object.(*unstructured.Unstructured); isU {
-				obj, err := compactOf(u, o)
-				if err != nil {
-					ev = errorEvent(err)
-				} else {
-					ev.Object = obj
-				}
-			}
-			select {
-			case c.out <- ev:
-			case <-c.stop:
-				return
-			}
-		}
-	}()
-	return c
-}
-
-func (c *compacting) Stop()                          { c.once.Do(func() { close(c.stop) }) }
-func (c *compacting) ResultChan() <-chan watch.Event { return c.out }
-
-type resourceLister interface {
-	List(ctx context.Context, opts metav1.ListOptions) (*unstructured.UnstructuredList, error)
-	Watch(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error)
 }
 
 // watchdog passes a stream's events on (without managedFields, unless kept)

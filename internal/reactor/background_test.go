@@ -92,14 +92,27 @@ func TestDaemonHoldsItsObjectUntilItExits(t *testing.T) {
 func TestDaemonThatReturnsReleasesTheFinalizer(t *testing.T) {
 	s := newScenario(t)
 	var calls counter
+	// The daemon returns once the finalizer is on: returned before the
+	// pass that spawned it has planned, it would leave nothing that needs
+	// a finalizer, and none would be added (about 1 run in 200 under
+	// -race, on main as well: the daemon returns between the pass's Sync
+	// and its Requires).
+	finalized := make(chan struct{})
 	s.daemon("once", func(ctx context.Context, c *handlers.Spawn) (any, error) {
 		calls.inc(c.Name)
+		select {
+		case <-finalized:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
 		return map[string]any{"finished": true}, nil
 	})
 	s.start()
 	s.waitWatching()
 	s.create("kex1", nil)
-	s.until("the finalizer added and removed", func() bool {
+	s.until("the finalizer added", func() bool { return s.hasFinalizer("kex1") })
+	close(finalized)
+	s.until("the finalizer removed", func() bool {
 		return strings.Contains(s.log.String(), "Removing the finalizer, as there are no handlers requiring it.")
 	})
 	s.until("no finalizer", func() bool { return !s.hasFinalizer("kex1") })
@@ -214,6 +227,11 @@ func TestRunReturnsDespiteAStubbornDaemon(t *testing.T) {
 	s.cancel()
 	s.cancel = nil
 	defer close(release)
+	// A failure detector in real time: the steps run far ahead of the
+	// operator's goroutines on a loaded machine, and 600 of them (ten
+	// minutes of fake time) once passed before Run could return.
+	deadline := time.NewTimer(30 * time.Second)
+	defer deadline.Stop()
 	for steps := 0; ; {
 		select {
 		case err := <-s.done:
@@ -227,10 +245,9 @@ func TestRunReturnsDespiteAStubbornDaemon(t *testing.T) {
 				t.Errorf("Run returned after %d fake seconds, before the 5s exit timeout", steps)
 			}
 			return
+		case <-deadline.C:
+			t.Fatalf("Run did not return (%d fake seconds stepped; the exit timeout is 5 s)", steps)
 		default:
-		}
-		if steps > 600 { // a failure detector: the exit timeout is 5 s
-			t.Fatal("Run did not return within ten minutes of fake time")
 		}
 		// Step only while some timer is pending, and yield between steps,
 		// so that the operator's goroutines set theirs.

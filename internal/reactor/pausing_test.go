@@ -120,10 +120,6 @@ func TestPauseStopsDaemonsAndResumeRespawnsThemAfterTheyReturn(t *testing.T) {
 	s.create("kex1", map[string]any{"field": "value"})
 	s.start()
 	s.until("the daemon started", func() bool { return starts.Load() == 1 })
-	// Paused before it watches, the operator would never watch, and the
-	// gated client would hold its patches (the finalizer's) until they
-	// time out, keeping the worker from stopping the daemon.
-	s.waitWatching()
 
 	s.pause.Pause("peering")
 	select {
@@ -290,10 +286,6 @@ func (s *scenario) soleShardHolder() (created *counter, updates func() []string)
 	s.shards = func() replicas.ShardSet {
 		return replicas.ShardSet{Label: testShardLabel, Shards: 2, Held: []int{0, 1}}
 	}
-	// The coordinator watches its shards' objects and the unlabelled ones:
-	// the fake API loses what a watcher misses between its listing and its
-	// watch, so the label patch waits for both.
-	s.watchesWanted = 2
 	created = &counter{}
 	var mu sync.Mutex
 	var diffs []string

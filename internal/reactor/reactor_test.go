@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -16,14 +15,11 @@ import (
 	"go.uber.org/goleak"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/discovery"
 	fakediscovery "k8s.io/client-go/discovery/fake"
-	"k8s.io/client-go/dynamic"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 	clienttesting "k8s.io/client-go/testing"
 	testingclock "k8s.io/utils/clock/testing"
@@ -34,7 +30,7 @@ import (
 	"github.com/kopfgo/kopfgo/internal/handlers"
 	"github.com/kopfgo/kopfgo/internal/handling"
 	"github.com/kopfgo/kopfgo/internal/indexing"
-	"github.com/kopfgo/kopfgo/internal/kube"
+	"github.com/kopfgo/kopfgo/internal/kube/kubefake"
 	"github.com/kopfgo/kopfgo/internal/logging"
 	"github.com/kopfgo/kopfgo/internal/replicas"
 	"github.com/kopfgo/kopfgo/internal/testlog"
@@ -71,17 +67,18 @@ type scenario struct {
 	// statusSubresource makes the status of KopfExamples a subresource, so
 	// that the operator writes it with a patch of its own.
 	statusSubresource bool
-	// watching is closed once the operator's watch of KopfExamples is
-	// registered with the fake API; watchFilter, if set, decides which
-	// observations that watch delivers.
+	// api is the fake API server over dyn, which the operator's client
+	// lists, watches and patches through.
+	api *kubefake.API
+	// watching is closed once the operator asks to watch the KopfExamples:
+	// it has listed them, so what is written from then on comes to it by
+	// its watch (tests that tell listed objects from watched ones wait for
+	// it). watchFilter, if set, decides which events the watches deliver.
 	watching    chan struct{}
 	watchFilter watch.FilterFunc
-	// watchesWanted is how many watches of KopfExamples the operator
-	// starts (1 unless set: a sharding coordinator's two, its shards' and
-	// the unlabelled objects'); watching is closed once they all are.
-	watchesWanted int32
-	// stopping is closed when the test stops the operator (stop).
-	stopping chan struct{}
+	// beforeWatch, if set, runs whenever the operator asks to watch the
+	// KopfExamples, after its listing and before its watch is served.
+	beforeWatch func()
 	// news is poked whenever something a script waits for may have
 	// changed: a log line, a write to the fake API, a worker's wait.
 	news  chan struct{}
@@ -127,176 +124,28 @@ func newScenario(t testing.TB) *scenario {
 		t: t, dyn: dyn, reg: &handling.Registry{},
 		clock:    testingclock.NewFakeClock(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)),
 		watching: make(chan struct{}),
-		stopping: make(chan struct{}),
 		news:     make(chan struct{}, 1),
 	}
 	s.log = &testlog.Buffer{OnWrite: s.poke}
-	versioned(dyn, s.poke)
-	var (
-		once    sync.Once
-		watches atomic.Int32
-	)
-	dyn.PrependWatchReactor("kopfexamples", func(action clienttesting.Action) (bool, watch.Interface, error) {
-		w, err := dyn.Tracker().Watch(kexGVR, action.GetNamespace())
-		if err != nil {
-			return true, nil, err
-		}
-		if watches.Add(1) >= max(1, s.watchesWanted) {
-			once.Do(func() { close(s.watching) })
-		}
-		filter := s.watchFilter
-		if wa, ok := action.(clienttesting.WatchAction); ok {
-			// The label selector, as an API server applies it to a watch
-			// (the fake tracker applies it to lists only); objects leaving
-			// the selection are not told as deleted: no test moves them.
-			if sel := wa.GetWatchRestrictions().Labels; sel != nil && !sel.Empty() {
-				inner := filter
-				filter = func(e watch.Event) (watch.Event, bool) {
-					if m, ok := e.Object.(metav1.Object); ok && !sel.Matches(labels.Set(m.GetLabels())) {
-						return e, false
-					}
-					if inner != nil {
-						return inner(e)
-					}
-					return e, true
+	var once sync.Once
+	s.api = kubefake.New(dyn, kubefake.Options{
+		OnWrite: s.poke,
+		OnWatch: func(gvr schema.GroupVersionResource, _ metav1.ListOptions) {
+			if gvr == kexGVR {
+				if s.beforeWatch != nil {
+					s.beforeWatch()
 				}
+				once.Do(func() { close(s.watching) })
 			}
-		}
-		if filter != nil {
-			w = filterWatch(w, filter)
-		}
-		return true, w, nil
+		},
+		WatchFilter: func(ev watch.Event) (watch.Event, bool) {
+			if s.watchFilter == nil {
+				return ev, true
+			}
+			return s.watchFilter(ev)
+		},
 	})
 	return s
-}
-
-// filterWatch is watch.Filter whose goroutine also ends when the watch is
-// stopped. watch.Filter's keeps sending the event it holds to a consumer
-// that has stopped reading, forever: a goroutine left behind whenever the
-// operator stops its watch with an event in flight, which goleak catches
-// (now and then, as it depends on the timing of the last event).
-func filterWatch(in watch.Interface, f watch.FilterFunc) watch.Interface {
-	fw := &filteredWatch{in: in, out: make(chan watch.Event), stop: make(chan struct{}), f: f}
-	go fw.loop()
-	return fw
-}
-
-type filteredWatch struct {
-	in   watch.Interface
-	out  chan watch.Event
-	stop chan struct{}
-	once sync.Once
-	f    watch.FilterFunc
-}
-
-func (fw *filteredWatch) ResultChan() <-chan watch.Event { return fw.out }
-
-func (fw *filteredWatch) Stop() {
-	fw.once.Do(func() {
-		close(fw.stop)
-		fw.in.Stop()
-	})
-}
-
-func (fw *filteredWatch) loop() {
-	defer close(fw.out)
-	for ev := range fw.in.ResultChan() {
-		ev, keep := fw.f(ev)
-		if !keep {
-			continue
-		}
-		select {
-		case fw.out <- ev:
-		case <-fw.stop:
-			return
-		}
-	}
-}
-
-// gated holds the operator's patches until it watches the KopfExamples: a
-// real API server replays to a watch what happened since its listing, but
-// the fake would lose the operator's own patches made before the watch.
-type gated struct {
-	dynamic.Interface
-	gate
-}
-
-// gate holds patches until the watches are there (watching), or until the
-// test stops the operator (stopping): the final patches of a pass go out
-// with a context of their own (30 s), and would hold Run that long.
-type gate struct{ watching, stopping <-chan struct{} }
-
-func (g gated) Resource(r schema.GroupVersionResource) dynamic.NamespaceableResourceInterface {
-	return gatedResource{g.Interface.Resource(r), g.gate}
-}
-
-type gatedResource struct {
-	dynamic.NamespaceableResourceInterface
-	gate
-}
-
-func (r gatedResource) Namespace(ns string) dynamic.ResourceInterface {
-	return gatedNamespace{r.NamespaceableResourceInterface.Namespace(ns), r.gate}
-}
-
-func (r gatedResource) Patch(ctx context.Context, name string, pt types.PatchType, data []byte, opts metav1.PatchOptions, sub ...string) (*unstructured.Unstructured, error) {
-	if err := r.wait(ctx); err != nil {
-		return nil, err
-	}
-	return r.NamespaceableResourceInterface.Patch(ctx, name, pt, data, opts, sub...)
-}
-
-type gatedNamespace struct {
-	dynamic.ResourceInterface
-	gate
-}
-
-func (r gatedNamespace) Patch(ctx context.Context, name string, pt types.PatchType, data []byte, opts metav1.PatchOptions, sub ...string) (*unstructured.Unstructured, error) {
-	if err := r.wait(ctx); err != nil {
-		return nil, err
-	}
-	return r.ResourceInterface.Patch(ctx, name, pt, data, opts, sub...)
-}
-
-func (g gate) wait(ctx context.Context) error {
-	select {
-	case <-g.watching:
-		return nil
-	case <-g.stopping:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
-
-// versioned makes the fake API number its writes with resourceVersions, as
-// a real API server does: the reactor's consistency tracking relies on them.
-// Each write is stored as the fake stores it, then re-stored with the new
-// version, so a watch sees two events; the first carries the old version and
-// is the kind of stale event the tracking must sit out.
-// Each write pokes (after it is stored).
-func versioned(dyn *dynamicfake.FakeDynamicClient, poke func()) {
-	var rv atomic.Int64
-	tracker := dyn.Tracker()
-	dyn.PrependReactor("*", "*", func(action clienttesting.Action) (bool, runtime.Object, error) {
-		switch action.GetVerb() {
-		case "create", "update", "patch":
-		default:
-			return false, nil, nil
-		}
-		handled, obj, err := clienttesting.ObjectReaction(tracker)(action)
-		u, ok := obj.(*unstructured.Unstructured)
-		if err != nil || !ok {
-			return handled, obj, err
-		}
-		u = u.DeepCopy()
-		u.SetResourceVersion(strconv.FormatInt(rv.Add(1), 10))
-		if err := tracker.Update(action.GetResource(), u, action.GetNamespace()); err != nil {
-			return true, nil, err
-		}
-		poke()
-		return true, u, nil
-	})
 }
 
 // on registers a handler of KopfExamples. What the handler changes is news
@@ -336,6 +185,10 @@ func (s *scenario) start() {
 	if s.discoveryLags {
 		discovery = lateDiscovery{disc, &s.discoveryCaughtUp}
 	}
+	client, err := s.api.Client(discovery)
+	if err != nil {
+		s.t.Fatal(err)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	s.cancel, s.done = cancel, make(chan error, 1)
 	cfg := Config{
@@ -344,7 +197,7 @@ func (s *scenario) start() {
 		Namespaces: []string{"default"},
 		Logger:     logging.New(logging.Config{Format: logging.FormatPlain, Level: slog.LevelDebug, Writer: s.log}),
 		Clock:      s.clock,
-		Client:     &kube.Client{Dynamic: gated{s.dyn, gate{s.watching, s.stopping}}, Discovery: discovery},
+		Client:     client,
 		onSleep: func(key string, settled bool) {
 			if settled {
 				s.sleeps.Add(1)
@@ -367,8 +220,9 @@ func (s *scenario) start() {
 }
 
 // waitWatching waits until the reactor watches the KopfExamples (or Run
-// has returned): the fake API loses what happens between a watcher's
-// listing and its watch, where a real API server replays it.
+// has returned): it has listed them, so an object created from then on is
+// watched, not listed. Nothing else needs it: the fake API, as a real one,
+// replays to a watch what was written since its listing.
 func (s *scenario) waitWatching() {
 	select {
 	case <-s.watching:
@@ -383,7 +237,6 @@ func (s *scenario) stop() {
 	if s.cancel == nil {
 		return
 	}
-	close(s.stopping)
 	s.cancel()
 	s.cancel = nil
 	select {
@@ -475,7 +328,7 @@ func TestCreationIsHandledOnceAndRecorded(t *testing.T) {
 		calls.inc(c.Name)
 		return map[string]any{"message": "hello"}, nil
 	})
-	s.create("kex1", map[string]any{"field": "value"}) // listed: the fake API replays nothing to new watches
+	s.create("kex1", map[string]any{"field": "value"}) // listed
 	s.start()
 	s.until("handled", func() bool {
 		_, ok := annotation(s.get("kex1"), "kopf.zalando.org/last-handled-configuration")
@@ -674,9 +527,8 @@ func TestResourceIsServedOnceDiscoveryCatchesUpWithItsCRD(t *testing.T) {
 	})
 	s.discoveryCaughtUp.Store(true)
 	s.clock.Step(time.Second)
-	// Handled and recorded: the fake API holds the operator's patches until
-	// the informer watches (see gated), so the handler's call alone would
-	// let the test stop the operator with its patch still held.
+	// Handled and recorded: the handler's call alone would let the test
+	// stop the operator before its patch.
 	s.until("kex1 handled and recorded", func() bool {
 		_, ok := annotation(s.get("kex1"), "kopf.zalando.org/last-handled-configuration")
 		return ok

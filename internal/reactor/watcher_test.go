@@ -400,3 +400,47 @@ func TestHandlersSeeManagedFieldsOnlyWhenKept(t *testing.T) {
 		})
 	}
 }
+
+// A change made between the watcher's listing and its watch comes to it
+// by the watch, replayed from the listing's resourceVersion; when the API
+// has forgotten the events since (a compaction: the watch is answered 410
+// Expired), the watcher lists again and finds the change there.
+func TestAChangeBetweenTheListingAndTheWatchIsHandled(t *testing.T) {
+	for _, forgotten := range []bool{false, true} {
+		t.Run(fmt.Sprintf("forgotten=%v", forgotten), func(t *testing.T) {
+			s := newScenario(t)
+			updates, saw := s.handledWithUpdates("a")
+			var once sync.Once
+			s.beforeWatch = func() {
+				once.Do(func() {
+					ri := s.dyn.Resource(kexGVR).Namespace("default")
+					u, err := ri.Get(context.Background(), "kex1", metav1.GetOptions{})
+					if err == nil {
+						u.Object["spec"] = map[string]any{"field": "b"}
+						_, err = ri.Update(context.Background(), u, metav1.UpdateOptions{})
+					}
+					if err != nil {
+						t.Errorf("the change between the listing and the watch: %v", err)
+					}
+					if forgotten {
+						s.api.Forget(kexGVR)
+					}
+				})
+			}
+			s.start()
+			s.until("the change handled", func() bool { return updates.get("kex1") == 1 })
+			if got := saw.Load(); got != "b" {
+				t.Errorf("the update handler saw %v, want b", got)
+			}
+			lists := 0
+			for _, a := range s.dyn.Actions() {
+				if a.GetVerb() == "list" && a.GetResource() == kexGVR {
+					lists++
+				}
+			}
+			if want := map[bool]int{false: 1, true: 2}[forgotten]; lists != want {
+				t.Errorf("%d lists of the KopfExamples, want %d", lists, want)
+			}
+		})
+	}
+}
