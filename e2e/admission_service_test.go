@@ -5,6 +5,7 @@ package e2e
 import (
 	"context"
 	"crypto/tls"
+	"crypto/x509"
 	"encoding/base64"
 	"fmt"
 	"net"
@@ -175,11 +176,14 @@ func TestAdmissionThroughAService(t *testing.T) {
 
 // Two replicas behind one Service share the certificates' Secret, and
 // rotate them while requests flow: dry-run creations through the API
-// server, which picks a replica for each call, run all along; every
-// valid one is admitted and every invalid one denied by the handler,
-// none fails on TLS. The CA bundle holds both CAs during the overlap and
-// the new one after it, and each replica serves the new certificate
-// (compat: admission-servers).
+// server run all along; every valid one is admitted and every invalid one
+// denied by the handler, none fails on TLS. The API server picks a replica
+// when it dials (it resolves the Service then) and keeps the connection,
+// so the calls may all reach one replica: each replica is also dialled
+// directly all along, as the API server would, verifying its certificate
+// against the configuration's CA bundle of the moment. The bundle holds
+// both CAs during the overlap and the new one after it, and each replica
+// serves the new certificate (compat: admission-servers).
 func TestAdmissionCertificateRotationUnderLoad(t *testing.T) {
 	gvr, resource := admissionCRD(t)
 	ns := namespace(t)
@@ -270,6 +274,28 @@ func TestAdmissionCertificateRotationUnderLoad(t *testing.T) {
 		defer conn.Close()
 		return conn.ConnectionState().PeerCertificates[0].SerialNumber.String()
 	}
+	// Whether each replica's certificate is trusted by the bundle of the
+	// moment; the bundle is read before the dial, and a replica serves a
+	// new certificate only after its CA has joined the bundle.
+	verified := make([]int, len(ports))
+	var untrusted []string
+	trusted := func(raw []byte) {
+		roots := x509.NewCertPool()
+		if !roots.AppendCertsFromPEM(raw) {
+			untrusted = append(untrusted, "the CA bundle holds no certificate")
+			return
+		}
+		for i, port := range ports {
+			conn, err := tls.DialWithDialer(&net.Dialer{Timeout: 2 * time.Second}, "tcp", net.JoinHostPort(addr, strconv.Itoa(port)),
+				&tls.Config{RootCAs: roots, ServerName: "hooks." + ns + ".svc"})
+			if err != nil {
+				untrusted = append(untrusted, fmt.Sprintf("replica %d at %s: %v", i, time.Now().Format(time.StampMilli), err))
+				continue
+			}
+			_ = conn.Close()
+			verified[i]++
+		}
+	}
 	initial := []string{serial(ports[0]), serial(ports[1])}
 	sawOverlap := false
 	eventually(t, 2*waitShort, "a rotation: the new CA joins, both replicas serve its certificate, the old CA leaves", func() (bool, error) {
@@ -278,6 +304,7 @@ func TestAdmissionCertificateRotationUnderLoad(t *testing.T) {
 			return false, nil
 		}
 		raw, _ := base64.StdEncoding.DecodeString(b[0])
+		trusted(raw)
 		switch n := strings.Count(string(raw), "BEGIN CERTIFICATE"); {
 		case n == 2:
 			sawOverlap = true
@@ -289,8 +316,14 @@ func TestAdmissionCertificateRotationUnderLoad(t *testing.T) {
 		return sawOverlap && now[0] != initial[0] && now[1] != initial[1] && now[0] != "" && now[1] != "", nil
 	})
 	stopLoad()
-	if calls[0].Load() == 0 || calls[1].Load() == 0 {
-		t.Errorf("a replica got no calls: %d, %d", calls[0].Load(), calls[1].Load())
+	if calls[0].Load()+calls[1].Load() == 0 {
+		t.Errorf("no replica got a call during the rotation")
+	}
+	if len(untrusted) > 0 {
+		t.Errorf("%d direct handshakes failed against the bundle of the moment:\n%s", len(untrusted), strings.Join(untrusted, "\n"))
+	}
+	if verified[0] == 0 || verified[1] == 0 {
+		t.Errorf("handshakes verified per replica: %d, %d; want each replica checked during the rotation", verified[0], verified[1])
 	}
 	if got := secretBundle(t, ns, "hooks-certs"); got != caBundles(t, managed)[0] {
 		t.Errorf("the webhook's CA bundle is not the Secret's")
