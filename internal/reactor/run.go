@@ -83,7 +83,7 @@ type run struct {
 	// daemons runs the daemons and timers of every object.
 	daemons *daemons.Manager
 	// slots bound the passes in flight, every resource's together
-	// (slots.go).
+	// (worker.go).
 	slots *slots
 	// rates cap the passes started per second of each resource
 	// (Queueing.ResourceRate), by the resource's name.
