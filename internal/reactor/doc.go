@@ -21,11 +21,11 @@
 // are woken by a touch patch once their delay passes, exactly as Kopf does,
 // so that the wake-up goes through the same path as any other change.
 //
-// Files by stage: run.go (Run, Config and what a run holds), orchestration.go
-// (which resources are served, following CRDs), watcher.go (the informer,
-// indexers and watching handlers), worker.go (workers, per-object state, the
-// pool and its bound, the slots), pass.go (read → plan → act), apply.go
-// (patches), background.go (daemons and timers).
+// Files by stage: run.go (Run, Config, its Hooks and what a run holds),
+// orchestration.go (which resources are served, following CRDs), watcher.go
+// (the informer, indexers and watching handlers), worker.go (workers,
+// per-object state, the pool and its bound, the slots), pass.go (read →
+// plan → act), apply.go (patches), background.go (daemons and timers).
 //
 // One object's path from a watch event to its patch is listed, every
 // file, in docs/architecture.md (the main line): internal/kube's watch →
