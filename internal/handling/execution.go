@@ -17,7 +17,6 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/kopfgo/kopfgo/internal/causes"
-	"github.com/kopfgo/kopfgo/internal/conditions"
 	"github.com/kopfgo/kopfgo/internal/config"
 	"github.com/kopfgo/kopfgo/internal/dicts"
 	"github.com/kopfgo/kopfgo/internal/handlers"
@@ -79,7 +78,7 @@ type Cycle struct {
 	// operator restarted meanwhile does not run them again.
 	KeepDone bool
 	// Conditions: the cycle sets the framework's status.conditions in
-	// Patch after its round (internal/conditions); its sub-handlers' cycles
+	// Patch after its round (conditions.go); its sub-handlers' cycles
 	// never do, their parent's does.
 	Conditions bool
 
@@ -185,14 +184,14 @@ func (c *Cycle) Run(ctx context.Context) Outcome {
 // setConditions puts the framework's conditions for the cycle's state
 // into the patch, to be merged into the object's list when it is sent.
 func (c *Cycle) setConditions(title string, done bool, states []state) {
-	hs := make([]conditions.Handler, len(states))
+	hs := make([]handlerState, len(states))
 	for i, s := range states {
 		hs[i].ID = s.h.ID
 		if s.rec != nil {
 			hs[i].Succeeded, hs[i].Failed, hs[i].Retries, hs[i].Message = s.rec.Success, s.rec.Failure, s.rec.Retries, s.rec.Message
 		}
 	}
-	for _, ch := range conditions.For(conditions.Cycle{Title: title, Done: done, Deleting: c.Reason == causes.Delete, Handlers: hs}) {
+	for _, ch := range conditionsFor(cycleState{Title: title, Done: done, Deleting: c.Reason == causes.Delete, Handlers: hs}) {
 		c.Patch.ChangeCondition(ch)
 	}
 }

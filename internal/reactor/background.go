@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/kopfgo/kopfgo/internal/causes"
-	"github.com/kopfgo/kopfgo/internal/conditions"
 	"github.com/kopfgo/kopfgo/internal/daemons"
 	"github.com/kopfgo/kopfgo/internal/handlers"
 	"github.com/kopfgo/kopfgo/internal/handling"
@@ -111,7 +110,7 @@ func (w *watcher) backgroundOf(ctx context.Context, key string, ps *pass) *backg
 			if cur, ok := w.latest(key); ok && len(pt.Conditions()) > 0 {
 				// The daemon's or timer's own conditions, merged into
 				// the freshest list at hand.
-				conditions.Write(cur.Object, pt, w.Clock.Now())
+				handling.WriteConditions(cur.Object, pt, w.Clock.Now())
 				if pt.IsEmpty() && len(pt.Fns) == 0 {
 					return nil
 				}

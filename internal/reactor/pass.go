@@ -10,7 +10,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/kopfgo/kopfgo/internal/causes"
-	"github.com/kopfgo/kopfgo/internal/conditions"
 	"github.com/kopfgo/kopfgo/internal/config"
 	"github.com/kopfgo/kopfgo/internal/handlers"
 	"github.com/kopfgo/kopfgo/internal/handling"
@@ -280,9 +279,9 @@ func (w *watcher) handle(ctx context.Context, ps *pass, reason causes.Reason) pl
 	// Now, not when the patch goes: whether the patch is empty decides
 	// what the pass logs.
 	if w.res.HasStatus() && !w.Settings.Persistence.Conditions.EveryPass {
-		conditions.WriteOrDefer(c.Body, c.Patch, w.Clock.Now()) // no request of its own for news of nothing
+		handling.WriteConditionsOrDefer(c.Body, c.Patch, w.Clock.Now()) // no request of its own for news of nothing
 	} else {
-		conditions.Write(c.Body, c.Patch, w.Clock.Now())
+		handling.WriteConditions(c.Body, c.Patch, w.Clock.Now())
 	}
 	if out.Done {
 		ps.state.handled()
