@@ -20,7 +20,10 @@
 // Execution does no API calls: it reads progress from the object's body and
 // writes progress, results and the handlers' own patches into one patch that
 // the reactor applies. That is what lets a kopfgo operator be killed at any
-// moment and carry on where it stopped.
+// moment and carry on where it stopped. What it keeps on the object (the
+// last-handled essence, the progress records, the touch-dummy) it reads
+// and writes through one interface, Store (store.go), which the reactor
+// uses too.
 //
 // Admission handlers (admission.go) are answered once per request, never
 // retried: ServeAdmission runs those of one AdmissionReview and gathers

@@ -20,7 +20,6 @@ import (
 	"github.com/kopfgo/kopfgo/internal/config"
 	"github.com/kopfgo/kopfgo/internal/dicts"
 	"github.com/kopfgo/kopfgo/internal/handlers"
-	"github.com/kopfgo/kopfgo/internal/objstore"
 	"github.com/kopfgo/kopfgo/internal/resources"
 	"github.com/kopfgo/kopfgo/internal/tracing"
 	"github.com/kopfgo/kopfgo/patch"
@@ -51,11 +50,11 @@ type Cycle struct {
 	Resource resources.Resource
 	Old      map[string]any
 	New      map[string]any
-	Diff     objstore.Diff
+	Diff     Diff
 	Patch    *patch.Patch
 	// Storage keeps the handlers' records: the object's store, or an
 	// activity's memory.
-	Storage objstore.Progress
+	Storage Progress
 	Clock   clock.PassiveClock
 	Logger  *slog.Logger
 	Memo    *handlers.Memo
@@ -107,7 +106,7 @@ type Outcome struct {
 
 type state struct {
 	h   *Handler
-	rec *objstore.Record
+	rec *Record
 }
 
 func (s state) finished() bool { return s.rec != nil && (s.rec.Success || s.rec.Failure) }
@@ -235,7 +234,7 @@ type extra struct {
 	succeeded, failed, running int
 }
 
-func countExtra(extras []extra, rec *objstore.Record) []extra {
+func countExtra(extras []extra, rec *Record) []extra {
 	i := slices.IndexFunc(extras, func(e extra) bool { return e.purpose == rec.Purpose })
 	if i < 0 {
 		extras = append(extras, extra{purpose: rec.Purpose})
@@ -283,11 +282,11 @@ func (c *Cycle) purge(states []state) {
 // attempt invokes the handler once (or fails it without a call when its
 // timeout or retries are used up) and returns its new record, and the error
 // it failed with if it failed permanently.
-func (c *Cycle) attempt(ctx context.Context, h *Handler, prev *objstore.Record) (*objstore.Record, error) {
+func (c *Cycle) attempt(ctx context.Context, h *Handler, prev *Record) (*Record, error) {
 	// Records keep microseconds (Kopf's format): the handler must see the
 	// same Started on its first attempt as on the retries.
 	now := c.Clock.Now().UTC().Truncate(time.Microsecond)
-	rec := objstore.Record{Purpose: string(c.Reason)}
+	rec := Record{Purpose: string(c.Reason)}
 	if prev != nil {
 		rec = *prev
 		rec.Purpose = string(c.Reason)
@@ -306,7 +305,7 @@ func (c *Cycle) attempt(ctx context.Context, h *Handler, prev *objstore.Record) 
 	// Kopf says so before its checks of timeouts and retries.
 	log.Debug(title + " is invoked.")
 
-	fail := func(msg string, err error) (*objstore.Record, error) {
+	fail := func(msg string, err error) (*Record, error) {
 		log.Error(msg)
 		rec.Failure, rec.Stopped, rec.Delayed, rec.Message = true, &now, nil, msg
 		return &rec, err
@@ -389,7 +388,7 @@ func seconds(d time.Duration) string {
 	return fmt.Sprintf("%g seconds", d.Seconds())
 }
 
-func (c *Cycle) invoke(ctx context.Context, h *Handler, rec objstore.Record, runtime time.Duration) (result any, sub *scope, err error) {
+func (c *Cycle) invoke(ctx context.Context, h *Handler, rec Record, runtime time.Duration) (result any, sub *scope, err error) {
 	if h.Timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithDeadline(ctx, rec.Started.Add(h.Timeout))

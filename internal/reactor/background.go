@@ -10,7 +10,6 @@ import (
 	"github.com/kopfgo/kopfgo/internal/handlers"
 	"github.com/kopfgo/kopfgo/internal/handling"
 	"github.com/kopfgo/kopfgo/internal/kube"
-	"github.com/kopfgo/kopfgo/internal/objstore"
 	"github.com/kopfgo/kopfgo/patch"
 )
 
@@ -78,7 +77,7 @@ func (w *watcher) noteChanges(body map[string]any, st *state, bg *background) {
 	prev := bg.essence
 	bg.essence = essence
 	st.mu.Unlock()
-	if prev != nil && len(objstore.Compute(prev, essence)) > 0 {
+	if prev != nil && len(handling.DiffOf(prev, essence)) > 0 {
 		bg.set.Changed(w.Clock.Now())
 	}
 }

@@ -34,7 +34,7 @@
 // Handle step the cycle (handle, handling.Cycle.Run) and plan.After; act)
 // → apply.go (apply) → internal/kube's patch. What the operator keeps on
 // the object (the diff-base, the progress records, the touch-dummy) is
-// reached only through internal/objstore's Store.
+// reached only through internal/handling's Store.
 //
 // Glossary, and the only words the code uses for these:
 //

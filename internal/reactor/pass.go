@@ -13,7 +13,6 @@ import (
 	"github.com/kopfgo/kopfgo/internal/config"
 	"github.com/kopfgo/kopfgo/internal/handlers"
 	"github.com/kopfgo/kopfgo/internal/handling"
-	"github.com/kopfgo/kopfgo/internal/objstore"
 	"github.com/kopfgo/kopfgo/internal/plan"
 	"github.com/kopfgo/kopfgo/internal/pyrepr"
 	"github.com/kopfgo/kopfgo/internal/resources"
@@ -320,7 +319,7 @@ func (w *watcher) finished(ps *pass) {
 // or not: the object's body and, for a change of a handled object, the diff,
 // both as Python's repr() (internal/pyrepr). Rendering a whole body is the
 // costliest line per pass, so nothing is rendered unless debug is on.
-func logProgress(ctx context.Context, log *slog.Logger, reason causes.Reason, body, old, essence map[string]any, diff objstore.Diff) {
+func logProgress(ctx context.Context, log *slog.Logger, reason causes.Reason, body, old, essence map[string]any, diff handling.Diff) {
 	if !log.Enabled(ctx, slog.LevelDebug) {
 		return
 	}
@@ -333,7 +332,7 @@ func logProgress(ctx context.Context, log *slog.Logger, reason causes.Reason, bo
 
 // reprDiff renders a diff as Kopf's repr() of its diff: a tuple of
 // (operation, field path, old, new) tuples.
-func reprDiff(d objstore.Diff) string {
+func reprDiff(d handling.Diff) string {
 	items := make(pyrepr.Tuple, len(d))
 	for i, it := range d {
 		path := make(pyrepr.Tuple, len(it.Path))
