@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	goruntime "runtime"
 	"strings"
 	"sync"
@@ -374,11 +373,7 @@ func (c rawCollection) ListCompact(ctx context.Context, opts metav1.ListOptions)
 		return nil
 	})
 	if err == nil {
-		if _, err = dec.Decode(); err == io.EOF {
-			err = nil
-		} else if err == nil {
-			err = errors.New("another value follows it")
-		}
+		err = endOfList(dec)
 	}
 	if err == nil {
 		err = fillCompactKinds(list, rest, kindless, o)

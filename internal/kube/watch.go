@@ -279,11 +279,7 @@ func (c rawCollection) List(ctx context.Context, opts metav1.ListOptions) (*unst
 		return nil
 	})
 	if err == nil {
-		if _, err = dec.Decode(); err == io.EOF {
-			err = nil
-		} else if err == nil {
-			err = errors.New("another value follows it")
-		}
+		err = endOfList(dec)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("cannot read the list of %s: %w", c.res, err)
@@ -291,6 +287,18 @@ func (c rawCollection) List(ctx context.Context, opts metav1.ListOptions) (*unst
 	list.Object = rest
 	fillItemKinds(list)
 	return list, nil
+}
+
+// endOfList checks that nothing follows a list's value in its response.
+func endOfList(dec *unjson.Decoder) error {
+	_, err := dec.Decode()
+	switch {
+	case err == io.EOF:
+		return nil
+	case err == nil:
+		return errors.New("another value follows it")
+	}
+	return err
 }
 
 // fillItemKinds gives the items of a list of a built-in resource their kind
