@@ -148,6 +148,9 @@ func (r *report) ratios() {
 			r.Notes = append(r.Notes, fmt.Sprintf("FAILED: %s in %s: %s", x.Contender, x.Scenario, x.Error))
 			continue
 		}
+		if x.Scenario == "scaleout" {
+			r.Notes = append(r.Notes, scaleOutNotes(x)...)
+		}
 		if x.Calls != want || restart && x.Writes != 0 || x.ChurnCalls != int64(x.ChurnObjects) {
 			r.Notes = append(r.Notes, fmt.Sprintf("WRONG: %s in %s made %d handler calls and %d writes for %d objects",
 				x.Contender, x.Scenario, x.Calls, x.Writes, x.Objects))
@@ -218,7 +221,7 @@ func (r *report) print(w io.Writer) {
 					handover = fmt.Sprintf("%.1f", x.HandoverSeconds)
 				}
 				one := oneReplica(rows, x)
-				webhook := x.Webhook
+				webhook, _, _ := strings.Cut(x.Webhook, ":") // "none": the notes say why
 				if webhook == "" {
 					webhook = "-"
 				}
@@ -266,6 +269,28 @@ func byCode(counts map[string]int64) string {
 		parts = append(parts, fmt.Sprintf("%s: %d", code, counts[code]))
 	}
 	return strings.Join(parts, ", ")
+}
+
+// scaleOutNotes say what went other than meant with the label webhook: a
+// contender without it (its coordinator labels every object), calls that
+// failed open, label patches made although the webhook was there.
+func scaleOutNotes(x result) []string {
+	if none, ok := strings.CutPrefix(x.Webhook, "none: "); ok {
+		if !strings.HasSuffix(x.Contender, "×1") {
+			return nil // said once, with one replica
+		}
+		base, _, _ := strings.Cut(x.Contender, "×")
+		return []string{fmt.Sprintf("scaleout, %s: no label webhook (%s): its coordinator labels every object", base, none)}
+	}
+	var labels int64
+	for _, f := range x.Replicas {
+		labels += f.ShardLabels
+	}
+	if x.Webhook != "" && (x.WebhookFailOpen > 0 || labels > 0 || x.WebhookCalls < int64(x.Objects)) {
+		return []string{fmt.Sprintf("WRONG: scaleout, %s: the label webhook was called %d times for %d objects (%d failed open), and the replicas made %d label patches",
+			x.Contender, x.WebhookCalls, x.Objects, x.WebhookFailOpen, labels)}
+	}
+	return nil
 }
 
 // oneReplica is the scale-out row of x's contender with one replica (the
@@ -335,7 +360,7 @@ func title(sc string, x result, p map[string]any) string {
 	case "backlog-shed":
 		return fmt.Sprintf("backlog-shed: the backlog against an API server with --max-requests-inflight=%v --max-mutating-requests-inflight=%v, the contenders as a service account", p["shedInflight"], p["shedMutating"])
 	case "scaleout":
-		return fmt.Sprintf("scaleout: kopfgo sharded over 1, 2 and 4 replicas (%d shards; ×1: to the same contender with one replica), %d objects created at once; until all are handled; then the last replica SIGKILLed and %d objects created, until they are handled. The label webhook is the replica whose webhook the API server calls to label new objects with their shard; label patches are the coordinator's, for objects that came without the label", scaleOutShards, x.Objects, handoverObjects)
+		return fmt.Sprintf("scaleout: kopfgo sharded over 1, 2 and 4 replicas (%d shards; ×1: to the same contender with one replica), %d objects created at once; until all are handled; then a replica SIGKILLed (the last one not serving the label webhook) and %d objects created, until they are handled. The label webhook is the replica whose webhook the API server calls to label new objects with their shard; label patches are the coordinator's, for objects that came without the label", scaleOutShards, x.Objects, handoverObjects)
 	}
 	return sc
 }

@@ -15,6 +15,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -145,11 +146,9 @@ func (b *bench) scaleOutOne(ctx context.Context, contender string, can abilities
 			env = append(env, "KOPFGO_BENCH_WEBHOOK="+managed, "KOPFGO_BENCH_WEBHOOK_ADDR="+hook)
 		}
 		file := b.name(fmt.Sprintf("%s-scaleout-%d-%s", contender, replicas, pod))
-		profile := ""
-		if b.o.profileDir != "" {
-			profile = filepath.Join(b.o.profileDir, file)
-		}
-		p, err := startContenderWith(b.bins[contender], name, b.kubeconfig, ns, filepath.Join(b.work, file+".log"), profile, env)
+		// Not profiled from start to end (-cpuprofile): -profile takes
+		// profiles of the burst and of the handover instead.
+		p, err := startContenderWith(b.bins[contender], name, b.kubeconfig, ns, filepath.Join(b.work, file+".log"), "", env)
 		if err != nil {
 			return result{}, err
 		}
@@ -164,18 +163,22 @@ func (b *bench) scaleOutOne(ctx context.Context, contender string, can abilities
 		}
 	}
 	webhook := "none: the bench operator of " + contender + " has no KOPFGO_BENCH_WEBHOOK"
+	victim := len(ps) - 1 // SIGKILLed after the burst: the last replica not serving the webhook
 	if can.webhook {
 		i, err := b.labelWebhook(ctx, ns, managed, hooks)
 		switch {
 		case err == nil:
 			webhook = fmt.Sprintf("replica-%d's", i)
+			if i == victim {
+				victim--
+			}
 		case !can.known && ctx.Err() == nil:
 			webhook = "none: " + err.Error()
 		default:
 			return result{}, err
 		}
-		logf("scaleout: %s: the label webhook: %s", name, webhook)
 	}
+	logf("scaleout: %s: the label webhook: %s", name, webhook)
 	for _, p := range ps {
 		if _, err := p.quiet(ctx, time.Now(), idleWindow, idleTimeout); err != nil {
 			return result{}, err
@@ -198,6 +201,7 @@ func (b *bench) scaleOutOne(ctx context.Context, contender string, can abilities
 	if err != nil {
 		return result{}, err
 	}
+	profiles := b.profileWindow(ctx, ps, "burst", scaleOutProfileWindow(n))
 	begin := time.Now()
 	if err := b.parallel(ctx, n, func(ctx context.Context, i int) error { return b.create(ctx, ns, i, false) }); err != nil {
 		return result{}, err
@@ -240,13 +244,80 @@ func (b *bench) scaleOutOne(ctx context.Context, contender string, can abilities
 	r.WritesPerObject = float64(r.Writes) / float64(n)
 	logf("scaleout: %s: %.0f objects/s, %.2f ms CPU per object, %.2f writes per object, label patches per replica %s, the label webhook called %d times (%d failed open)",
 		name, r.PerSecond, r.CPUPerObjectMs, r.WritesPerObject, shardLabels(r.Replicas), r.WebhookCalls, r.WebhookFailOpen)
+	profiles.wait()
 	if replicas > 1 {
-		if r.HandoverSeconds, err = b.handover(ctx, t, ns, n, ps[len(ps)-1]); err != nil {
+		survivors := slices.Delete(slices.Clone(ps), victim, victim+1)
+		profiles := b.profileWindow(ctx, survivors, "handover", handoverProfileWindow)
+		if r.HandoverSeconds, err = b.handover(ctx, t, ns, n, ps[victim]); err != nil {
 			return result{}, err
 		}
-		logf("scaleout: %s: objects created at a replica's SIGKILL handled %.1fs after it", name, r.HandoverSeconds)
+		profiles.wait()
+		logf("scaleout: %s: objects created at replica-%d's SIGKILL handled %.1fs after it", name, victim, r.HandoverSeconds)
 	}
 	return r, nil
+}
+
+// scaleOutProfileWindow is how long the CPU profiles of a burst of n
+// objects last (-profile): the burst and some of the quiet after it.
+func scaleOutProfileWindow(n int) time.Duration {
+	return 5*time.Second + time.Duration(n)*20*time.Millisecond
+}
+
+// handoverProfileWindow covers a handover: a lease duration (15 s), the
+// rebalance and a listing.
+const handoverProfileWindow = 30 * time.Second
+
+// profiles are CPU profiles being taken.
+type profiles struct{ wg sync.WaitGroup }
+
+// wait returns once they are written.
+func (p *profiles) wait() { p.wg.Wait() }
+
+// profileWindow takes, with -profile, a CPU profile of each process over
+// the next d (its probe's /debug/pprof/profile), then its heap profile,
+// into the profile directory, named as the process's log with -<what>;
+// a profile that cannot be taken is logged, not fatal.
+func (b *bench) profileWindow(ctx context.Context, ps []*process, what string, d time.Duration) *profiles {
+	out := &profiles{}
+	if b.o.profileDir == "" {
+		return out
+	}
+	for _, p := range ps {
+		base := filepath.Join(b.o.profileDir, strings.TrimSuffix(filepath.Base(p.log.Name()), ".log")+"-"+what)
+		out.wg.Go(func() {
+			for _, prof := range []struct{ path, file string }{
+				{fmt.Sprintf("profile?seconds=%d", int(d.Seconds())), base + ".cpu.pprof"},
+				{"heap", base + ".heap.pprof"},
+			} {
+				if err := fetchTo(ctx, "http://"+p.addr+"/debug/pprof/"+prof.path, prof.file); err != nil {
+					logf("scaleout: profiling %s: %v", p.log.Name(), err)
+					return
+				}
+			}
+		})
+	}
+	return out
+}
+
+// fetchTo writes what a GET of url answers to file.
+func fetchTo(ctx context.Context, url, file string) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("GET %s: %s", url, resp.Status)
+	}
+	data, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(file, data, 0o644)
 }
 
 // replicaFigures are one replica's figures in the scale-out scenario:
@@ -285,7 +356,8 @@ const handoverObjects = 24
 // handover SIGKILLs the victim, creates handoverObjects objects at once
 // (after the n of the burst), and tells how long after the kill they are
 // all handled: the victim's shards' Leases expire, the others take them
-// and list their objects (the holder of shard 0 labels the new ones).
+// and list their objects (labelled at creation by the webhook, or by the
+// holder of shard 0 without it).
 func (b *bench) handover(ctx context.Context, t *tracker, ns string, n int, victim *process) (float64, error) {
 	if err := syscall.Kill(-victim.pid(), syscall.SIGKILL); err != nil {
 		return 0, err

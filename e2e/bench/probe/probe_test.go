@@ -36,11 +36,19 @@ func TestDiffBaseIsKopfgos(t *testing.T) {
 	}
 }
 
-func TestProbeCountsWritesAndWatch(t *testing.T) {
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+// instrumented is a server that answers "{}" to everything, after seen
+// (if set) has its request's body, and a probe and a client that counts
+// there.
+func instrumented(t *testing.T, seen func(body string)) (*httptest.Server, *Probe, *http.Client) {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if seen != nil {
+			b, _ := io.ReadAll(r.Body)
+			seen(string(b))
+		}
 		_, _ = io.WriteString(w, "{}")
 	}))
-	defer srv.Close()
+	t.Cleanup(srv.Close)
 	p := &Probe{}
 	cfg := &rest.Config{Host: srv.URL}
 	p.Instrument(cfg)
@@ -48,7 +56,11 @@ func TestProbeCountsWritesAndWatch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	client := &http.Client{Transport: rt}
+	return srv, p, &http.Client{Transport: rt}
+}
+
+func TestProbeCountsWritesAndWatch(t *testing.T) {
+	srv, p, client := instrumented(t, nil)
 	const kex = "/apis/kopf.dev/v1/namespaces/ns/kopfexamples"
 	const crds = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
 	for _, r := range []struct{ method, query string }{
@@ -90,20 +102,7 @@ func TestProbeCountsWritesAndWatch(t *testing.T) {
 // can be read again (GetBody) or not, and the server still gets the body.
 func TestProbeCountsShardLabels(t *testing.T) {
 	var got []string
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		b, _ := io.ReadAll(r.Body)
-		got = append(got, string(b))
-		_, _ = io.WriteString(w, "{}")
-	}))
-	defer srv.Close()
-	p := &Probe{}
-	cfg := &rest.Config{Host: srv.URL}
-	p.Instrument(cfg)
-	rt, err := rest.TransportFor(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	client := &http.Client{Transport: rt}
+	srv, p, client := instrumented(t, func(body string) { got = append(got, body) })
 	const obj = "/apis/kopf.dev/v1/namespaces/ns/kopfexamples/x"
 	const label = `{"metadata":{"labels":{"shard.kopfgo.dev/bench":"3"},"uid":"u"}}`
 	const status = `{"status":{"create_fn":{"message":"hello"}}}`
