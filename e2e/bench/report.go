@@ -42,6 +42,10 @@ type result struct {
 	// taken over and listed by the others).
 	Replicas        []replicaFigures `json:"replicas,omitempty"`
 	HandoverSeconds float64          `json:"handoverSeconds,omitempty"`
+	// HandoverLeasesSeconds is the part of it until the others held all
+	// the shards (the Leases expired and taken; the rest is the
+	// rebalance's pause, the listing and the handling).
+	HandoverLeasesSeconds float64 `json:"handoverLeasesSeconds,omitempty"`
 	// Webhook says whose webhook labelled the new objects with their
 	// shard at creation ("replica-2's"), or why none did; WebhookCalls
 	// and WebhookFailOpen are the API server's counts of its calls over
@@ -211,14 +215,14 @@ func (r *report) print(w io.Writer) {
 					x.KBPerObject, x.ChurnCPUPerObjectMs, ratio(x, "churnCpuPerObject"), churnRSS(x.ChurnRSSMB))
 			}
 		case "scaleout":
-			fmt.Fprintln(tw, "replicas\tseconds\tobjects/s\tCPU s (sum)\t×1\tCPU ms/object\tpeak RSS MB (largest)\twrites/object\tcalls\twatch events per replica\tCPU s per replica\t×1\tpeak RSS MB per replica\t×1\tlabel patches per replica\tlabel webhook\twebhook calls (failed open)\thandover after SIGKILL s\t")
+			fmt.Fprintln(tw, "replicas\tseconds\tobjects/s\tCPU s (sum)\t×1\tCPU ms/object\tpeak RSS MB (largest)\twrites/object\tcalls\twatch events per replica\tCPU s per replica\t×1\tpeak RSS MB per replica\t×1\tlabel patches per replica\tlabel webhook\twebhook calls (failed open)\thandover after SIGKILL s (shards taken)\t")
 			for _, x := range rows {
 				if x.Error != "" {
 					continue // in the notes
 				}
 				handover := "-"
 				if x.HandoverSeconds > 0 {
-					handover = fmt.Sprintf("%.1f", x.HandoverSeconds)
+					handover = fmt.Sprintf("%.1f (%.1f)", x.HandoverSeconds, x.HandoverLeasesSeconds)
 				}
 				one := oneReplica(rows, x)
 				webhook, _, _ := strings.Cut(x.Webhook, ":") // "none": the notes say why

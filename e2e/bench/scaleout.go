@@ -154,7 +154,7 @@ func (b *bench) scaleOutOne(ctx context.Context, contender string, can abilities
 		}
 		ps = append(ps, p)
 	}
-	if err := b.shardsBalanced(ctx, ns, replicas); err != nil {
+	if _, err := b.shardsBalanced(ctx, ns, replicas); err != nil {
 		return result{}, err
 	}
 	for _, p := range ps {
@@ -248,11 +248,11 @@ func (b *bench) scaleOutOne(ctx context.Context, contender string, can abilities
 	if replicas > 1 {
 		survivors := slices.Delete(slices.Clone(ps), victim, victim+1)
 		profiles := b.profileWindow(ctx, survivors, "handover", handoverProfileWindow)
-		if r.HandoverSeconds, err = b.handover(ctx, t, ns, n, ps[victim]); err != nil {
+		if r.HandoverSeconds, r.HandoverLeasesSeconds, err = b.handover(ctx, t, ns, n, replicas-1, ps[victim]); err != nil {
 			return result{}, err
 		}
 		profiles.wait()
-		logf("scaleout: %s: objects created at replica-%d's SIGKILL handled %.1fs after it", name, victim, r.HandoverSeconds)
+		logf("scaleout: %s: objects created at replica-%d's SIGKILL handled %.1fs after it (its shards taken after %.1fs)", name, victim, r.HandoverSeconds, r.HandoverLeasesSeconds)
 	}
 	return r, nil
 }
@@ -358,21 +358,37 @@ const handoverObjects = 24
 // all handled: the victim's shards' Leases expire, the others take them
 // and list their objects (labelled at creation by the webhook, or by the
 // holder of shard 0 without it).
-func (b *bench) handover(ctx context.Context, t *tracker, ns string, n int, victim *process) (float64, error) {
+// It also tells when the survivors held all the shards between them
+// (the Leases' part of the handover; the rest is the rebalance's pause, the
+// listing and the handling).
+func (b *bench) handover(ctx context.Context, t *tracker, ns string, n, survivors int, victim *process) (handled, taken float64, err error) {
 	if err := syscall.Kill(-victim.pid(), syscall.SIGKILL); err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	<-victim.done
 	killed := time.Now()
+	type seen struct {
+		at  time.Time
+		err error
+	}
+	balanced := make(chan seen, 1)
+	go func() {
+		at, err := b.shardsBalanced(ctx, ns, survivors)
+		balanced <- seen{at, err}
+	}()
 	t.phase("value", handoverObjects)
 	if err := b.parallel(ctx, handoverObjects, func(ctx context.Context, i int) error { return b.create(ctx, ns, n+i, false) }); err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	last, err := t.wait(ctx, handledTimeout)
 	if err != nil {
-		return 0, fmt.Errorf("after a replica's SIGKILL: %w", err)
+		return 0, 0, fmt.Errorf("after a replica's SIGKILL: %w", err)
 	}
-	return last.Sub(killed).Seconds(), nil
+	bal := <-balanced
+	if bal.err != nil {
+		return 0, 0, fmt.Errorf("after a replica's SIGKILL: %w", bal.err)
+	}
+	return last.Sub(killed).Seconds(), bal.at.Sub(killed).Seconds(), nil
 }
 
 // freeAddr is a loopback address with a port free now.
@@ -415,11 +431,11 @@ func watchEvents(ctx context.Context, addr string) (float64, error) {
 }
 
 // shardsBalanced waits until the replicas hold every shard's Lease, each
-// its share.
-func (b *bench) shardsBalanced(ctx context.Context, ns string, replicas int) error {
+// its share, and tells when it saw them so.
+func (b *bench) shardsBalanced(ctx context.Context, ns string, replicas int) (time.Time, error) {
 	k, err := kubernetes.NewForConfig(b.c.RESTConfig())
 	if err != nil {
-		return err
+		return time.Time{}, err
 	}
 	deadline := time.Now().Add(2 * time.Minute)
 	for {
@@ -436,15 +452,15 @@ func (b *bench) shardsBalanced(ctx context.Context, ns string, replicas int) err
 				balanced = balanced && c == scaleOutShards/replicas
 			}
 			if balanced {
-				return nil
+				return time.Now(), nil
 			}
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("the %d replicas did not balance %d shards within 2 minutes (held: %v, %v)", replicas, scaleOutShards, held, err)
+			return time.Time{}, fmt.Errorf("the %d replicas did not balance %d shards within 2 minutes (held: %v, %v)", replicas, scaleOutShards, held, err)
 		}
 		select {
 		case <-ctx.Done():
-			return ctx.Err()
+			return time.Time{}, ctx.Err()
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
