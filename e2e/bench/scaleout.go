@@ -130,7 +130,7 @@ func (b *bench) scaleOutOne(ctx context.Context, contender string, can abilities
 	managed := base + ".bench.kopf.dev" // the webhook configurations' name, this run's own
 	var metrics, hooks []string         // each replica's metrics and webhook addresses
 	for i := range replicas {
-		pod := fmt.Sprintf("replica-%d", i)
+		pod := podName(i)
 		addr, err := freeAddr()
 		if err != nil {
 			return result{}, err
@@ -168,7 +168,7 @@ func (b *bench) scaleOutOne(ctx context.Context, contender string, can abilities
 		i, err := b.labelWebhook(ctx, ns, managed, hooks)
 		switch {
 		case err == nil:
-			webhook = fmt.Sprintf("replica-%d's", i)
+			webhook = podName(i) + "'s"
 			if i == victim {
 				victim--
 			}
@@ -248,7 +248,7 @@ func (b *bench) scaleOutOne(ctx context.Context, contender string, can abilities
 	if replicas > 1 {
 		survivors := slices.Delete(slices.Clone(ps), victim, victim+1)
 		profiles := b.profileWindow(ctx, survivors, "handover", handoverProfileWindow)
-		if r.HandoverSeconds, r.HandoverLeasesSeconds, err = b.handover(ctx, t, ns, n, replicas-1, ps[victim]); err != nil {
+		if r.HandoverSeconds, r.HandoverLeasesSeconds, err = b.handover(ctx, t, ns, n, podName(victim), ps[victim]); err != nil {
 			return result{}, err
 		}
 		profiles.wait()
@@ -256,6 +256,10 @@ func (b *bench) scaleOutOne(ctx context.Context, contender string, can abilities
 	}
 	return r, nil
 }
+
+// podName is the i-th replica's POD_NAME, which begins its identity in the
+// Leases.
+func podName(i int) string { return fmt.Sprintf("replica-%d", i) }
 
 // scaleOutProfileWindow is how long the CPU profiles of a burst of n
 // objects last (-profile): the burst and some of the quiet after it.
@@ -359,9 +363,9 @@ const handoverObjects = 24
 // and list their objects (labelled at creation by the webhook, or by the
 // holder of shard 0 without it).
 // It also tells when the survivors held all the shards between them
-// (the Leases' part of the handover; the rest is the rebalance's pause, the
-// listing and the handling).
-func (b *bench) handover(ctx context.Context, t *tracker, ns string, n, survivors int, victim *process) (handled, taken float64, err error) {
+// (the Leases' part of the handover; the rest is the pause of the watches'
+// restart, the listing and the handling, and maybe a rebalance).
+func (b *bench) handover(ctx context.Context, t *tracker, ns string, n int, gone string, victim *process) (handled, taken float64, err error) {
 	if err := syscall.Kill(-victim.pid(), syscall.SIGKILL); err != nil {
 		return 0, 0, err
 	}
@@ -373,7 +377,7 @@ func (b *bench) handover(ctx context.Context, t *tracker, ns string, n, survivor
 	}
 	balanced := make(chan seen, 1)
 	go func() {
-		at, err := b.shardsBalanced(ctx, ns, survivors)
+		at, err := b.shardsTaken(ctx, ns, gone)
 		balanced <- seen{at, err}
 	}()
 	t.phase("value", handoverObjects)
@@ -433,6 +437,33 @@ func watchEvents(ctx context.Context, addr string) (float64, error) {
 // shardsBalanced waits until the replicas hold every shard's Lease, each
 // its share, and tells when it saw them so.
 func (b *bench) shardsBalanced(ctx context.Context, ns string, replicas int) (time.Time, error) {
+	return b.shardLeases(ctx, ns, fmt.Sprintf("the %d replicas to balance the %d shards", replicas, scaleOutShards), func(held map[string]int) bool {
+		balanced := len(held) == replicas
+		for _, c := range held {
+			balanced = balanced && c == scaleOutShards/replicas
+		}
+		return balanced
+	})
+}
+
+// shardsTaken waits until the replicas but the gone one (its POD_NAME)
+// hold every shard's Lease between them, and tells when it saw them so.
+func (b *bench) shardsTaken(ctx context.Context, ns, gone string) (time.Time, error) {
+	return b.shardLeases(ctx, ns, "the shards of "+gone+" to be taken", func(held map[string]int) bool {
+		n := 0
+		for holder, c := range held {
+			if !strings.HasPrefix(holder, gone+"_") { // the identity is POD_NAME_<random>
+				n += c
+			}
+		}
+		return n == scaleOutShards
+	})
+}
+
+// shardLeases polls the shards' Leases until done says yes of their
+// holders (holder identity → shards held), for two minutes at most, and
+// tells when it saw them so.
+func (b *bench) shardLeases(ctx context.Context, ns, what string, done func(held map[string]int) bool) (time.Time, error) {
 	k, err := kubernetes.NewForConfig(b.c.RESTConfig())
 	if err != nil {
 		return time.Time{}, err
@@ -447,21 +478,17 @@ func (b *bench) shardsBalanced(ctx context.Context, ns string, replicas int) (ti
 					held[*l.Spec.HolderIdentity]++
 				}
 			}
-			balanced := len(held) == replicas
-			for _, c := range held {
-				balanced = balanced && c == scaleOutShards/replicas
-			}
-			if balanced {
+			if done(held) {
 				return time.Now(), nil
 			}
 		}
 		if time.Now().After(deadline) {
-			return time.Time{}, fmt.Errorf("the %d replicas did not balance %d shards within 2 minutes (held: %v, %v)", replicas, scaleOutShards, held, err)
+			return time.Time{}, fmt.Errorf("waited 2 minutes for %s (held: %v, %v)", what, held, err)
 		}
 		select {
 		case <-ctx.Done():
 			return time.Time{}, ctx.Err()
-		case <-time.After(200 * time.Millisecond):
+		case <-time.After(100 * time.Millisecond):
 		}
 	}
 }
