@@ -222,3 +222,60 @@ func TestNamesAreNamespaceNames(t *testing.T) {
 		}
 	}
 }
+
+// The scale-out table gives each replica's CPU and RSS as multiples of the
+// same contender's single replica, and the notes say which contender had
+// no label webhook and where the webhook did not do all the labelling.
+func TestScaleOutReport(t *testing.T) {
+	res := func(contender, webhook string, calls, failOpen int64, fs ...replicaFigures) result {
+		x := result{Scenario: "scaleout", Contender: contender, Round: 1, Objects: 100, Calls: 100, Replicas: fs,
+			Webhook: webhook, WebhookCalls: calls, WebhookFailOpen: failOpen}
+		for _, f := range fs {
+			x.CPUSeconds += f.CPUSeconds
+			x.PeakRSSMB = max(x.PeakRSSMB, f.PeakRSSMB)
+		}
+		return x
+	}
+	r := report{Params: map[string]any{"rounds": 1}, Results: []result{
+		res("kopfgo×1", "replica-0's", 100, 0, replicaFigures{CPUSeconds: 2, PeakRSSMB: 50}),
+		res("kopfgo×2", "replica-1's", 100, 3, replicaFigures{CPUSeconds: 1.5, PeakRSSMB: 40, ShardLabels: 3}, replicaFigures{CPUSeconds: 1, PeakRSSMB: 25}),
+		res("kopfgo@abc×1", "none: the bench operator of kopfgo@abc has no KOPFGO_BENCH_WEBHOOK", 0, 0,
+			replicaFigures{CPUSeconds: 4, PeakRSSMB: 60, LabelsUncounted: true}),
+		res("kopfgo@abc×2", "none: the bench operator of kopfgo@abc has no KOPFGO_BENCH_WEBHOOK", 0, 0,
+			replicaFigures{CPUSeconds: 3, PeakRSSMB: 30, LabelsUncounted: true}, replicaFigures{CPUSeconds: 1, PeakRSSMB: 30, LabelsUncounted: true}),
+		{Scenario: "scaleout", Contender: "kopfgo@old", Error: "its bench operator has no sharding"},
+	}}
+	r.Results[1].HandoverSeconds, r.Results[1].HandoverLeasesSeconds = 17.04, 15.46
+	r.ratios()
+	notes := strings.Join(r.Notes, "\n")
+	for _, want := range []string{
+		"WRONG: scaleout, kopfgo×2: the label webhook was called 100 times for 100 objects (3 failed open), and the replicas made 3 label patches",
+		"scaleout, kopfgo@abc: no label webhook (the bench operator of kopfgo@abc has no KOPFGO_BENCH_WEBHOOK): its coordinator labels every object",
+		"FAILED: kopfgo@old in scaleout: its bench operator has no sharding",
+	} {
+		if !strings.Contains(notes, want) {
+			t.Errorf("no note %q in\n%s", want, notes)
+		}
+	}
+	if n := strings.Count(notes, "no label webhook"); n != 1 {
+		t.Errorf("%d notes of kopfgo@abc's missing webhook, want 1:\n%s", n, notes)
+	}
+	if strings.Contains(notes, "kopfgo×1") {
+		t.Errorf("a note on kopfgo×1, whose webhook labelled all:\n%s", notes)
+	}
+	var out strings.Builder
+	r.print(&out)
+	table, _, _ := strings.Cut(out.String(), "Note:")
+	for _, want := range []string{
+		"1.25",                                                                                 // kopfgo×2's sum, to kopfgo×1's
+		"0.75 / 0.50  ", "0.80 / 0.50  ", "3 / 0  ", "replica-1's  ", "100 (3)", "17.0 (15.5)", // kopfgo×2's replicas, to kopfgo×1
+		"0.75 / 0.25  ", "? / ?  ", // kopfgo@abc×2's CPU, to kopfgo@abc×1's; its labels not counted
+	} {
+		if !strings.Contains(table, want) {
+			t.Errorf("the table has no %q:\n%s", want, table)
+		}
+	}
+	if strings.Contains(table, "kopfgo@old") {
+		t.Errorf("the table has a row for kopfgo@old, which did not run:\n%s", table)
+	}
+}

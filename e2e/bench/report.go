@@ -42,6 +42,17 @@ type result struct {
 	// taken over and listed by the others).
 	Replicas        []replicaFigures `json:"replicas,omitempty"`
 	HandoverSeconds float64          `json:"handoverSeconds,omitempty"`
+	// HandoverLeasesSeconds is the part of it until the others held all
+	// the shards (the Leases expired and taken; the rest is the
+	// rebalance's pause, the listing and the handling).
+	HandoverLeasesSeconds float64 `json:"handoverLeasesSeconds,omitempty"`
+	// Webhook says whose webhook labelled the new objects with their
+	// shard at creation ("replica-2's"), or why none did; WebhookCalls
+	// and WebhookFailOpen are the API server's counts of its calls over
+	// the burst, and of those that failed and were let through unlabelled.
+	Webhook         string `json:"webhook,omitempty"`
+	WebhookCalls    int64  `json:"webhookCalls,omitempty"`
+	WebhookFailOpen int64  `json:"webhookFailOpen,omitempty"`
 	// Scale: the RSS of the contender watching nothing yet, then with all
 	// objects present and idle, and the steady RSS above the empty one per
 	// object; the churn phase's objects, CPU per object, handler calls,
@@ -141,6 +152,9 @@ func (r *report) ratios() {
 			r.Notes = append(r.Notes, fmt.Sprintf("FAILED: %s in %s: %s", x.Contender, x.Scenario, x.Error))
 			continue
 		}
+		if x.Scenario == "scaleout" {
+			r.Notes = append(r.Notes, scaleOutNotes(x)...)
+		}
 		if x.Calls != want || restart && x.Writes != 0 || x.ChurnCalls != int64(x.ChurnObjects) {
 			r.Notes = append(r.Notes, fmt.Sprintf("WRONG: %s in %s made %d handler calls and %d writes for %d objects",
 				x.Contender, x.Scenario, x.Calls, x.Writes, x.Objects))
@@ -201,17 +215,28 @@ func (r *report) print(w io.Writer) {
 					x.KBPerObject, x.ChurnCPUPerObjectMs, ratio(x, "churnCpuPerObject"), churnRSS(x.ChurnRSSMB))
 			}
 		case "scaleout":
-			fmt.Fprintln(tw, "replicas\tseconds\tobjects/s\tCPU s (sum)\tCPU ms/object\tpeak RSS MB (largest)\twrites/object\tcalls\twatch events per replica\tCPU s per replica\tpeak RSS MB per replica\thandover after SIGKILL s\t")
+			fmt.Fprintln(tw, "replicas\tseconds\tobjects/s\tCPU s (sum)\t×1\tCPU ms/object\tpeak RSS MB (largest)\twrites/object\tcalls\twatch events per replica\tCPU s per replica\t×1\tpeak RSS MB per replica\t×1\tlabel patches per replica\tlabel webhook\twebhook calls (failed open)\thandover after SIGKILL s (shards taken)\t")
 			for _, x := range rows {
+				if x.Error != "" {
+					continue // in the notes
+				}
 				handover := "-"
 				if x.HandoverSeconds > 0 {
-					handover = fmt.Sprintf("%.1f", x.HandoverSeconds)
+					handover = fmt.Sprintf("%.1f (%.1f)", x.HandoverSeconds, x.HandoverLeasesSeconds)
 				}
-				fmt.Fprintf(tw, "%s\t%.2f\t%.0f\t%.2f\t%.2f\t%.0f\t%.2f\t%d\t%s\t%s\t%s\t%s\t\n", x.Contender, x.Seconds, x.PerSecond,
-					x.CPUSeconds, x.CPUPerObjectMs, x.PeakRSSMB, x.WritesPerObject, x.Calls,
+				one := oneReplica(rows, x)
+				webhook, _, _ := strings.Cut(x.Webhook, ":") // "none": the notes say why
+				if webhook == "" {
+					webhook = "-"
+				}
+				fmt.Fprintf(tw, "%s\t%.2f\t%.0f\t%.2f\t%s\t%.2f\t%.0f\t%.2f\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d (%d)\t%s\t\n", x.Contender, x.Seconds, x.PerSecond,
+					x.CPUSeconds, times(x.CPUSeconds, one.CPUSeconds), x.CPUPerObjectMs, x.PeakRSSMB, x.WritesPerObject, x.Calls,
 					perReplica(x.Replicas, "%.0f", func(f replicaFigures) float64 { return f.WatchEvents }),
 					perReplica(x.Replicas, "%.2f", func(f replicaFigures) float64 { return f.CPUSeconds }),
-					perReplica(x.Replicas, "%.0f", func(f replicaFigures) float64 { return f.PeakRSSMB }), handover)
+					perReplica(x.Replicas, "%.2f", func(f replicaFigures) float64 { return f.CPUSeconds / one.CPUSeconds }),
+					perReplica(x.Replicas, "%.0f", func(f replicaFigures) float64 { return f.PeakRSSMB }),
+					perReplica(x.Replicas, "%.2f", func(f replicaFigures) float64 { return f.PeakRSSMB / one.PeakRSSMB }),
+					shardLabels(x.Replicas), webhook, x.WebhookCalls, x.WebhookFailOpen, handover)
 			}
 		case "backlog", "backlog-shed":
 			fmt.Fprintln(tw, "contender\tdrain s\t×floor\tCPU s\t×floor\tpeak RSS MB\t×floor\tcalls\twrites sent\tpatches made\tfailed requests by code\tload average after\t")
@@ -248,6 +273,48 @@ func byCode(counts map[string]int64) string {
 		parts = append(parts, fmt.Sprintf("%s: %d", code, counts[code]))
 	}
 	return strings.Join(parts, ", ")
+}
+
+// scaleOutNotes say what went other than meant with the label webhook: a
+// contender without it (its coordinator labels every object), calls that
+// failed open, label patches made although the webhook was there.
+func scaleOutNotes(x result) []string {
+	if none, ok := strings.CutPrefix(x.Webhook, "none: "); ok {
+		if !strings.HasSuffix(x.Contender, "×1") {
+			return nil // said once, with one replica
+		}
+		base, _, _ := strings.Cut(x.Contender, "×")
+		return []string{fmt.Sprintf("scaleout, %s: no label webhook (%s): its coordinator labels every object", base, none)}
+	}
+	var labels int64
+	for _, f := range x.Replicas {
+		labels += f.ShardLabels
+	}
+	if x.Webhook != "" && (x.WebhookFailOpen > 0 || labels > 0 || x.WebhookCalls < int64(x.Objects)) {
+		return []string{fmt.Sprintf("WRONG: scaleout, %s: the label webhook was called %d times for %d objects (%d failed open), and the replicas made %d label patches",
+			x.Contender, x.WebhookCalls, x.Objects, x.WebhookFailOpen, labels)}
+	}
+	return nil
+}
+
+// oneReplica is the scale-out row of x's contender with one replica (the
+// base of the ×1 ratios), or a zero result.
+func oneReplica(rows []result, x result) result {
+	base, _, _ := strings.Cut(x.Contender, "×")
+	for _, r := range rows {
+		if r.Contender == base+"×1" && r.Round == x.Round {
+			return r
+		}
+	}
+	return result{}
+}
+
+// times is v as a multiple of base, or "-" without a base.
+func times(v, base float64) string {
+	if base <= 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.2f", v/base)
 }
 
 // perReplica is one figure of each replica, "a / b / c".
@@ -297,7 +364,7 @@ func title(sc string, x result, p map[string]any) string {
 	case "backlog-shed":
 		return fmt.Sprintf("backlog-shed: the backlog against an API server with --max-requests-inflight=%v --max-mutating-requests-inflight=%v, the contenders as a service account", p["shedInflight"], p["shedMutating"])
 	case "scaleout":
-		return fmt.Sprintf("scaleout: kopfgo sharded over 1, 2 and 4 replicas (%d shards), %d objects created at once; until all are handled; then one replica SIGKILLed and %d objects created, until they are handled", scaleOutShards, x.Objects, handoverObjects)
+		return fmt.Sprintf("scaleout: kopfgo sharded over 1, 2 and 4 replicas (%d shards; ×1: to the same contender with one replica), %d objects created at once; until all are handled; then a replica SIGKILLed (the last one not serving the label webhook) and %d objects created, until they are handled. The label webhook is the replica whose webhook the API server calls to label new objects with their shard; label patches are the coordinator's, for objects that came without the label", scaleOutShards, x.Objects, handoverObjects)
 	}
 	return sc
 }

@@ -93,6 +93,8 @@ func medianResult(xs []result) result {
 	m.CPUPerObjectMs = fl(func(x result) float64 { return x.CPUPerObjectMs })
 	m.PeakRSSMB = fl(func(x result) float64 { return x.PeakRSSMB })
 	m.WritesPerObject = fl(func(x result) float64 { return x.WritesPerObject })
+	m.HandoverSeconds = fl(func(x result) float64 { return x.HandoverSeconds })
+	m.HandoverLeasesSeconds = fl(func(x result) float64 { return x.HandoverLeasesSeconds })
 	m.Writes = in(func(x result) int64 { return x.Writes })
 	m.Calls = in(func(x result) int64 { return x.Calls })
 	m.Patches = in(func(x result) int64 { return x.Patches })

@@ -1,22 +1,29 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"net/url"
+	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
+	dto "github.com/prometheus/client_model/go"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/kopfgo/kopfgo/e2e/bench/probe"
 )
 
 // scaleOutReplicas are the numbers of kopfgo replicas the scale-out
@@ -28,29 +35,83 @@ const scaleOutShards = 12
 
 // scaleOut is the burst with kopfgo sharded over 1, 2 and 4 replicas
 // (--shards): N objects created at once, until all are handled, against the
-// same API server. Throughput is the whole's; CPU is the replicas' sum, per
-// object; peak RSS is the largest replica's. The replicas share the
+// same API server, for each kopfgo contender (kopfgo, and kopfgo@REV for a
+// before and after). Throughput is the whole's; CPU is the replicas' sum,
+// per object; peak RSS is the largest replica's. The replicas share the
 // machine's cores with the API server, etcd and the driver, which caps the
 // curve (say so when reporting it).
+//
+// The replicas serve kopfgo's webhooks and manage one webhook
+// configuration, which labels each new object with its shard at creation
+// (2 writes per object, and nothing for the coordinator to label): the
+// replicas all write it, and the last one's URL is the one the API server
+// calls. A contender whose bench operator predates the webhook (or the
+// sharding) runs without it (or is left out), and the results say so.
 func (b *bench) scaleOut(ctx context.Context) ([]result, error) {
-	if !slices.Contains(b.o.contenders, "kopfgo") {
-		return nil, errors.New("scaleout: the scenario runs kopfgo; add it to -contenders")
+	var names []string
+	for _, name := range b.contenders() {
+		if name == "kopfgo" || strings.HasPrefix(name, "kopfgo@") {
+			names = append(names, name)
+		}
+	}
+	if len(names) == 0 {
+		return nil, errors.New("scaleout: the scenario runs kopfgo; add kopfgo or kopfgo@REV to -contenders")
 	}
 	var out []result
-	for _, replicas := range scaleOutReplicas {
-		r, err := b.scaleOutOne(ctx, replicas)
-		if err != nil {
-			return out, fmt.Errorf("scaleout, %d replicas: %w", replicas, err)
+	for _, name := range names {
+		can := b.benchOperator(name)
+		if !can.shards {
+			logf("scaleout: %s: its bench operator has no sharding (KOPFGO_BENCH_SHARDS); left out", name)
+			out = append(out, result{Scenario: "scaleout", Contender: name, Error: "its bench operator has no sharding (KOPFGO_BENCH_SHARDS and KOPFGO_BENCH_METRICS_ADDR); not run"})
+			continue
 		}
-		out = append(out, r)
+		for _, replicas := range scaleOutReplicas {
+			r, err := b.scaleOutOne(ctx, name, can, replicas)
+			if err != nil {
+				return out, fmt.Errorf("scaleout, %s, %d replicas: %w", name, replicas, err)
+			}
+			out = append(out, r)
+		}
 	}
 	return out, nil
 }
 
-func (b *bench) scaleOutOne(ctx context.Context, replicas int) (result, error) {
+// abilities are what a kopfgo contender's bench operator can do in the
+// scale-out scenario, as its source says (e2e/bench/kopfgo/main.go of its
+// revision).
+type abilities struct {
+	shards  bool // KOPFGO_BENCH_SHARDS and KOPFGO_BENCH_METRICS_ADDR
+	webhook bool // KOPFGO_BENCH_WEBHOOK: the label at creation
+	// known is false for a prebuilt binary, whose source is not here: it
+	// is run as if it could, and its webhook looked for.
+	known bool
+}
+
+func (b *bench) benchOperator(name string) abilities {
+	if _, ok := b.o.prebuilt[name]; ok {
+		return abilities{shards: true, webhook: true}
+	}
+	src := repoRoot
+	if rev, ok := strings.CutPrefix(name, "kopfgo@"); ok {
+		src = filepath.Join(b.work, "bin", "src@"+rev) // where build unpacked it
+	}
+	main, err := os.ReadFile(filepath.Join(src, "e2e", "bench", "kopfgo", "main.go"))
+	if err != nil {
+		return abilities{known: true}
+	}
+	has := func(v string) bool { return bytes.Contains(main, []byte(`"`+v+`"`)) }
+	return abilities{
+		shards:  has("KOPFGO_BENCH_SHARDS") && has("KOPFGO_BENCH_METRICS_ADDR"),
+		webhook: has("KOPFGO_BENCH_WEBHOOK"),
+		known:   true,
+	}
+}
+
+func (b *bench) scaleOutOne(ctx context.Context, contender string, can abilities, replicas int) (result, error) {
 	n := b.o.n
-	name := fmt.Sprintf("kopfgo×%d", replicas)
-	ns := b.name(fmt.Sprintf("bench-scaleout-%d", replicas))
+	name := fmt.Sprintf("%s×%d", contender, replicas)
+	base := b.name(fmt.Sprintf("bench-scaleout-%s-%d", contender, replicas))
+	ns := base
 	if err := b.namespace(ctx, ns); err != nil {
 		return result{}, err
 	}
@@ -66,35 +127,65 @@ func (b *bench) scaleOutOne(ctx context.Context, replicas int) (result, error) {
 			p.stop()
 		}
 	}()
-	var metrics []string // each replica's metrics address
+	managed := base + ".bench.kopf.dev" // the webhook configurations' name, this run's own
+	var metrics, hooks []string         // each replica's metrics and webhook addresses
 	for i := range replicas {
-		pod := fmt.Sprintf("replica-%d", i)
+		pod := podName(i)
 		addr, err := freeAddr()
 		if err != nil {
 			return result{}, err
 		}
 		metrics = append(metrics, addr)
-		p, err := startContenderWith(b.bins["kopfgo"], name, b.c.Kubeconfig, ns,
-			filepath.Join(b.work, fmt.Sprintf("%s-scaleout-%d.log", pod, replicas)), "",
-			[]string{"KOPFGO_BENCH_SHARDS=" + strconv.Itoa(scaleOutShards), "POD_NAME=" + pod, "KOPFGO_BENCH_METRICS_ADDR=" + addr})
+		env := []string{"KOPFGO_BENCH_SHARDS=" + strconv.Itoa(scaleOutShards), "POD_NAME=" + pod, "KOPFGO_BENCH_METRICS_ADDR=" + addr}
+		if can.webhook {
+			hook, err := freeAddr()
+			if err != nil {
+				return result{}, err
+			}
+			hooks = append(hooks, hook)
+			env = append(env, "KOPFGO_BENCH_WEBHOOK="+managed, "KOPFGO_BENCH_WEBHOOK_ADDR="+hook)
+		}
+		file := b.name(fmt.Sprintf("%s-scaleout-%d-%s", contender, replicas, pod))
+		// Not profiled from start to end (-cpuprofile): -profile takes
+		// profiles of the burst and of the handover instead.
+		p, err := startContenderWith(b.bins[contender], name, b.kubeconfig, ns, filepath.Join(b.work, file+".log"), "", env)
 		if err != nil {
 			return result{}, err
 		}
 		ps = append(ps, p)
 	}
-	if err := b.shardsBalanced(ctx, ns, replicas); err != nil {
+	if _, err := b.shardsBalanced(ctx, ns, replicas); err != nil {
 		return result{}, err
 	}
 	for _, p := range ps {
 		if _, err := p.waitWatching(time.Minute); err != nil {
 			return result{}, err
 		}
+	}
+	webhook := "none: the bench operator of " + contender + " has no KOPFGO_BENCH_WEBHOOK"
+	victim := len(ps) - 1 // SIGKILLed after the burst: the last replica not serving the webhook
+	if can.webhook {
+		i, err := b.labelWebhook(ctx, ns, managed, hooks)
+		switch {
+		case err == nil:
+			webhook = podName(i) + "'s"
+			if i == victim {
+				victim--
+			}
+		case !can.known && ctx.Err() == nil:
+			webhook = "none: " + err.Error()
+		default:
+			return result{}, err
+		}
+	}
+	logf("scaleout: %s: the label webhook: %s", name, webhook)
+	for _, p := range ps {
 		if _, err := p.quiet(ctx, time.Now(), idleWindow, idleTimeout); err != nil {
 			return result{}, err
 		}
 	}
 
-	logf("scaleout: %d replicas: creating %d objects", replicas, n)
+	logf("scaleout: %s: creating %d objects", name, n)
 	t.phase("value", n)
 	marks := make([]phase, len(ps))
 	events := make([]float64, len(ps))
@@ -106,6 +197,11 @@ func (b *bench) scaleOutOne(ctx context.Context, replicas int) (result, error) {
 			return result{}, err
 		}
 	}
+	calls, err := b.webhookCalls(ctx, managed)
+	if err != nil {
+		return result{}, err
+	}
+	profiles := b.profileWindow(ctx, ps, "burst", scaleOutProfileWindow(n))
 	begin := time.Now()
 	if err := b.parallel(ctx, n, func(ctx context.Context, i int) error { return b.create(ctx, ns, i, false) }); err != nil {
 		return result{}, err
@@ -115,7 +211,7 @@ func (b *bench) scaleOutOne(ctx context.Context, replicas int) (result, error) {
 	if err != nil {
 		return result{}, err
 	}
-	r := result{Scenario: "scaleout", Contender: name, Objects: n, Seconds: last.Sub(begin).Seconds(), DriverSeconds: created.Seconds()}
+	r := result{Scenario: "scaleout", Contender: name, Objects: n, Seconds: last.Sub(begin).Seconds(), DriverSeconds: created.Seconds(), Webhook: webhook}
 	r.PerSecond = float64(n) / r.Seconds
 	// Each replica's figures, and summed (peak RSS: the largest).
 	for i, ph := range marks {
@@ -128,22 +224,104 @@ func (b *bench) scaleOutOne(ctx context.Context, replicas int) (result, error) {
 		if err != nil {
 			return result{}, err
 		}
-		r.Replicas = append(r.Replicas, replicaFigures{WatchEvents: received - events[i], CPUSeconds: one.CPUSeconds, PeakRSSMB: one.PeakRSSMB})
+		s, err := ps[i].stats()
+		if err != nil {
+			return result{}, err
+		}
+		r.Replicas = append(r.Replicas, replicaFigures{WatchEvents: received - events[i], CPUSeconds: one.CPUSeconds, PeakRSSMB: one.PeakRSSMB,
+			ShardLabels: s.ShardLabels - ph.stats.shardLabels, LabelsUncounted: !s.CountsShardLabels})
 		r.CPUSeconds += one.CPUSeconds
 		r.PeakRSSMB = max(r.PeakRSSMB, one.PeakRSSMB)
 		r.Writes += one.Writes
 		r.Calls += one.Calls
 	}
+	after, err := b.webhookCalls(ctx, managed)
+	if err != nil {
+		return result{}, err
+	}
+	r.WebhookCalls, r.WebhookFailOpen = after.calls-calls.calls, after.failOpen-calls.failOpen
 	r.CPUPerObjectMs = r.CPUSeconds * 1000 / float64(n)
 	r.WritesPerObject = float64(r.Writes) / float64(n)
-	logf("scaleout: %d replicas: %.0f objects/s, %.2f ms CPU per object", replicas, r.PerSecond, r.CPUPerObjectMs)
+	logf("scaleout: %s: %.0f objects/s, %.2f ms CPU per object, %.2f writes per object, label patches per replica %s, the label webhook called %d times (%d failed open)",
+		name, r.PerSecond, r.CPUPerObjectMs, r.WritesPerObject, shardLabels(r.Replicas), r.WebhookCalls, r.WebhookFailOpen)
+	profiles.wait()
 	if replicas > 1 {
-		if r.HandoverSeconds, err = b.handover(ctx, t, ns, n, ps[len(ps)-1]); err != nil {
+		survivors := slices.Delete(slices.Clone(ps), victim, victim+1)
+		profiles := b.profileWindow(ctx, survivors, "handover", handoverProfileWindow)
+		if r.HandoverSeconds, r.HandoverLeasesSeconds, err = b.handover(ctx, t, ns, n, podName(victim), ps[victim]); err != nil {
 			return result{}, err
 		}
-		logf("scaleout: %d replicas: objects created at a replica's SIGKILL handled %.1fs after it", replicas, r.HandoverSeconds)
+		profiles.wait()
+		logf("scaleout: %s: objects created at replica-%d's SIGKILL handled %.1fs after it (its shards taken after %.1fs)", name, victim, r.HandoverSeconds, r.HandoverLeasesSeconds)
 	}
 	return r, nil
+}
+
+// podName is the i-th replica's POD_NAME, which begins its identity in the
+// Leases.
+func podName(i int) string { return fmt.Sprintf("replica-%d", i) }
+
+// scaleOutProfileWindow is how long the CPU profiles of a burst of n
+// objects last (-profile): the burst and some of the quiet after it.
+func scaleOutProfileWindow(n int) time.Duration {
+	return 5*time.Second + time.Duration(n)*20*time.Millisecond
+}
+
+// handoverProfileWindow covers a handover: a lease duration (15 s), the
+// rebalance and a listing.
+const handoverProfileWindow = 30 * time.Second
+
+// profiles are CPU profiles being taken.
+type profiles struct{ wg sync.WaitGroup }
+
+// wait returns once they are written.
+func (p *profiles) wait() { p.wg.Wait() }
+
+// profileWindow takes, with -profile, a CPU profile of each process over
+// the next d (its probe's /debug/pprof/profile), then its heap profile,
+// into the profile directory, named as the process's log with -<what>;
+// a profile that cannot be taken is logged, not fatal.
+func (b *bench) profileWindow(ctx context.Context, ps []*process, what string, d time.Duration) *profiles {
+	out := &profiles{}
+	if b.o.profileDir == "" {
+		return out
+	}
+	for _, p := range ps {
+		base := filepath.Join(b.o.profileDir, strings.TrimSuffix(filepath.Base(p.log.Name()), ".log")+"-"+what)
+		out.wg.Go(func() {
+			for _, prof := range []struct{ path, file string }{
+				{fmt.Sprintf("profile?seconds=%d", int(d.Seconds())), base + ".cpu.pprof"},
+				{"heap", base + ".heap.pprof"},
+			} {
+				if err := fetchTo(ctx, "http://"+p.addr+"/debug/pprof/"+prof.path, prof.file); err != nil {
+					logf("scaleout: profiling %s: %v", p.log.Name(), err)
+					return
+				}
+			}
+		})
+	}
+	return out
+}
+
+// fetchTo writes what a GET of url answers to file.
+func fetchTo(ctx context.Context, url, file string) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("GET %s: %s", url, resp.Status)
+	}
+	data, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(file, data, 0o644)
 }
 
 // replicaFigures are one replica's figures in the scale-out scenario:
@@ -152,6 +330,27 @@ type replicaFigures struct {
 	WatchEvents float64 `json:"watchEvents"`
 	CPUSeconds  float64 `json:"cpuSeconds"`
 	PeakRSSMB   float64 `json:"peakRssMB"`
+	// ShardLabels are the label patches it made (the coordinator's, for
+	// objects created without the label); LabelsUncounted: its probe
+	// (an older revision's) does not count them.
+	ShardLabels     int64 `json:"shardLabels"`
+	LabelsUncounted bool  `json:"labelsUncounted,omitempty"`
+}
+
+// shardLabels are the replicas' label patches, "a / b / c" ("?" where not
+// counted).
+func shardLabels(rs []replicaFigures) string {
+	if len(rs) == 0 {
+		return "-"
+	}
+	parts := make([]string, len(rs))
+	for i, r := range rs {
+		parts[i] = strconv.FormatInt(r.ShardLabels, 10)
+		if r.LabelsUncounted {
+			parts[i] = "?"
+		}
+	}
+	return strings.Join(parts, " / ")
 }
 
 // handoverObjects are created at a replica's SIGKILL: a few land in its
@@ -161,22 +360,39 @@ const handoverObjects = 24
 // handover SIGKILLs the victim, creates handoverObjects objects at once
 // (after the n of the burst), and tells how long after the kill they are
 // all handled: the victim's shards' Leases expire, the others take them
-// and list their objects (the holder of shard 0 labels the new ones).
-func (b *bench) handover(ctx context.Context, t *tracker, ns string, n int, victim *process) (float64, error) {
+// and list their objects (labelled at creation by the webhook, or by the
+// holder of shard 0 without it).
+// It also tells when the survivors held all the shards between them
+// (the Leases' part of the handover; the rest is the pause of the watches'
+// restart, the listing and the handling, and maybe a rebalance).
+func (b *bench) handover(ctx context.Context, t *tracker, ns string, n int, gone string, victim *process) (handled, taken float64, err error) {
 	if err := syscall.Kill(-victim.pid(), syscall.SIGKILL); err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	<-victim.done
 	killed := time.Now()
+	type seen struct {
+		at  time.Time
+		err error
+	}
+	balanced := make(chan seen, 1)
+	go func() {
+		at, err := b.shardsTaken(ctx, ns, gone)
+		balanced <- seen{at, err}
+	}()
 	t.phase("value", handoverObjects)
 	if err := b.parallel(ctx, handoverObjects, func(ctx context.Context, i int) error { return b.create(ctx, ns, n+i, false) }); err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	last, err := t.wait(ctx, handledTimeout)
 	if err != nil {
-		return 0, fmt.Errorf("after a replica's SIGKILL: %w", err)
+		return 0, 0, fmt.Errorf("after a replica's SIGKILL: %w", err)
 	}
-	return last.Sub(killed).Seconds(), nil
+	bal := <-balanced
+	if bal.err != nil {
+		return 0, 0, fmt.Errorf("after a replica's SIGKILL: %w", bal.err)
+	}
+	return last.Sub(killed).Seconds(), bal.at.Sub(killed).Seconds(), nil
 }
 
 // freeAddr is a loopback address with a port free now.
@@ -219,11 +435,38 @@ func watchEvents(ctx context.Context, addr string) (float64, error) {
 }
 
 // shardsBalanced waits until the replicas hold every shard's Lease, each
-// its share.
-func (b *bench) shardsBalanced(ctx context.Context, ns string, replicas int) error {
+// its share, and tells when it saw them so.
+func (b *bench) shardsBalanced(ctx context.Context, ns string, replicas int) (time.Time, error) {
+	return b.shardLeases(ctx, ns, fmt.Sprintf("the %d replicas to balance the %d shards", replicas, scaleOutShards), func(held map[string]int) bool {
+		balanced := len(held) == replicas
+		for _, c := range held {
+			balanced = balanced && c == scaleOutShards/replicas
+		}
+		return balanced
+	})
+}
+
+// shardsTaken waits until the replicas but the gone one (its POD_NAME)
+// hold every shard's Lease between them, and tells when it saw them so.
+func (b *bench) shardsTaken(ctx context.Context, ns, gone string) (time.Time, error) {
+	return b.shardLeases(ctx, ns, "the shards of "+gone+" to be taken", func(held map[string]int) bool {
+		n := 0
+		for holder, c := range held {
+			if !strings.HasPrefix(holder, gone+"_") { // the identity is POD_NAME_<random>
+				n += c
+			}
+		}
+		return n == scaleOutShards
+	})
+}
+
+// shardLeases polls the shards' Leases until done says yes of their
+// holders (holder identity → shards held), for two minutes at most, and
+// tells when it saw them so.
+func (b *bench) shardLeases(ctx context.Context, ns, what string, done func(held map[string]int) bool) (time.Time, error) {
 	k, err := kubernetes.NewForConfig(b.c.RESTConfig())
 	if err != nil {
-		return err
+		return time.Time{}, err
 	}
 	deadline := time.Now().Add(2 * time.Minute)
 	for {
@@ -235,21 +478,111 @@ func (b *bench) shardsBalanced(ctx context.Context, ns string, replicas int) err
 					held[*l.Spec.HolderIdentity]++
 				}
 			}
-			balanced := len(held) == replicas
-			for _, c := range held {
-				balanced = balanced && c == scaleOutShards/replicas
-			}
-			if balanced {
-				return nil
+			if done(held) {
+				return time.Now(), nil
 			}
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("the %d replicas did not balance %d shards within 2 minutes (held: %v, %v)", replicas, scaleOutShards, held, err)
+			return time.Time{}, fmt.Errorf("waited 2 minutes for %s (held: %v, %v)", what, held, err)
 		}
 		select {
 		case <-ctx.Done():
-			return ctx.Err()
+			return time.Time{}, ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// labelWebhook waits until the API server calls a replica's webhook that
+// labels new objects with their shard: the managed configuration names it,
+// and an object created in ns as a dry run (which runs the mutating
+// webhooks and stores nothing) comes back labelled. It returns the index
+// of the replica (of addrs, their webhook servers') whose URL the
+// configuration holds: the replicas all write it, the last one's stays.
+func (b *bench) labelWebhook(ctx context.Context, ns, managed string, addrs []string) (int, error) {
+	k, err := kubernetes.NewForConfig(b.c.RESTConfig())
+	if err != nil {
+		return 0, err
+	}
+	obj, err := object(0, false)
+	if err != nil {
+		return 0, err
+	}
+	obj.SetName("webhook-probe")
+	deadline := time.Now().Add(time.Minute)
+	why := errors.New("no configuration yet")
+	for {
+		named := -1
+		if cfg, err := k.AdmissionregistrationV1().MutatingWebhookConfigurations().Get(ctx, managed, metav1.GetOptions{}); err != nil {
+			why = err
+		} else {
+			for _, h := range cfg.Webhooks {
+				if !strings.HasPrefix(h.Name, shardWebhookPrefix) || h.ClientConfig.URL == nil {
+					continue
+				}
+				why = fmt.Errorf("the label webhook's URL %s is none of the replicas' (%v)", *h.ClientConfig.URL, addrs)
+				if u, err := url.Parse(*h.ClientConfig.URL); err == nil {
+					named = slices.Index(addrs, u.Host)
+				}
+			}
+		}
+		if named >= 0 {
+			u, err := b.dyn.Resource(probe.GVR).Namespace(ns).Create(ctx, obj, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+			if err == nil && u.GetLabels()[shardLabel] != "" {
+				return named, nil
+			}
+			why = fmt.Errorf("an object created as a dry run comes without the label (%v)", err)
+		}
+		if time.Now().After(deadline) {
+			return 0, fmt.Errorf("the label webhook %s…%s is not called within a minute: %w", shardWebhookPrefix, managed, why)
+		}
+		select {
+		case <-ctx.Done():
+			return 0, ctx.Err()
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
+}
+
+// The bench operator's sharding label, and the names of the built-in
+// webhooks that set it (shard.kopfgo.dev.<resource>.<managed>).
+const (
+	shardLabel         = probe.ShardLabelPrefix + "bench"
+	shardWebhookPrefix = "shard.kopfgo.dev."
+)
+
+// webhookCounts are the API server's counts of the calls of the label
+// webhooks of one managed configuration.
+type webhookCounts struct{ calls, failOpen int64 }
+
+// webhookCalls reads the API server's counts of the label webhooks'
+// calls (apiserver_admission_webhook_admission_duration_seconds, whatever
+// the outcome) and of those that failed and were ignored
+// (apiserver_admission_webhook_fail_open_count): the webhook's own
+// evidence that the objects were labelled at creation.
+func (b *bench) webhookCalls(ctx context.Context, managed string) (webhookCounts, error) {
+	families, err := b.c.Metrics(ctx)
+	if err != nil {
+		return webhookCounts{}, err
+	}
+	var out webhookCounts
+	ours := func(labels []*dto.LabelPair) bool {
+		for _, l := range labels {
+			if l.GetName() == "name" {
+				return strings.HasPrefix(l.GetValue(), shardWebhookPrefix) && strings.HasSuffix(l.GetValue(), "."+managed)
+			}
+		}
+		return false
+	}
+	for _, m := range families["apiserver_admission_webhook_admission_duration_seconds"].GetMetric() {
+		if ours(m.GetLabel()) {
+			out.calls += int64(m.GetHistogram().GetSampleCount())
+		}
+	}
+	for _, m := range families["apiserver_admission_webhook_fail_open_count"].GetMetric() {
+		if ours(m.GetLabel()) {
+			out.failOpen += int64(m.GetCounter().GetValue())
+		}
+	}
+	return out, nil
 }

@@ -224,7 +224,7 @@ type phase struct {
 	stats probeStats
 }
 
-type probeStats struct{ writes, calls int64 }
+type probeStats struct{ writes, calls, shardLabels int64 }
 
 func (b *bench) mark(p *process) (phase, error) {
 	cpu, err := cpuTime(p.pid())
@@ -232,7 +232,7 @@ func (b *bench) mark(p *process) (phase, error) {
 		return phase{}, err
 	}
 	s, err := p.stats()
-	return phase{p: p, cpu: cpu, stats: probeStats{s.Writes, s.Calls}}, err
+	return phase{p: p, cpu: cpu, stats: probeStats{s.Writes, s.Calls, s.ShardLabels}}, err
 }
 
 // finish waits until the contender goes idle after `last` and fills in the

@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 )
 
@@ -35,9 +36,9 @@ type RequestKey struct {
 // is what the phase's clients got, whatever they say of themselves.
 type RequestCounts map[RequestKey]int64
 
-// RequestCounts reads apiserver_request_total from the apiserver's
-// /metrics, as the admin.
-func (c *Cluster) RequestCounts(ctx context.Context) (RequestCounts, error) {
+// Metrics is the apiserver's /metrics, in Prometheus' text format, read
+// as the admin.
+func (c *Cluster) Metrics(ctx context.Context) (map[string]*dto.MetricFamily, error) {
 	rt, err := rest.TransportFor(c.RESTConfig())
 	if err != nil {
 		return nil, err
@@ -58,6 +59,16 @@ func (c *Cluster) RequestCounts(ctx context.Context) (RequestCounts, error) {
 	families, err := p.TextToMetricFamilies(resp.Body)
 	if err != nil {
 		return nil, fmt.Errorf("parsing the apiserver's /metrics: %w", err)
+	}
+	return families, nil
+}
+
+// RequestCounts reads apiserver_request_total from the apiserver's
+// /metrics, as the admin.
+func (c *Cluster) RequestCounts(ctx context.Context) (RequestCounts, error) {
+	families, err := c.Metrics(ctx)
+	if err != nil {
+		return nil, err
 	}
 	out := RequestCounts{}
 	fam, ok := families["apiserver_request_total"]

@@ -2,14 +2,19 @@
 // create handler returning a small result (so each new object gets the
 // diff-base annotation and status.create_fn) and an update handler, run with
 // the defaults a user gets, logs included. KOPFGO_BENCH_SHARDS=N makes it
-// one replica of a sharded operator (the scale-out scenario), and
-// KOPFGO_BENCH_METRICS_ADDR=HOST:PORT serves its metrics there.
+// one replica of a sharded operator (the scale-out scenario),
+// KOPFGO_BENCH_METRICS_ADDR=HOST:PORT serves its metrics there, and
+// KOPFGO_BENCH_WEBHOOK=NAME with KOPFGO_BENCH_WEBHOOK_ADDR=127.0.0.1:PORT
+// makes it serve its webhooks there and manage the webhook configurations
+// NAME: with sharding, the built-in webhook that labels new objects with
+// their shard at creation.
 package main
 
 import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net"
 	"os"
 	"strconv"
 
@@ -35,6 +40,12 @@ func main() {
 			}
 			opts.Sharding.Name, opts.Sharding.Namespace = "bench", c.Namespace
 		}
+		if v := os.Getenv("KOPFGO_BENCH_WEBHOOK"); v != "" { // the scale-out scenario's label at creation
+			if opts.Settings.Admission, err = webhook(v, os.Getenv("KOPFGO_BENCH_WEBHOOK_ADDR")); err != nil {
+				fmt.Fprintln(os.Stderr, "kopfgo: KOPFGO_BENCH_WEBHOOK_ADDR:", err)
+				os.Exit(2)
+			}
+		}
 		if os.Getenv("KOPFGO_BENCH_DEBUG") == "1" { // to investigate, not to measure
 			opts.Logger = logging.New(logging.Config{Level: slog.LevelDebug})
 		}
@@ -54,4 +65,19 @@ func main() {
 		fmt.Fprintln(os.Stderr, "kopfgo:", err)
 		os.Exit(1)
 	}
+}
+
+// webhook serves the webhooks on addr (HOST:PORT; the API server of the
+// bench's cluster runs on this machine and calls it there) and manages the
+// webhook configurations of that name.
+func webhook(managed, addr string) (kopfgo.AdmissionSettings, error) {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return kopfgo.AdmissionSettings{}, err
+	}
+	p, err := strconv.Atoi(port)
+	if err != nil {
+		return kopfgo.AdmissionSettings{}, err
+	}
+	return kopfgo.AdmissionSettings{Server: &kopfgo.WebhookServer{Addr: host, Port: p}, Managed: managed}, nil
 }

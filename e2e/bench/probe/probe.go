@@ -8,10 +8,12 @@
 package probe
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"flag"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/http/pprof"
@@ -39,12 +41,24 @@ type Stats struct {
 	// informer watches only after its initial listing is stored. Zero: not
 	// yet.
 	WatchStarted int64 `json:"watchStarted"`
+	// ShardLabels are the patches of the watched resource that set a
+	// sharding's label (ShardLabelPrefix): kopfgo's coordinator labelling
+	// objects that were created without it. CountsShardLabels tells a
+	// probe that counts them from an older one that did not (zero
+	// either way).
+	ShardLabels       int64 `json:"shardLabels"`
+	CountsShardLabels bool  `json:"countsShardLabels"`
 }
+
+// ShardLabelPrefix begins the label of kopfgo's sharding,
+// shard.kopfgo.dev/<name> (its conventions.ShardLabelPrefix, which the
+// probe, built into every contender, does not import).
+const ShardLabelPrefix = "shard.kopfgo.dev/"
 
 // Probe counts a contender's requests and calls. Its methods are safe for
 // concurrent use.
 type Probe struct {
-	writes, calls, watchStarted atomic.Int64
+	writes, calls, watchStarted, shardLabels atomic.Int64
 }
 
 // Call counts one handler call.
@@ -52,7 +66,8 @@ func (p *Probe) Call() { p.calls.Add(1) }
 
 // Stats returns the counters so far.
 func (p *Probe) Stats() Stats {
-	return Stats{Writes: p.writes.Load(), Calls: p.calls.Load(), WatchStarted: p.watchStarted.Load()}
+	return Stats{Writes: p.writes.Load(), Calls: p.calls.Load(), WatchStarted: p.watchStarted.Load(),
+		ShardLabels: p.shardLabels.Load(), CountsShardLabels: true}
 }
 
 // Instrument makes every client built from cfg count its requests here.
@@ -74,10 +89,44 @@ func (c *counting) RoundTrip(req *http.Request) (*http.Response, error) {
 			c.p.watchStarted.CompareAndSwap(0, time.Now().UnixNano())
 		}
 	case http.MethodHead, http.MethodOptions:
+	case http.MethodPatch:
+		c.p.writes.Add(1)
+		if labels, err := setsShardLabel(req); err != nil {
+			return nil, err
+		} else if labels {
+			c.p.shardLabels.Add(1)
+		}
 	default:
 		c.p.writes.Add(1)
 	}
 	return c.next.RoundTrip(req)
+}
+
+// setsShardLabel tells whether a request is a patch of an object of the
+// watched resource whose body names a sharding's label. The body is read
+// from a copy (GetBody), or read and put back.
+func setsShardLabel(req *http.Request) (bool, error) {
+	if req.Body == nil || !strings.Contains(req.URL.Path, "/"+GVR.Resource+"/") {
+		return false, nil
+	}
+	var body []byte
+	var err error
+	if req.GetBody != nil {
+		var rc io.ReadCloser
+		if rc, err = req.GetBody(); err != nil {
+			return false, err
+		}
+		body, err = io.ReadAll(rc)
+		rc.Close()
+	} else {
+		body, err = io.ReadAll(req.Body)
+		req.Body.Close()
+		req.Body = io.NopCloser(bytes.NewReader(body))
+	}
+	if err != nil {
+		return false, err
+	}
+	return bytes.Contains(body, []byte(ShardLabelPrefix)), nil
 }
 
 // Contender is what a contender's main gets from Start.

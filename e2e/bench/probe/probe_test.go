@@ -36,11 +36,19 @@ func TestDiffBaseIsKopfgos(t *testing.T) {
 	}
 }
 
-func TestProbeCountsWritesAndWatch(t *testing.T) {
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+// instrumented is a server that answers "{}" to everything, after seen
+// (if set) has its request's body, and a probe and a client that counts
+// there.
+func instrumented(t *testing.T, seen func(body string)) (*httptest.Server, *Probe, *http.Client) {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if seen != nil {
+			b, _ := io.ReadAll(r.Body)
+			seen(string(b))
+		}
 		_, _ = io.WriteString(w, "{}")
 	}))
-	defer srv.Close()
+	t.Cleanup(srv.Close)
 	p := &Probe{}
 	cfg := &rest.Config{Host: srv.URL}
 	p.Instrument(cfg)
@@ -48,7 +56,11 @@ func TestProbeCountsWritesAndWatch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	client := &http.Client{Transport: rt}
+	return srv, p, &http.Client{Transport: rt}
+}
+
+func TestProbeCountsWritesAndWatch(t *testing.T) {
+	srv, p, client := instrumented(t, nil)
 	const kex = "/apis/kopf.dev/v1/namespaces/ns/kopfexamples"
 	const crds = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
 	for _, r := range []struct{ method, query string }{
@@ -83,5 +95,47 @@ func TestProbeCountsWritesAndWatch(t *testing.T) {
 	p.Call()
 	if got := p.Stats().Calls; got != 1 {
 		t.Errorf("calls = %d, want 1", got)
+	}
+}
+
+// The coordinator's label patches count apart, whether the request's body
+// can be read again (GetBody) or not, and the server still gets the body.
+func TestProbeCountsShardLabels(t *testing.T) {
+	var got []string
+	srv, p, client := instrumented(t, func(body string) { got = append(got, body) })
+	const obj = "/apis/kopf.dev/v1/namespaces/ns/kopfexamples/x"
+	const label = `{"metadata":{"labels":{"shard.kopfgo.dev/bench":"3"},"uid":"u"}}`
+	const status = `{"status":{"create_fn":{"message":"hello"}}}`
+	var bodies []string
+	for _, r := range []struct {
+		method, path, body string
+		reread             bool
+	}{
+		{"PATCH", obj, label, true},
+		{"PATCH", obj, label, false},
+		{"PATCH", obj, status, true},
+		{"POST", "/apis/kopf.dev/v1/namespaces/ns/kopfexamples", label, true},         // a creation with its label
+		{"PATCH", "/apis/coordination.k8s.io/v1/namespaces/ns/leases/l", label, true}, // not the resource
+	} {
+		var body io.Reader = strings.NewReader(r.body)
+		if !r.reread {
+			body = io.MultiReader(body) // no GetBody for this one
+		}
+		req, _ := http.NewRequest(r.method, srv.URL+r.path, body)
+		if (req.GetBody != nil) != r.reread {
+			t.Fatalf("the request has GetBody: %v, want %v", req.GetBody != nil, r.reread)
+		}
+		resp, err := client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		bodies = append(bodies, r.body)
+	}
+	if s := p.Stats(); s.ShardLabels != 2 || !s.CountsShardLabels || s.Writes != 5 {
+		t.Errorf("stats = %+v, want 2 shard labels (the two label patches), counted, of 5 writes", s)
+	}
+	if strings.Join(got, "\n") != strings.Join(bodies, "\n") {
+		t.Errorf("the server got the bodies\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(bodies, "\n"))
 	}
 }
