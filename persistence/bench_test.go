@@ -41,15 +41,6 @@ func BenchmarkRecordFromStatusMap(b *testing.B) {
 	}
 }
 
-func BenchmarkParseTime(b *testing.B) {
-	b.ReportAllocs()
-	for b.Loop() {
-		if _, err := ParseTime("2026-01-02T03:04:05.123456+00:00"); err != nil {
-			b.Fatal(err)
-		}
-	}
-}
-
 func BenchmarkSmartFetchHit(b *testing.B) {
 	s := Default()
 	body := withAnnotations("kopf.zalando.org/create_fn", delayedJSON)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/kopfgo/kopfgo/diffbase"
 	"github.com/kopfgo/kopfgo/internal/conditions"
+	"github.com/kopfgo/kopfgo/internal/conventions"
 	"github.com/kopfgo/kopfgo/persistence"
 )
 
@@ -162,7 +163,7 @@ func watched(stored map[string]any) [][]string {
 func records(body map[string]any, o Options, problems *[]string) []Handler {
 	prefix := o.Prefix
 	if prefix == "" {
-		prefix = persistence.DefaultPrefix
+		prefix = conventions.KnownPrefix
 	}
 	prefix += "/"
 	meta, _ := body["metadata"].(map[string]any)

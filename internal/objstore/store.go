@@ -5,6 +5,7 @@ import (
 
 	"github.com/kopfgo/kopfgo/diffbase"
 	"github.com/kopfgo/kopfgo/internal/config"
+	"github.com/kopfgo/kopfgo/internal/conventions"
 	"github.com/kopfgo/kopfgo/patch"
 	"github.com/kopfgo/kopfgo/persistence"
 )
@@ -90,7 +91,7 @@ func (s settings) Handled(body map[string]any, p *patch.Patch, essence map[strin
 }
 
 func (s settings) Touch(body map[string]any, p *patch.Patch, at time.Time) {
-	stamp := persistence.FormatTime(at)
+	stamp := conventions.FormatTime(at)
 	s.p.ProgressStorage.Touch(body, p, &stamp)
 }
 
