@@ -43,7 +43,7 @@ func TestLayers(t *testing.T) {
 		"internal/version":     nil,
 		"internal/metrics":     nil,
 		"internal/tracing":     nil,
-		"internal/inspect":     {"diffbase", "persistence", "internal/conditions", "internal/conventions"},
+		"internal/inspect":     append([]string{"diffbase", "persistence", "internal/conditions"}, leaves...),
 		"internal/conditions":  leaves,
 		"internal/posting":     {"internal/config", "internal/flowcontrol", "internal/logging", "internal/pyrepr"},
 		"hierarchies":          {"internal/handlers", "internal/kube"},

@@ -12,6 +12,7 @@ import (
 	"github.com/kopfgo/kopfgo/diffbase"
 	"github.com/kopfgo/kopfgo/internal/conditions"
 	"github.com/kopfgo/kopfgo/internal/conventions"
+	"github.com/kopfgo/kopfgo/internal/dicts"
 	"github.com/kopfgo/kopfgo/persistence"
 )
 
@@ -116,7 +117,7 @@ func Analyze(body map[string]any, now time.Time, o Options) Object {
 	}
 	if stored != nil {
 		obj.Handled = true
-		obj.Pending = !diffbase.Equal(stored, db.Build(body, watched(stored)))
+		obj.Pending = !dicts.Equal(stored, db.Build(body, watched(stored)))
 	}
 	if len(obj.Handlers) == 0 && obj.Handled && !obj.Pending {
 		obj.Handlers = failedBefore(body)

@@ -6,6 +6,7 @@ import (
 	"github.com/kopfgo/kopfgo/diffbase"
 	"github.com/kopfgo/kopfgo/internal/config"
 	"github.com/kopfgo/kopfgo/internal/conventions"
+	"github.com/kopfgo/kopfgo/internal/dicts"
 	"github.com/kopfgo/kopfgo/patch"
 	"github.com/kopfgo/kopfgo/persistence"
 )
@@ -110,4 +111,4 @@ func Compute(old, new any) Diff { return diffbase.Compute(old, new) }
 // Equal reports whether two values are the same as the diff-base compares
 // them: deeply, numbers by value whatever their Go type, a nil map or list
 // equal to nil.
-func Equal(a, b any) bool { return diffbase.Equal(a, b) }
+func Equal(a, b any) bool { return dicts.Equal(a, b) }
