@@ -56,7 +56,7 @@ type Option struct {
 
 // configure applies opts for the helper h, or says which one does not fit.
 func configure(h helper, opts []Option) (options, error) {
-	o := options{controller: true, block: true, manager: DefaultFieldManager}
+	o := options{controller: true, block: true, manager: defaultFieldManager}
 	for _, opt := range opts {
 		if opt.set == nil {
 			return o, fmt.Errorf("an empty hierarchies.Option given to %s: use the package's option functions", h)

@@ -358,7 +358,7 @@ func TestUnsupportedObjects(t *testing.T) {
 	}
 }
 
-// TypeMeta tells the apiVersion and kind of every kind of k8s.io/api, as
+// typeMeta tells the apiVersion and kind of every kind of k8s.io/api, as
 // client-go's scheme registers them.
 func TestTypeMetaOfAPITypes(t *testing.T) {
 	n := 0
@@ -370,7 +370,7 @@ func TestTypeMetaOfAPITypes(t *testing.T) {
 		if !ok {
 			continue // e.g. option structs without metadata
 		}
-		apiVersion, kind, err := TypeMeta(obj)
+		apiVersion, kind, err := typeMeta(obj)
 		if err != nil {
 			t.Errorf("%s: %v", gvk, err)
 			continue
@@ -385,10 +385,10 @@ func TestTypeMetaOfAPITypes(t *testing.T) {
 	}
 	// TypeMeta, when set, wins.
 	custom := &corev1.Pod{TypeMeta: metav1.TypeMeta{APIVersion: "example.com/v2", Kind: "Thing"}}
-	if a, k, _ := TypeMeta(custom); a != "example.com/v2" || k != "Thing" {
+	if a, k, _ := typeMeta(custom); a != "example.com/v2" || k != "Thing" {
 		t.Errorf("set TypeMeta: %s %s", a, k)
 	}
-	if _, _, err := TypeMeta(&metav1.ObjectMeta{}); err == nil || !strings.Contains(err.Error(), "TypeMeta") {
+	if _, _, err := typeMeta(&metav1.ObjectMeta{}); err == nil || !strings.Contains(err.Error(), "TypeMeta") {
 		t.Errorf("a type outside k8s.io/api: %v, want an error asking for TypeMeta", err)
 	}
 }

@@ -256,7 +256,7 @@ func identityOf(obj any) (Identity, error) {
 		if v := reflect.ValueOf(o); v.Kind() == reflect.Pointer && v.IsNil() {
 			return Identity{}, fmt.Errorf("no object given (a nil %T)", o)
 		}
-		apiVersion, kind, err := TypeMeta(o)
+		apiVersion, kind, err := typeMeta(o)
 		if err != nil {
 			return Identity{}, err
 		}
@@ -275,10 +275,10 @@ func str(v any) string {
 	return s
 }
 
-// TypeMeta returns the apiVersion and kind of a typed object: from its
+// typeMeta returns the apiVersion and kind of a typed object: from its
 // TypeMeta when set, else from its Go type for the types of k8s.io/api
 // (client-go's typed clients return objects with an empty TypeMeta).
-func TypeMeta(o metav1.Object) (apiVersion, kind string, err error) {
+func typeMeta(o metav1.Object) (apiVersion, kind string, err error) {
 	ro, isRuntime := o.(runtime.Object)
 	if isRuntime {
 		if gvk := ro.GetObjectKind().GroupVersionKind(); gvk.Kind != "" && gvk.Version != "" {
@@ -357,16 +357,16 @@ func Identities(obj any) ([]Identity, error) {
 // copy, and changing it in place would corrupt the operator's view of it.
 var ErrHandledObject = errors.New("the handled object cannot be changed in place: put changes into c.Patch")
 
-// IsHandlerArgument reports whether obj is a handler's argument, of any
+// isHandlerArgument reports whether obj is a handler's argument, of any
 // kind, typed or not: an owner to name, never an object to change.
-func IsHandlerArgument(obj any) bool {
+func isHandlerArgument(obj any) bool {
 	_, ok := handlerBody(obj)
 	return ok
 }
 
 // refuseHandled refuses the handler's own argument as an object to change.
 func refuseHandled(obj any) error {
-	if IsHandlerArgument(obj) {
+	if isHandlerArgument(obj) {
 		return ErrHandledObject
 	}
 	return nil
