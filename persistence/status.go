@@ -39,11 +39,6 @@ type StatusStorage struct {
 	TouchField string
 }
 
-// NewStatusStorage returns the status storage with Kopf's defaults.
-func NewStatusStorage() *StatusStorage {
-	return &StatusStorage{Name: defaultStatusName, Field: defaultStatusField, TouchField: defaultStatusTouchField}
-}
-
 // fieldPath returns the records' container path; callers must not modify it,
 // as the default is shared.
 func (s *StatusStorage) fieldPath() []string {

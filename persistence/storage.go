@@ -104,7 +104,7 @@ type SmartStorage struct {
 // Default returns the storage Kopf uses when none is configured: a
 // *SmartStorage with Kopf's defaults.
 func Default() Storage {
-	return &SmartStorage{Annotations: *NewAnnotationsStorage(), Status: *NewStatusStorage()}
+	return &SmartStorage{Annotations: *NewAnnotationsStorage(), Status: StatusStorage{}}
 }
 
 // Fetch prefers the annotations, as Kopf does.

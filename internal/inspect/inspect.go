@@ -198,7 +198,7 @@ func records(body map[string]any, o Options, problems *[]string) []Handler {
 
 	// The status records, keyed by the verbatim handler id ("a/b"), which
 	// the annotation keys spell "a.b".
-	status := persistence.NewStatusStorage()
+	status := &persistence.StatusStorage{}
 	progress, _ := nested(body, "status", "kopf", "progress").(map[string]any)
 	ids := make([]string, 0, len(progress))
 	for id := range progress {
