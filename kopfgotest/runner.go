@@ -130,15 +130,15 @@ func (r *Runner) Err() error {
 // Output is the operator's log so far.
 func (r *Runner) Output() string { return r.log.String() }
 
-// Lines are the operator's log lines so far.
-func (r *Runner) Lines() []string {
+// lines are the operator's log lines so far.
+func (r *Runner) lines() []string {
 	return strings.Split(strings.TrimSuffix(r.log.String(), "\n"), "\n")
 }
 
 // Count is how many log lines contain substr.
 func (r *Runner) Count(substr string) int {
 	n := 0
-	for _, l := range r.Lines() {
+	for _, l := range r.lines() {
 		if strings.Contains(l, substr) {
 			n++
 		}
