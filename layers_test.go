@@ -46,7 +46,8 @@ func TestLayers(t *testing.T) {
 		"internal/inspect":     append([]string{"diffbase", "persistence", "internal/conditions"}, leaves...),
 		"internal/conditions":  leaves,
 		"internal/posting":     {"internal/config", "internal/flowcontrol", "internal/logging", "internal/pyrepr"},
-		"hierarchies":          {"internal/handlers", "internal/kube"},
+		"hierarchies":          {"internal/objects", "internal/kube"},
+		"internal/objects":     {"internal/handlers"},
 		"internal/unjson":      nil,
 		"internal/testlog":     nil,
 		"internal/testmod":     nil,
@@ -71,7 +72,7 @@ func TestLayers(t *testing.T) {
 		// For tests only: a fake API behind kube's own clients.
 		"internal/kube/kubefake": {"internal/kube"},
 		"": {"internal/daemons", "internal/indexing", "internal/handling", "internal/handlers", "internal/causes", "patch", "internal/config", "internal/kube", "internal/flowcontrol", "internal/logging", "internal/reactor", "internal/cli",
-			"internal/health", "internal/admission", "internal/posting", "hierarchies", "internal/rbac", "internal/resources", "internal/metrics", "internal/replicas", "internal/component", "internal/memlimit",
+			"internal/health", "internal/admission", "internal/posting", "internal/objects", "internal/rbac", "internal/resources", "internal/metrics", "internal/replicas", "internal/component", "internal/memlimit",
 			"internal/manifests", "internal/version", "internal/tracing"},
 	}
 	out, err := exec.Command("go", "list", "-f", `{{.ImportPath}}{{range .Imports}} {{.}}{{end}}`, "./...").CombinedOutput()

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/kopfgo/kopfgo/internal/kube"
+	"github.com/kopfgo/kopfgo/internal/objects"
 )
 
 // defaultFieldManager is the field manager of Apply without FieldManager.
@@ -107,7 +108,7 @@ func applyBody(obj any) (map[string]any, error) {
 		if !ok {
 			return nil, fmt.Errorf("the %T to apply has no apiVersion and kind: set them", obj)
 		}
-		apiVersion, kind, err := typeMeta(mo)
+		apiVersion, kind, err := objects.TypeMeta(mo)
 		if err != nil {
 			return nil, err
 		}
