@@ -87,7 +87,7 @@ func (s *AnnotationsStorage) Fetch(id string, body map[string]any) (*Record, err
 
 func (s *AnnotationsStorage) Store(id string, r *Record, body map[string]any, p *patch.Patch) {
 	k := s.keys()
-	encoded := string(r.AppendJSON(make([]byte, 0, 192), s.Verbose))
+	encoded := string(r.appendJSON(make([]byte, 0, 192), s.Verbose))
 	annotations := p.Annotations()
 	for _, key := range k.Make(conventions.Mark(id, body)) {
 		annotations[key] = encoded

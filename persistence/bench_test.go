@@ -10,7 +10,7 @@ func BenchmarkRecordEncode(b *testing.B) {
 	buf := make([]byte, 0, 256)
 	b.ReportAllocs()
 	for b.Loop() {
-		buf = delayedRecord.AppendJSON(buf[:0], false)
+		buf = delayedRecord.appendJSON(buf[:0], false)
 	}
 }
 

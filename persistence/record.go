@@ -44,20 +44,19 @@ type Record struct {
 
 // MarshalJSON encodes the record the way Kopf's annotations storage does with
 // verbose=False. Note that json.Marshal re-escapes "<", ">" and "&" in what
-// this returns (its HTML-safe default), so call this method or AppendJSON
-// directly, or use an Encoder with SetEscapeHTML(false), when the bytes must
-// be Kopf's.
+// this returns (its HTML-safe default), so call this method directly, or
+// use an Encoder with SetEscapeHTML(false), when the bytes must be Kopf's.
 func (r Record) MarshalJSON() ([]byte, error) {
-	return r.AppendJSON(make([]byte, 0, 192), false), nil
+	return r.appendJSON(make([]byte, 0, 192), false), nil
 }
 
-// AppendJSON appends the record's JSON as Kopf writes it: json.dumps with
+// appendJSON appends the record's JSON as Kopf writes it: json.dumps with
 // separators (',', ':') and Python's default ASCII-only escaping, keys in the
 // order of Kopf's HandlerState.for_storage(). Kopf always sets retries,
 // success and failure (they are never None), so they are always written;
 // the other fields are left out when None unless verbose, in which case they
 // are written as null.
-func (r Record) AppendJSON(b []byte, verbose bool) []byte {
+func (r Record) appendJSON(b []byte, verbose bool) []byte {
 	b = append(b, '{')
 	first := true
 	key := func(name string) {

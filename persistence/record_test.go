@@ -86,7 +86,7 @@ func TestRecordEncode(t *testing.T) {
 		if string(got) != tc.json {
 			t.Errorf("%s: MarshalJSON\n got %s\nwant %s", tc.name, got, tc.json)
 		}
-		if got := string(tc.rec.AppendJSON(nil, true)); got != tc.verbose {
+		if got := string(tc.rec.appendJSON(nil, true)); got != tc.verbose {
 			t.Errorf("%s: verbose\n got %s\nwant %s", tc.name, got, tc.verbose)
 		}
 	}
@@ -94,7 +94,7 @@ func TestRecordEncode(t *testing.T) {
 
 func TestRecordEncodeDoesNotReorderCallersSubrefs(t *testing.T) {
 	refs := []string{"b", "a"}
-	_ = Record{Subrefs: refs}.AppendJSON(nil, false)
+	_ = Record{Subrefs: refs}.appendJSON(nil, false)
 	if refs[0] != "b" {
 		t.Errorf("caller's subrefs were sorted in place: %v", refs)
 	}
@@ -102,7 +102,7 @@ func TestRecordEncodeDoesNotReorderCallersSubrefs(t *testing.T) {
 
 func TestRecordEncodeTruncatesToMicroseconds(t *testing.T) {
 	at := time.Date(2026, 1, 2, 3, 4, 5, 123456789, time.FixedZone("", 3600))
-	got := string(Record{Started: &at}.AppendJSON(nil, false))
+	got := string(Record{Started: &at}.appendJSON(nil, false))
 	want := `{"started":"2026-01-02T02:04:05.123456+00:00","retries":0,"success":false,"failure":false}`
 	if got != want {
 		t.Errorf("got %s, want %s", got, want)
