@@ -12,7 +12,6 @@ import (
 	"github.com/kopfgo/kopfgo/internal/causes"
 	"github.com/kopfgo/kopfgo/internal/config"
 	"github.com/kopfgo/kopfgo/internal/handlers"
-	"github.com/kopfgo/kopfgo/internal/objstore"
 	"github.com/kopfgo/kopfgo/internal/resources"
 	"github.com/kopfgo/kopfgo/patch"
 )
@@ -146,11 +145,11 @@ func runOne(ctx context.Context, kind handlers.ActivityKind, ah *ActivityHandler
 // memoryStorage keeps one activity handler's progress for the process.
 type memoryStorage struct {
 	mu   sync.Mutex
-	rec  *objstore.Record
-	last objstore.Record // the final record, kept after the purge
+	rec  *Record
+	last Record // the final record, kept after the purge
 }
 
-func (m *memoryStorage) Fetch(id string, body map[string]any) (*objstore.Record, error) {
+func (m *memoryStorage) Fetch(id string, body map[string]any) (*Record, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.rec == nil {
@@ -160,7 +159,7 @@ func (m *memoryStorage) Fetch(id string, body map[string]any) (*objstore.Record,
 	return &r, nil
 }
 
-func (m *memoryStorage) Store(id string, r *objstore.Record, body map[string]any, p *patch.Patch) {
+func (m *memoryStorage) Store(id string, r *Record, body map[string]any, p *patch.Patch) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	c := *r

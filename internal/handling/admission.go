@@ -12,7 +12,6 @@ import (
 	"slices"
 
 	"github.com/kopfgo/kopfgo/internal/handlers"
-	"github.com/kopfgo/kopfgo/internal/objstore"
 	"github.com/kopfgo/kopfgo/internal/resources"
 	"github.com/kopfgo/kopfgo/patch"
 )
@@ -147,9 +146,9 @@ func ServeAdmission(ctx context.Context, hs []*AdmissionHandler, req AdmissionRe
 	}
 	out := AdmissionOutcome{Patch: &patch.Patch{}, Body: body}
 	cause := &Cause{Body: body, Resource: req.Resource, Patch: out.Patch, Logger: req.Logger, Memo: req.Memo}
-	var diff objstore.Diff
+	var diff Diff
 	if req.Old != nil || req.New != nil {
-		diff = objstore.Compute(anyOrNil(req.Old), anyOrNil(req.New))
+		diff = DiffOf(anyOrNil(req.Old), anyOrNil(req.New))
 	}
 	var errs []error
 	for _, h := range hs {

@@ -5,13 +5,12 @@ import (
 
 	"github.com/kopfgo/kopfgo/internal/causes"
 	"github.com/kopfgo/kopfgo/internal/config"
-	"github.com/kopfgo/kopfgo/internal/objstore"
 )
 
 // Detector works out what happened to the objects of one resource for its
 // changing handlers. It is the reactor's one entry point for detection, so
 // that a pass reads its facts with calls into one package rather than into
-// the object's store (internal/objstore), cause detection and the filters
+// the object's store (store.go), cause detection and the filters
 // one by one.
 type Detector struct {
 	changing []*Handler
@@ -21,13 +20,13 @@ type Detector struct {
 	// persistence is the run's, read on every call: the finalizer is the
 	// settings' as it stands, and so are the storages behind store.
 	persistence *config.Persistence
-	store       objstore.Store
+	store       Store
 }
 
 // NewDetector returns the detector of the changing handlers of one
 // resource (create, update, delete, resume, field).
 func NewDetector(changing []*Handler, p *config.Persistence) *Detector {
-	return &Detector{changing: changing, extraFields: ExtraFields(changing), persistence: p, store: objstore.Of(p)}
+	return &Detector{changing: changing, extraFields: ExtraFields(changing), persistence: p, store: StoreOf(p)}
 }
 
 // Marks reads what decides a pass before any detection: whether the object
@@ -62,7 +61,7 @@ func (d *Detector) Detect(c *Cause) Detection {
 	if err != nil {
 		c.Logger.Warn(fmt.Sprintf("Ignoring the unreadable last-handled configuration; the object is handled as never handled before: %v", err))
 	}
-	c.Diff = objstore.Compute(c.Old, c.New)
+	c.Diff = DiffOf(c.Old, c.New)
 	c.Reason = causes.Detect(causes.Input{
 		Body: c.Body, Finalizer: d.persistence.Finalizer, Old: c.Old, New: c.New, Diff: c.Diff, Initial: c.Initial,
 	})
@@ -79,7 +78,7 @@ func (d *Detector) Detect(c *Cause) Detection {
 func (d *Detector) Gone(c *Cause) bool {
 	c.Reason = causes.Gone
 	c.Old, c.New, _ = d.essences(c.Body)
-	c.Diff = objstore.Compute(c.Old, c.New)
+	c.Diff = DiffOf(c.Old, c.New)
 	return Prematch(d.changing, c)
 }
 

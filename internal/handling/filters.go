@@ -12,7 +12,6 @@ import (
 	"github.com/kopfgo/kopfgo/internal/config"
 	"github.com/kopfgo/kopfgo/internal/dicts"
 	"github.com/kopfgo/kopfgo/internal/handlers"
-	"github.com/kopfgo/kopfgo/internal/objstore"
 	"github.com/kopfgo/kopfgo/internal/resources"
 	"github.com/kopfgo/kopfgo/patch"
 )
@@ -72,7 +71,7 @@ func (c Check) Matches(v any, present bool) bool {
 		}
 		return c.fn(v)
 	default:
-		return present && objstore.Equal(c.value, v)
+		return present && equal(c.value, v)
 	}
 }
 
@@ -230,7 +229,7 @@ type Cause struct {
 	// Old and New are the essences before and after the change; Old is nil
 	// for an object never handled.
 	Old, New map[string]any
-	Diff     objstore.Diff
+	Diff     Diff
 	Resource resources.Resource
 	Patch    *patch.Patch
 	Logger   *slog.Logger
@@ -345,7 +344,7 @@ func (h *Handler) matchesFieldValues(c *Cause) bool {
 func (h *Handler) matchesFieldChange(c *Cause) bool {
 	oldV, oldOK := getPath(c.Old, h.Field)
 	newV, newOK := getPath(c.New, h.Field)
-	if oldOK == newOK && (!oldOK || objstore.Equal(oldV, newV)) {
+	if oldOK == newOK && (!oldOK || equal(oldV, newV)) {
 		return false
 	}
 	f := &h.Filters

@@ -10,9 +10,9 @@ import (
 	"time"
 
 	"github.com/kopfgo/kopfgo/diffbase"
-	"github.com/kopfgo/kopfgo/internal/conditions"
 	"github.com/kopfgo/kopfgo/internal/conventions"
 	"github.com/kopfgo/kopfgo/internal/dicts"
+	"github.com/kopfgo/kopfgo/internal/handling"
 	"github.com/kopfgo/kopfgo/persistence"
 )
 
@@ -225,17 +225,17 @@ func records(body map[string]any, o Options, problems *[]string) []Handler {
 }
 
 // failedBefore reads the handlers that failed permanently in the object's
-// last cycle from its Stalled condition (internal/conditions): the cycle's
-// end purges the progress records, as Kopf's does, and the condition is
-// what remains of the failure. Without the framework's conditions (turned
+// last cycle from its Stalled condition (internal/handling's conditions):
+// the cycle's end purges the progress records, as Kopf's does, and the
+// condition is what remains of the failure. Without the framework's conditions (turned
 // off, or a built-in kind) nothing remains, and the object reads as done.
 func failedBefore(body map[string]any) []Handler {
-	c, ok := conditions.Find(body, conditions.Stalled)
-	if !ok || c.Status != "True" || c.Reason != conditions.ReasonFailed {
+	c, ok := handling.FindCondition(body, handling.ConditionStalled)
+	if !ok || c.Status != "True" || c.Reason != handling.ReasonFailed {
 		return []Handler{}
 	}
 	hs := []Handler{}
-	for _, f := range conditions.Failures(c.Message) {
+	for _, f := range handling.FailuresOf(c.Message) {
 		at := c.LastTransitionTime.Time
 		hs = append(hs, Handler{ID: f.ID, State: HandlerFailed, Message: f.Message, Storage: "conditions", Stopped: &at})
 	}

@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"net/url"
+	"path"
 	"slices"
 	"strings"
 	"time"
@@ -14,11 +16,15 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	jsonserializer "k8s.io/apimachinery/pkg/runtime/serializer/json"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
 	coordinationv1 "k8s.io/client-go/kubernetes/typed/coordination/v1"
 	"k8s.io/client-go/rest"
+	"k8s.io/utils/clock"
 
 	"github.com/kopfgo/kopfgo/internal/flowcontrol"
 	"github.com/kopfgo/kopfgo/internal/resources"
@@ -376,4 +382,177 @@ func (c *Client) Update(ctx context.Context, res resources.Resource, namespace s
 		return nil, explain(err, "update", res, namespace, obj.GetName())
 	}
 	return out, nil
+}
+
+// ErrForbidden marks requests the operator's identity is not allowed to make.
+var ErrForbidden = errors.New("forbidden")
+
+// Retry is how the operator's own requests are retried: 5xx responses and
+// network errors are transient and retried after each of the backoffs in
+// turn; 429 is retried by client-go itself, honouring Retry-After; other
+// 4xx responses are final and surface at once. Each failed attempt is
+// logged in Kopf's words ("Request attempt #1/9 failed; will retry: ..."),
+// but at DEBUG where Kopf logs ERROR: an outage fails every object's
+// requests, and one line per attempt per object buried the story, which
+// the flow control's gate tells in two lines (unavailable, back). The
+// final "escalating" line stays at ERROR, unless the gate knows the server
+// is unavailable (compat: log-levels-outage).
+type Retry struct {
+	Backoffs []time.Duration
+	Clock    clock.Clock
+	// Logger gets the attempts' lines; nil logs nothing.
+	Logger *slog.Logger
+}
+
+// do calls call until it succeeds, fails for good, or the backoffs are
+// exhausted; what names the request in the log ("GET https://…/apis"),
+// called only when a line is logged (patches pass here on the hot path).
+// flow, when set, is the gate whose outage makes the escalation quiet.
+func (r Retry) do(ctx context.Context, flow *flowcontrol.Gate, what func() string, call func() error) error {
+	count := len(r.Backoffs) + 1
+	for attempt := 0; ; attempt++ {
+		idx := fmt.Sprintf("#%d/%d", attempt+1, count)
+		if attempt > 0 {
+			r.log(ctx, slog.LevelDebug, "Request attempt %s: %s", idx, what())
+		}
+		err := call()
+		if err == nil {
+			if attempt > 0 {
+				r.log(ctx, slog.LevelDebug, "Request attempt %s succeeded: %s", idx, what())
+			}
+			return nil
+		}
+		if !flowcontrol.Transient(err) || ctx.Err() != nil {
+			return err
+		}
+		if attempt >= len(r.Backoffs) {
+			level := slog.LevelError
+			if flow.Unavailable() {
+				level = slog.LevelDebug
+			}
+			r.log(ctx, level, "Request attempt %s failed; escalating: %s -> %v", idx, what(), err)
+			return err
+		}
+		r.log(ctx, slog.LevelDebug, "Request attempt %s failed; will retry: %s -> %v", idx, what(), err)
+		clk := r.Clock
+		if clk == nil {
+			clk = clock.RealClock{}
+		}
+		t := clk.NewTimer(r.Backoffs[attempt])
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return err
+		case <-t.C():
+		}
+	}
+}
+
+func (r Retry) log(ctx context.Context, level slog.Level, format string, args ...any) {
+	if r.Logger != nil && r.Logger.Enabled(ctx, level) {
+		r.Logger.Log(ctx, level, fmt.Sprintf(format, args...))
+	}
+}
+
+// verbPatchStatus is the verb of a status patch in messages.
+const verbPatchStatus = "patch the status of"
+
+// explain turns a failed request into an error that says what to do: a 403
+// names the verb, resource and namespace the operator lacks.
+func explain(err error, verb string, res resources.Resource, namespace, name string) error {
+	if apierrors.IsForbidden(err) {
+		where := "cluster-wide"
+		if namespace != "" {
+			where = "in namespace " + namespace
+		}
+		// The rule to grant: the verb itself, on "plural/status" for the
+		// status subresource, as RBAC rules and `kopfgo rbac` spell them.
+		rule, resource := verb, res.Plural
+		if verb == verbPatchStatus {
+			rule, resource = "patch", res.Plural+"/status"
+		}
+		return fmt.Errorf("%w: the operator may not %s %s %s (object %s); grant it the %q verb on %q in its RBAC: %w",
+			ErrForbidden, verb, res, where, name, rule, resource+"."+res.Group, err)
+	}
+	return fmt.Errorf("%s %s %s: %w", verb, res, objectName(namespace, name), err)
+}
+
+// rawPatcher sends merge patches and reads back only the resourceVersion of
+// the result. The dynamic client decodes every response into a whole
+// unstructured object, which the operator never looks at: for the two
+// patches of a handling cycle that was most of the operator's own garbage.
+type rawPatcher struct {
+	rest rest.Interface
+}
+
+func newRawPatcher(cfg *rest.Config) (*rawPatcher, error) {
+	rc, err := newRawREST(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("cannot create the patching client: %w", err)
+	}
+	return &rawPatcher{rest: rc}, nil
+}
+
+// newRawREST builds a REST client that hands back response bodies as they
+// are, always JSON. Only metav1.Status needs decoding (for API errors, which
+// come out as the dynamic client's would): a scheme of its own keeps the typed
+// API groups out of the operator's binary.
+func newRawREST(cfg *rest.Config) (rest.Interface, error) {
+	cfg = rest.CopyConfig(cfg)
+	cfg.AcceptContentTypes = "application/json"
+	cfg.ContentType = "application/json"
+	s := runtime.NewScheme()
+	metav1.AddToGroupVersion(s, schema.GroupVersion{Version: "v1"})
+	// The bare JSON serializer, without a codec factory's versioning, leaves
+	// the Status's kind and apiVersion in place, as the dynamic client does.
+	cfg.NegotiatedSerializer = runtime.NewSimpleNegotiatedSerializer(runtime.SerializerInfo{
+		MediaType: "application/json", MediaTypeType: "application", MediaTypeSubType: "json", EncodesAsText: true,
+		Serializer: jsonserializer.NewSerializerWithOptions(jsonserializer.DefaultMetaFactory, s, s, jsonserializer.SerializerOptions{}),
+	})
+	cfg.GroupVersion = &schema.GroupVersion{}
+	cfg.APIPath = "/"
+	return rest.UnversionedRESTClientFor(cfg)
+}
+
+// resourcePath is the URL path of a resource's collection (name ""), of an
+// object, or of an object's subresource.
+func resourcePath(res resources.Resource, namespace, name, sub string) string {
+	p := "/apis/" + res.Group + "/" + res.Version
+	if res.Group == "" {
+		p = "/api/" + res.Version
+	}
+	if res.Namespaced && namespace != "" {
+		p = path.Join(p, "namespaces", namespace)
+	}
+	return path.Join(p, res.Plural, name, sub)
+}
+
+// metadataOnly asks the API server to answer with the patched object's
+// metadata only (a PartialObjectMetadata), or with the whole object where
+// that form is not served: the operator reads only the resourceVersion, and
+// encoding, sending and scanning the rest cost both sides CPU for nothing.
+const metadataOnly = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1, application/json"
+
+// patch sends one merge patch (to the status subresource when sub is
+// "status") and returns the resulting resourceVersion.
+func (r *rawPatcher) patch(ctx context.Context, res resources.Resource, namespace, name string, data []byte, sub string) (string, error) {
+	p := resourcePath(res, namespace, name, sub)
+	result := r.rest.Patch(types.MergePatchType).AbsPath(p).Body(data).
+		SetHeader("Accept", metadataOnly).Do(ctx)
+	if err := result.Error(); err != nil {
+		return "", err // Error, unlike Raw, reads the API server's Status
+	}
+	body, err := result.Raw()
+	if err != nil {
+		return "", err
+	}
+	var head struct {
+		Metadata struct {
+			ResourceVersion string `json:"resourceVersion"`
+		} `json:"metadata"`
+	}
+	if err := json.Unmarshal(body, &head); err != nil {
+		return "", fmt.Errorf("cannot read the patched object: %w", err)
+	}
+	return head.Metadata.ResourceVersion, nil
 }

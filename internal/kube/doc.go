@@ -11,8 +11,8 @@
 // (TestOnlyKubeMakesAPIClients, beside the root's TestLayers).
 //
 // Lists, watches and patches take one path, in production and in tests: a
-// REST client that decodes each response once (rawwatch.go, compact.go,
-// rawpatch.go), where client-go's dynamic client decoded each watch event
+// REST client that decodes each response once (watch.go, compact.go,
+// client.go), where client-go's dynamic client decoded each watch event
 // four times. Gets, creates, updates and events go through the dynamic
 // client, discovery through the discovery client. Tests fake the API
 // below all of it: kubefake serves client-go's dynamic fake over HTTP to a
@@ -33,6 +33,6 @@
 // objects were 57 of the 75 MB of live heap, and kopfgo's RSS grew by 5.9
 // KB per object (make bench -scenarios scale, 2026-11-25). Compact, the
 // live heap was 37 MB and the growth 3.3 KB per object; with the JSON
-// compressed against the first object of its ListWatch (codec.go), 22 MB
-// (README's Performance section has the tables).
+// compressed against the first object of its ListWatch (compact.go's
+// codec), 22 MB (README's Performance section has the tables).
 package kube

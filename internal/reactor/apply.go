@@ -11,9 +11,9 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/kopfgo/kopfgo/internal/causes"
-	"github.com/kopfgo/kopfgo/internal/conditions"
 	"github.com/kopfgo/kopfgo/internal/dicts"
 	"github.com/kopfgo/kopfgo/internal/flowcontrol"
+	"github.com/kopfgo/kopfgo/internal/handling"
 	"github.com/kopfgo/kopfgo/internal/kube"
 	"github.com/kopfgo/kopfgo/patch"
 )
@@ -46,7 +46,7 @@ func (r patched) then(n next) next {
 // pass waits for the watch to catch up with it. On unexpected errors, the
 // object is throttled with growing delays; other objects are unaffected.
 func (w *watcher) apply(ctx context.Context, u *unstructured.Unstructured, st *state, log *slog.Logger, pt *patch.Patch) patched {
-	conditions.Write(u.Object, pt, w.Clock.Now()) // the handlers' own, set outside a cycle
+	handling.WriteConditions(u.Object, pt, w.Clock.Now()) // the handlers' own, set outside a cycle
 	if pt.IsEmpty() && len(pt.Fns) == 0 {
 		return patched{}
 	}

@@ -6,12 +6,10 @@ import (
 	"time"
 
 	"github.com/kopfgo/kopfgo/internal/causes"
-	"github.com/kopfgo/kopfgo/internal/conditions"
 	"github.com/kopfgo/kopfgo/internal/daemons"
 	"github.com/kopfgo/kopfgo/internal/handlers"
 	"github.com/kopfgo/kopfgo/internal/handling"
 	"github.com/kopfgo/kopfgo/internal/kube"
-	"github.com/kopfgo/kopfgo/internal/objstore"
 	"github.com/kopfgo/kopfgo/patch"
 )
 
@@ -79,7 +77,7 @@ func (w *watcher) noteChanges(body map[string]any, st *state, bg *background) {
 	prev := bg.essence
 	bg.essence = essence
 	st.mu.Unlock()
-	if prev != nil && len(objstore.Compute(prev, essence)) > 0 {
+	if prev != nil && len(handling.DiffOf(prev, essence)) > 0 {
 		bg.set.Changed(w.Clock.Now())
 	}
 }
@@ -111,7 +109,7 @@ func (w *watcher) backgroundOf(ctx context.Context, key string, ps *pass) *backg
 			if cur, ok := w.latest(key); ok && len(pt.Conditions()) > 0 {
 				// The daemon's or timer's own conditions, merged into
 				// the freshest list at hand.
-				conditions.Write(cur.Object, pt, w.Clock.Now())
+				handling.WriteConditions(cur.Object, pt, w.Clock.Now())
 				if pt.IsEmpty() && len(pt.Fns) == 0 {
 					return nil
 				}

@@ -193,24 +193,7 @@ func TestPassesAreBoundedAndWaitingObjectsHoldNoGoroutine(t *testing.T) {
 			close(release)
 		}
 	})
-	// Observations of the listing that only queue an object are no news
-	// to the scenario: look again every few milliseconds too.
-	tick := time.NewTicker(5 * time.Millisecond)
-	stopTicking := make(chan struct{})
-	var ticking sync.WaitGroup
-	ticking.Go(func() {
-		for {
-			select {
-			case <-tick.C:
-				s.poke()
-			case <-stopTicking:
-				return
-			}
-		}
-	})
-	defer ticking.Wait()
-	defer close(stopTicking)
-	defer tick.Stop()
+	defer s.pokeOften()()
 	s.until("the limit reached and the rest waiting", func() bool {
 		mu.Lock()
 		defer mu.Unlock()
@@ -230,6 +213,99 @@ func TestPassesAreBoundedAndWaitingObjectsHoldNoGoroutine(t *testing.T) {
 	if most != limit {
 		t.Errorf("at most %d handlers ran at once, want %d", most, limit)
 	}
+	for i := range objects {
+		if n := calls.get(fmt.Sprintf("kex%03d", i)); n != 1 {
+			t.Errorf("kex%03d: handler called %d times, want 1", i, n)
+		}
+	}
+	s.until("nothing waiting", func() bool { return hooks.count() == 0 })
+}
+
+// pokeOften makes the scenario look again every few milliseconds, until
+// the returned function is called: observations that only queue an object
+// are no news to it.
+func (s *scenario) pokeOften() (stop func()) {
+	tick := time.NewTicker(5 * time.Millisecond)
+	done := make(chan struct{})
+	var ticking sync.WaitGroup
+	ticking.Go(func() {
+		for {
+			select {
+			case <-tick.C:
+				s.poke()
+			case <-done:
+				return
+			}
+		}
+	})
+	return func() {
+		tick.Stop()
+		close(done)
+		ticking.Wait()
+	}
+}
+
+// An object that has news by the end of its pass (as the echo of its own
+// patch comes during it, in a burst of creations) and finds every slot
+// taken waits for its next pass in the queue without its goroutine too.
+func TestObjectsWaitingForASecondPassHoldNoGoroutine(t *testing.T) {
+	const objects = 6
+	s := newScenario(t)
+	hooks := &waitingHooks{}
+	s.hooks = hooks
+	s.settings.Execution.MaxWorkers = 1
+	var (
+		calls    counter
+		first    atomic.Bool
+		blocked  atomic.Bool
+		release  = make(chan struct{})
+		released atomic.Bool
+	)
+	s.on(causes.Create, "create_fn", func(ctx context.Context, c *handlers.Change) (any, error) {
+		calls.inc(c.Name)
+		if !first.Swap(true) {
+			// News during the pass: two changes, the second's event proving
+			// the first observed (the informer hands events over in order),
+			// once the listing is over and nothing else moves.
+			s.until("every object listed", func() bool { return hooks.events.Load() >= objects })
+			seen := hooks.events.Load()
+			for i := range 2 {
+				s.update(c.Name, func(u *unstructured.Unstructured) { u.SetLabels(map[string]string{"change": fmt.Sprint(i)}) })
+			}
+			s.until("both changes observed", func() bool { return hooks.events.Load() >= seen+2 })
+			return nil, nil
+		}
+		blocked.Store(true)
+		s.poke()
+		if !released.Load() {
+			<-release
+		}
+		return nil, nil
+	})
+	for i := range objects {
+		s.create(fmt.Sprintf("kex%03d", i), nil)
+	}
+	s.start()
+	t.Cleanup(func() {
+		if !released.Swap(true) {
+			close(release)
+		}
+	})
+	defer s.pokeOften()()
+	// The first object has passed and waits for another pass behind the
+	// objects never passed; the second holds the only slot.
+	s.until("the slot taken and every other object waiting", func() bool {
+		return blocked.Load() && hooks.count() == objects-1
+	})
+	if n := workerGoroutines(); n != 1 {
+		t.Errorf("%d workers have a goroutine with %d objects waiting, want 1 (the pass in flight)", n, objects-1)
+	}
+	if !released.Swap(true) {
+		close(release)
+	}
+	s.until("all handled", func() bool {
+		return s.log.Count("Creation is processed: 1 succeeded; 0 failed.") == objects
+	})
 	for i := range objects {
 		if n := calls.get(fmt.Sprintf("kex%03d", i)); n != 1 {
 			t.Errorf("kex%03d: handler called %d times, want 1", i, n)

@@ -21,11 +21,11 @@
 // are woken by a touch patch once their delay passes, exactly as Kopf does,
 // so that the wake-up goes through the same path as any other change.
 //
-// Files by stage: run.go (Run, Config and what a run holds), orchestration.go
-// (which resources are served, following CRDs), watcher.go (the informer,
-// indexers and watching handlers), worker.go (workers, per-object state, the
-// pool), pass.go (read → plan → act), apply.go (patches), background.go
-// (daemons and timers).
+// Files by stage: run.go (Run, Config, its Hooks and what a run holds),
+// orchestration.go (which resources are served, following CRDs), watcher.go
+// (the informer, indexers and watching handlers), worker.go (workers,
+// per-object state, the pool and its bound, the slots), pass.go (read →
+// plan → act), apply.go (patches), background.go (daemons and timers).
 //
 // One object's path from a watch event to its patch is listed, every
 // file, in docs/architecture.md (the main line): internal/kube's watch →
@@ -34,7 +34,7 @@
 // Handle step the cycle (handle, handling.Cycle.Run) and plan.After; act)
 // → apply.go (apply) → internal/kube's patch. What the operator keeps on
 // the object (the diff-base, the progress records, the touch-dummy) is
-// reached only through internal/objstore's Store.
+// reached only through internal/handling's Store.
 //
 // Glossary, and the only words the code uses for these:
 //

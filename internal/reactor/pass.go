@@ -10,11 +10,9 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/kopfgo/kopfgo/internal/causes"
-	"github.com/kopfgo/kopfgo/internal/conditions"
 	"github.com/kopfgo/kopfgo/internal/config"
 	"github.com/kopfgo/kopfgo/internal/handlers"
 	"github.com/kopfgo/kopfgo/internal/handling"
-	"github.com/kopfgo/kopfgo/internal/objstore"
 	"github.com/kopfgo/kopfgo/internal/plan"
 	"github.com/kopfgo/kopfgo/internal/pyrepr"
 	"github.com/kopfgo/kopfgo/internal/resources"
@@ -280,9 +278,9 @@ func (w *watcher) handle(ctx context.Context, ps *pass, reason causes.Reason) pl
 	// Now, not when the patch goes: whether the patch is empty decides
 	// what the pass logs.
 	if w.res.HasStatus() && !w.Settings.Persistence.Conditions.EveryPass {
-		conditions.WriteOrDefer(c.Body, c.Patch, w.Clock.Now()) // no request of its own for news of nothing
+		handling.WriteConditionsOrDefer(c.Body, c.Patch, w.Clock.Now()) // no request of its own for news of nothing
 	} else {
-		conditions.Write(c.Body, c.Patch, w.Clock.Now())
+		handling.WriteConditions(c.Body, c.Patch, w.Clock.Now())
 	}
 	if out.Done {
 		ps.state.handled()
@@ -321,7 +319,7 @@ func (w *watcher) finished(ps *pass) {
 // or not: the object's body and, for a change of a handled object, the diff,
 // both as Python's repr() (internal/pyrepr). Rendering a whole body is the
 // costliest line per pass, so nothing is rendered unless debug is on.
-func logProgress(ctx context.Context, log *slog.Logger, reason causes.Reason, body, old, essence map[string]any, diff objstore.Diff) {
+func logProgress(ctx context.Context, log *slog.Logger, reason causes.Reason, body, old, essence map[string]any, diff handling.Diff) {
 	if !log.Enabled(ctx, slog.LevelDebug) {
 		return
 	}
@@ -334,7 +332,7 @@ func logProgress(ctx context.Context, log *slog.Logger, reason causes.Reason, bo
 
 // reprDiff renders a diff as Kopf's repr() of its diff: a tuple of
 // (operation, field path, old, new) tuples.
-func reprDiff(d objstore.Diff) string {
+func reprDiff(d handling.Diff) string {
 	items := make(pyrepr.Tuple, len(d))
 	for i, it := range d {
 		path := make(pyrepr.Tuple, len(it.Path))

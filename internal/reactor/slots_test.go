@@ -1,8 +1,6 @@
 package reactor
 
 import (
-	"context"
-	"runtime"
 	"slices"
 	"sync/atomic"
 	"testing"
@@ -80,41 +78,6 @@ func TestSlotsPassARefusedGrantOn(t *testing.T) {
 	}
 	if s.take() {
 		t.Error("the slot of the accepted grant was free again")
-	}
-}
-
-func TestSlotsAcquireWaitsItsTurnAndGivesUpWithItsContext(t *testing.T) {
-	s := newSlots(func() int { return 1 })
-	s.take()
-	g := &grants{}
-	s.enqueue(g.waiter(0, true))
-	ctx, cancel := context.WithCancel(context.Background())
-	got := make(chan bool, 1)
-	go func() { got <- s.acquire(ctx) }()
-	for s.Waiting() != 2 {
-		// acquire queues itself; a failure detector would be the test's
-		// timeout, nothing here measures time.
-		select {
-		case v := <-got:
-			t.Fatalf("acquire returned %v before its turn", v)
-		default:
-			runtime.Gosched()
-		}
-	}
-	cancel()
-	if <-got {
-		t.Fatal("acquire succeeded after its context ended")
-	}
-	if s.Waiting() != 1 {
-		t.Fatalf("waiting = %d after the cancellation, want 1", s.Waiting())
-	}
-	s.release()
-	if !slices.Equal(g.order, []int{0}) {
-		t.Fatalf("granted %v, want [0]: the cancelled waiter is skipped", g.order)
-	}
-	s.release()
-	if !s.acquire(context.Background()) {
-		t.Fatal("acquire failed with a free slot")
 	}
 }
 

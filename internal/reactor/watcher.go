@@ -21,7 +21,6 @@ import (
 	"github.com/kopfgo/kopfgo/internal/indexing"
 	"github.com/kopfgo/kopfgo/internal/kube"
 	"github.com/kopfgo/kopfgo/internal/logging"
-	"github.com/kopfgo/kopfgo/internal/objstore"
 	"github.com/kopfgo/kopfgo/internal/posting"
 	"github.com/kopfgo/kopfgo/internal/pyrepr"
 	"github.com/kopfgo/kopfgo/internal/replicas"
@@ -65,7 +64,7 @@ type watcher struct {
 	detector *handling.Detector
 	// kept is what the operator keeps on the objects (progress records,
 	// diff-base) for the passes' cycles and patches.
-	kept objstore.Store
+	kept handling.Store
 	// indexed, when set, is called once the indexers have seen the initial
 	// listing (or the watcher gives up).
 	indexed func()
@@ -100,7 +99,7 @@ func newWatcher(r *run, res resources.Resource, ns string, scope resources.Names
 		states:   map[string]*state{},
 	}
 	w.detector = handling.NewDetector(w.changing, &r.Settings.Persistence)
-	w.kept = objstore.Of(&r.Settings.Persistence)
+	w.kept = handling.StoreOf(&r.Settings.Persistence)
 	w.conditions = conditionsOn(r.Settings.Persistence.Conditions, res)
 	for _, ix := range w.indexers {
 		if ix.Spec().Global {

@@ -1,4 +1,4 @@
-package conditions
+package handling
 
 import (
 	"encoding/json"
@@ -15,15 +15,31 @@ import (
 	"github.com/kopfgo/kopfgo/patch"
 )
 
+// The framework's status.conditions (the metav1.Condition shape) on the
+// objects it handles, so that kubectl, `kubectl wait --for=condition=Ready`
+// and kstatus-based tools (Flux, kpt, cli-utils) can tell a handled object
+// from one whose handlers retry or have failed for good. Kopf writes no
+// conditions (docs/kopf-compatibility.md, persistence-conditions);
+// docs/conditions.md says what each condition means.
+//
+// conditionsFor works out the framework's own conditions from the state of
+// a cycle (Cycle.setConditions). Conditions are a list, and a merge patch
+// replaces a list whole: changes (the framework's and the handlers',
+// patch.Patch.ChangeCondition) wait in the patch until whoever sends it
+// merges them into the object's current list (WriteConditions), the
+// reactor as a rule.
+//
+// Everything in this file is pure: no I/O, no clock, no logging.
+
 // The condition types the framework keeps. They are kstatus's: Ready is the
 // summary that `kubectl wait` and controller-runtime's and Flux's users look
 // for; Reconciling and Stalled have the "abnormal-true" polarity kstatus
 // reads (an object with Reconciling=True is in progress, with Stalled=True
 // failed), and are present only while true.
 const (
-	Ready       = "Ready"
-	Reconciling = "Reconciling"
-	Stalled     = "Stalled"
+	ConditionReady       = "Ready"
+	ConditionReconciling = "Reconciling"
+	ConditionStalled     = "Stalled"
 )
 
 // The reasons of the framework's conditions.
@@ -41,8 +57,9 @@ const (
 	ReasonFailed = "HandlerFailed"
 )
 
-// Handler is one handler's state in a cycle, as its progress record has it.
-type Handler struct {
+// handlerState is one handler's state in a cycle, as its progress record has
+// it.
+type handlerState struct {
 	ID        string
 	Succeeded bool
 	Failed    bool
@@ -52,8 +69,8 @@ type Handler struct {
 	Message string
 }
 
-// Cycle is the state of a handling cycle after one of its passes.
-type Cycle struct {
+// cycleState is the state of a handling cycle after one of its passes.
+type cycleState struct {
 	// Title names the cause: "Creation", "Update", ...
 	Title string
 	// Done: every handler has finished (succeeded or failed for good).
@@ -61,10 +78,11 @@ type Cycle struct {
 	// Deleting: the cause is the object's deletion.
 	Deleting bool
 	// Handlers are the cause's handlers, in registration order.
-	Handlers []Handler
+	Handlers []handlerState
 }
 
-// For returns the framework's condition changes for the state of a cycle:
+// conditionsFor returns the framework's condition changes for the state of a
+// cycle:
 //
 //   - all handlers succeeded: Ready=True (HandlersSucceeded); Reconciling
 //     and Stalled are removed;
@@ -77,7 +95,7 @@ type Cycle struct {
 //
 // A deletion that is done writes nothing: the object is on its way out.
 // A cycle without handlers writes nothing: nothing was handled.
-func For(c Cycle) []patch.ConditionChange {
+func conditionsFor(c cycleState) []patch.ConditionChange {
 	if len(c.Handlers) == 0 || c.Deleting && c.Done {
 		return nil
 	}
@@ -89,7 +107,7 @@ func For(c Cycle) []patch.ConditionChange {
 	}
 	succeeded, finished := 0, 0
 	var failures []Failure
-	var retrying *Handler
+	var retrying *handlerState
 	for i, h := range c.Handlers {
 		switch {
 		case h.Succeeded:
@@ -105,12 +123,12 @@ func For(c Cycle) []patch.ConditionChange {
 	switch {
 	case c.Done && len(failures) > 0:
 		msg := FailedMessage(failures)
-		return []patch.ConditionChange{set(Ready, metav1.ConditionFalse, ReasonFailed, msg), remove(Reconciling), set(Stalled, metav1.ConditionTrue, ReasonFailed, msg)}
+		return []patch.ConditionChange{set(ConditionReady, metav1.ConditionFalse, ReasonFailed, msg), remove(ConditionReconciling), set(ConditionStalled, metav1.ConditionTrue, ReasonFailed, msg)}
 	case c.Done:
 		// Joined rather than formatted: the message of every pass of the
-		// steady state, mostly kept back (Defer) once made.
+		// steady state, mostly kept back (deferConditions) once made.
 		msg := c.Title + " handled: " + strconv.Itoa(succeeded) + " " + plural(succeeded, "handler") + " succeeded."
-		return []patch.ConditionChange{set(Ready, metav1.ConditionTrue, ReasonSucceeded, msg), remove(Reconciling), remove(Stalled)}
+		return []patch.ConditionChange{set(ConditionReady, metav1.ConditionTrue, ReasonSucceeded, msg), remove(ConditionReconciling), remove(ConditionStalled)}
 	}
 	reason := ReasonPending
 	msg := fmt.Sprintf("%s in progress: %d of %d handlers finished.", c.Title, finished, len(c.Handlers))
@@ -120,7 +138,7 @@ func For(c Cycle) []patch.ConditionChange {
 		reason = ReasonRetrying
 		msg = fmt.Sprintf("Handler '%s' is retrying: %s", retrying.ID, oneLine(retrying.Message))
 	}
-	return []patch.ConditionChange{set(Ready, metav1.ConditionFalse, reason, msg), set(Reconciling, metav1.ConditionTrue, reason, msg), remove(Stalled)}
+	return []patch.ConditionChange{set(ConditionReady, metav1.ConditionFalse, reason, msg), set(ConditionReconciling, metav1.ConditionTrue, reason, msg), remove(ConditionStalled)}
 }
 
 // Failure is a handler that failed permanently, as a HandlerFailed
@@ -144,10 +162,10 @@ func FailedMessage(fs []Failure) string {
 	return truncate(strings.Join(lines, "\n"), maxMessage)
 }
 
-// Failures reads the failed handlers back from a HandlerFailed condition's
+// FailuresOf reads the failed handlers back from a HandlerFailed condition's
 // message (FailedMessage): `kopfgo inspect` reports them after the cycle's
 // end has purged their progress records.
-func Failures(message string) []Failure {
+func FailuresOf(message string) []Failure {
 	var fs []Failure
 	for line := range strings.SplitSeq(message, "\n") {
 		rest, ok := strings.CutPrefix(line, "Handler '")
@@ -162,8 +180,8 @@ func Failures(message string) []Failure {
 	return fs
 }
 
-// Find returns the condition of the type in body's status.conditions.
-func Find(body map[string]any, conditionType string) (metav1.Condition, bool) {
+// FindCondition returns the condition of the type in body's status.conditions.
+func FindCondition(body map[string]any, conditionType string) (metav1.Condition, bool) {
 	list, _ := dicts.Get(body, []string{"status", "conditions"})
 	items, _ := list.([]any)
 	if i := index(items, conditionType); i >= 0 {
@@ -172,14 +190,15 @@ func Find(body map[string]any, conditionType string) (metav1.Condition, bool) {
 	return metav1.Condition{}, false
 }
 
-// Write merges the condition changes waiting in p (patch.Patch.ChangeCondition)
-// into the object's current list, as meta.SetStatusCondition does, and
-// puts the list into p if it differs from body's; changes that change
-// nothing write nothing. The list in p, if p sets one already, is the
-// current list; otherwise body's. ObservedGeneration 0 becomes body's
-// generation; LastTransitionTime becomes now where Status changes.
-// Entries of types not changed stay as they are, whatever their shape.
-func Write(body map[string]any, p *patch.Patch, now time.Time) {
+// WriteConditions merges the condition changes waiting in p
+// (patch.Patch.ChangeCondition) into the object's current list, as
+// meta.SetStatusCondition does, and puts the list into p if it differs from
+// body's; changes that change nothing write nothing. The list in p, if p sets
+// one already, is the current list; otherwise body's. ObservedGeneration 0
+// becomes body's generation; LastTransitionTime becomes now where Status
+// changes. Entries of types not changed stay as they are, whatever their
+// shape.
+func WriteConditions(body map[string]any, p *patch.Patch, now time.Time) {
 	changes := p.TakeConditions()
 	if len(changes) == 0 {
 		return
@@ -235,7 +254,7 @@ func Write(body map[string]any, p *patch.Patch, now time.Time) {
 	}
 }
 
-// Defer takes the condition list out of p when writing it would be a
+// deferConditions takes the condition list out of p when writing it would be a
 // request of its own and would tell no tool anything new: on a resource
 // with the status subresource, where p has nothing else for status, the
 // object stays handled (Ready stays True, only its message, reason or
@@ -245,7 +264,7 @@ func Write(body map[string]any, p *patch.Patch, now time.Time) {
 // status is written at once (what kstatus and kubectl wait read), and so
 // is any news of a cycle in progress or failed (a retry's new error).
 // Reports whether it took the list out.
-func Defer(body map[string]any, p *patch.Patch) bool {
+func deferConditions(body map[string]any, p *patch.Patch) bool {
 	st, _ := p.Map()["status"].(map[string]any)
 	next, ok := st["conditions"].([]any)
 	if !ok || len(st) != 1 {
@@ -269,7 +288,7 @@ func Defer(body map[string]any, p *patch.Patch) bool {
 		if !ok || o.Status != n.Status {
 			return false
 		}
-		if n.Type == Reconciling || n.Type == Stalled || n.Type == Ready && n.Status != metav1.ConditionTrue {
+		if n.Type == ConditionReconciling || n.Type == ConditionStalled || n.Type == ConditionReady && n.Status != metav1.ConditionTrue {
 			return false // in progress or failed: its message is news
 		}
 		if !framework(n.Type) && !same(o, n) {
@@ -280,29 +299,31 @@ func Defer(body map[string]any, p *patch.Patch) bool {
 	return true
 }
 
-// WriteOrDefer is Write and then Defer, as a pass on a resource with the
-// status subresource calls them. The common case, an object that stays
-// handled (the changes set Ready True over a Ready that is True and remove
-// types the list does not hold, and the patch has nothing for status), is
-// told from the changes and the body's list as they are: Write would merge
-// and encode a Ready that Defer then takes out again, decoding every entry
-// of the list on the way, on every pass of every object. Anything else
-// takes the long way, which decides it exactly.
-func WriteOrDefer(body map[string]any, p *patch.Patch, now time.Time) {
+// WriteConditionsOrDefer is WriteConditions and then deferConditions, as a
+// pass on a resource with the status subresource calls them. The common case,
+// an object that stays handled (the changes set Ready True over a Ready that
+// is True and remove types the list does not hold, and the patch has nothing
+// for status), is told from the changes and the body's list as they are:
+// WriteConditions would merge and encode a Ready that deferConditions then
+// takes out again, decoding every entry of the list on the way, on every pass
+// of every object. Anything else takes the long way, which decides it
+// exactly.
+func WriteConditionsOrDefer(body map[string]any, p *patch.Patch, now time.Time) {
 	if staysHandled(body, p) {
 		p.TakeConditions()
 		return
 	}
-	Write(body, p, now)
-	Defer(body, p)
+	WriteConditions(body, p, now)
+	deferConditions(body, p)
 }
 
-// staysHandled reports whether Write and Defer would leave p with no
-// status and no changes waiting, without merging anything: p has no status
-// of its own; every change sets Ready True or removes a type the body's
-// list does not hold; the list holds a Ready that is True; and every entry
-// of the list is one Defer reads (plain), each type once, so that Defer's
-// comparisons of the list with itself all hold.
+// staysHandled reports whether WriteConditions and deferConditions would
+// leave p with no status and no changes waiting, without merging anything: p
+// has no status of its own; every change sets Ready True or removes a type
+// the body's list does not hold; the list holds a Ready that is True; and
+// every entry of the list is one deferConditions reads (plain), each type
+// once, so that deferConditions' comparisons of the list with itself all
+// hold.
 func staysHandled(body map[string]any, p *patch.Patch) bool {
 	if _, ok := p.Map()["status"]; ok {
 		return false
@@ -315,7 +336,7 @@ func staysHandled(body map[string]any, p *patch.Patch) bool {
 		if !ok || !plain(m) || index(items[:i], m["type"].(string)) >= 0 {
 			return false
 		}
-		ready = ready || m["type"] == Ready && m["status"] == string(metav1.ConditionTrue)
+		ready = ready || m["type"] == ConditionReady && m["status"] == string(metav1.ConditionTrue)
 	}
 	if !ready {
 		return false
@@ -323,7 +344,7 @@ func staysHandled(body map[string]any, p *patch.Patch) bool {
 	for _, ch := range p.Conditions() {
 		switch {
 		case ch.Remove && index(items, ch.Type) < 0:
-		case !ch.Remove && ch.Type == Ready && ch.Status == string(metav1.ConditionTrue):
+		case !ch.Remove && ch.Type == ConditionReady && ch.Status == string(metav1.ConditionTrue):
 		default:
 			return false
 		}
@@ -394,7 +415,7 @@ func integer(v any) bool {
 
 // framework reports whether a condition type is one the framework keeps.
 func framework(conditionType string) bool {
-	return conditionType == Ready || conditionType == Reconciling || conditionType == Stalled
+	return conditionType == ConditionReady || conditionType == ConditionReconciling || conditionType == ConditionStalled
 }
 
 func same(a, b metav1.Condition) bool {

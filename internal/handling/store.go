@@ -1,4 +1,4 @@
-package objstore
+package handling
 
 import (
 	"time"
@@ -10,6 +10,29 @@ import (
 	"github.com/kopfgo/kopfgo/patch"
 	"github.com/kopfgo/kopfgo/persistence"
 )
+
+// The store is the one place the engine keeps what it knows about an
+// object between passes, on the object itself: the last-handled essence
+// (the diff-base, package diffbase) and the handlers' progress records
+// (package persistence), both in Kopf's formats and through the storages
+// the user chose (Settings.Persistence.DiffBaseStorage and
+// ProgressStorage).
+//
+// It exists so that the reactor and the rest of this package speak to one
+// interface, Store, and never to the two storages, the essence or the diff
+// directly: which storage holds what, that progress records never count as
+// changes of the object, and how the touch-dummy is stamped are decided
+// here once (this is the only file of the engine that imports persistence
+// and diffbase: TestObjectStoreSeam). A store reads only from the object's
+// body and writes only into the pass's patch, as the storages do: it does
+// no I/O.
+//
+// It is apart from persistence and diffbase, because those are public
+// packages users implement custom storages against, and because it reads
+// the run's settings (internal/config), which import them. The types its
+// methods speak in, Record and Diff, are aliases of theirs, so a custom
+// storage's records and the handlers' diffs are the same values
+// throughout.
 
 // Record is one handler's progress on an object, in Kopf's format.
 type Record = persistence.Record
@@ -57,9 +80,9 @@ type Store interface {
 	ProgressOnly(p *patch.Patch) bool
 }
 
-// Of is the Store of the run's settings. It reads the storages from them on
+// StoreOf is the Store of the run's settings. It reads the storages from them on
 // every call, so that they are the settings' as they stand.
-func Of(p *config.Persistence) Store { return settings{p} }
+func StoreOf(p *config.Persistence) Store { return settings{p} }
 
 type settings struct{ p *config.Persistence }
 
@@ -104,11 +127,11 @@ func (s settings) ProgressOnly(p *patch.Patch) bool {
 	return len(s.p.ProgressStorage.Clear(p.Map())) == 0
 }
 
-// Compute is the diff between two essences (or two values of a field), as
+// DiffOf is the diff between two essences (or two values of a field), as
 // the handlers are given it.
-func Compute(old, new any) Diff { return diffbase.Compute(old, new) }
+func DiffOf(old, new any) Diff { return diffbase.Compute(old, new) }
 
-// Equal reports whether two values are the same as the diff-base compares
+// equal reports whether two values are the same as the diff-base compares
 // them: deeply, numbers by value whatever their Go type, a nil map or list
 // equal to nil.
-func Equal(a, b any) bool { return dicts.Equal(a, b) }
+func equal(a, b any) bool { return dicts.Equal(a, b) }

@@ -1,4 +1,4 @@
-package objstore_test
+package handling_test
 
 import (
 	"errors"
@@ -9,7 +9,7 @@ import (
 	"github.com/kopfgo/kopfgo/diffbase"
 	"github.com/kopfgo/kopfgo/internal/config"
 	"github.com/kopfgo/kopfgo/internal/conventions"
-	"github.com/kopfgo/kopfgo/internal/objstore"
+	"github.com/kopfgo/kopfgo/internal/handling"
 	"github.com/kopfgo/kopfgo/patch"
 	"github.com/kopfgo/kopfgo/persistence"
 )
@@ -34,7 +34,7 @@ func annotationsOf(p *patch.Patch) map[string]any {
 }
 
 func TestHandledIsReadBackAsLastHandled(t *testing.T) {
-	s := objstore.Of(defaults())
+	s := handling.StoreOf(defaults())
 	body := object(map[string]any{"kopf.zalando.org/create_fn": `{"started":"2026-01-02T03:04:05.000000"}`, "team": "a"})
 	essence := s.Essence(body, nil)
 	if _, ok := essence["metadata"].(map[string]any)["annotations"].(map[string]any)["kopf.zalando.org/create_fn"]; ok {
@@ -54,7 +54,7 @@ func TestHandledIsReadBackAsLastHandled(t *testing.T) {
 	if err != nil || !reflect.DeepEqual(old, essence) {
 		t.Errorf("LastHandled = %v, %v; want %v", old, err, essence)
 	}
-	if d := objstore.Compute(old, s.Essence(handled, nil)); len(d) != 0 {
+	if d := handling.DiffOf(old, s.Essence(handled, nil)); len(d) != 0 {
 		t.Errorf("the stored diff-base differs from the essence it was stored for: %v", d)
 	}
 }
@@ -62,7 +62,7 @@ func TestHandledIsReadBackAsLastHandled(t *testing.T) {
 // A diff-base that Kopf's older versions stored with progress records in
 // it: those never count as changes.
 func TestLastHandledHidesProgressRecords(t *testing.T) {
-	s := objstore.Of(defaults())
+	s := handling.StoreOf(defaults())
 	body := object(map[string]any{"kopf.zalando.org/last-handled-configuration": `{"metadata":{"annotations":{"kopf.zalando.org/create_fn":"x","team":"a"}},"spec":{"field":"value"}}` + "\n"})
 	old, err := s.LastHandled(body)
 	if err != nil {
@@ -75,7 +75,7 @@ func TestLastHandledHidesProgressRecords(t *testing.T) {
 }
 
 func TestUnreadableLastHandledCountsAsNeverHandled(t *testing.T) {
-	s := objstore.Of(defaults())
+	s := handling.StoreOf(defaults())
 	old, err := s.LastHandled(object(map[string]any{"kopf.zalando.org/last-handled-configuration": "{not json"}))
 	if old != nil || !errors.Is(err, diffbase.ErrCorrupt) {
 		t.Errorf("LastHandled = %v, %v; want nil and ErrCorrupt", old, err)
@@ -83,7 +83,7 @@ func TestUnreadableLastHandledCountsAsNeverHandled(t *testing.T) {
 }
 
 func TestTouchStampsAndUntouchRemoves(t *testing.T) {
-	s := objstore.Of(defaults())
+	s := handling.StoreOf(defaults())
 	at := time.Date(2026, 1, 2, 3, 4, 5, 678901000, time.UTC)
 	p := &patch.Patch{}
 	s.Touch(object(nil), p, at)
@@ -107,10 +107,10 @@ func TestTouchStampsAndUntouchRemoves(t *testing.T) {
 }
 
 func TestProgressOnly(t *testing.T) {
-	s := objstore.Of(defaults())
+	s := handling.StoreOf(defaults())
 	p := &patch.Patch{}
 	started := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-	s.Store("create_fn", &objstore.Record{Started: &started}, object(nil), p)
+	s.Store("create_fn", &handling.Record{Started: &started}, object(nil), p)
 	if !s.ProgressOnly(p) {
 		t.Errorf("a record alone: ProgressOnly = false for %v", p.Map())
 	}
@@ -124,12 +124,12 @@ func TestProgressOnly(t *testing.T) {
 // set after the store was made is the one used.
 func TestStoreFollowsTheSettings(t *testing.T) {
 	p := defaults()
-	s := objstore.Of(p)
+	s := handling.StoreOf(p)
 	p.ProgressStorage = persistence.NewAnnotationsStorage()
 	p.ProgressStorage.(*persistence.AnnotationsStorage).Prefix = "example.com"
 	started := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	pt := &patch.Patch{}
-	s.Store("create_fn", &objstore.Record{Started: &started}, object(nil), pt)
+	s.Store("create_fn", &handling.Record{Started: &started}, object(nil), pt)
 	if _, ok := annotationsOf(pt)["example.com/create_fn"]; !ok {
 		t.Errorf("Store wrote %v, want the record under the prefix set after Of", pt.Map())
 	}

@@ -1,4 +1,4 @@
-package conditions
+package handling
 
 import (
 	"reflect"
@@ -28,36 +28,36 @@ func brief(chs []patch.ConditionChange) []string {
 func TestFor(t *testing.T) {
 	cases := []struct {
 		name  string
-		cycle Cycle
+		cycle cycleState
 		want  []string
 	}{
-		{"no handlers: nothing was handled", Cycle{Title: "Creation", Done: true}, nil},
-		{"all succeeded", Cycle{Title: "Creation", Done: true, Handlers: []Handler{{ID: "a", Succeeded: true}, {ID: "b", Succeeded: true}}},
+		{"no handlers: nothing was handled", cycleState{Title: "Creation", Done: true}, nil},
+		{"all succeeded", cycleState{Title: "Creation", Done: true, Handlers: []handlerState{{ID: "a", Succeeded: true}, {ID: "b", Succeeded: true}}},
 			[]string{"Ready=True/HandlersSucceeded: Creation handled: 2 handlers succeeded.", "-Reconciling", "-Stalled"}},
-		{"one pending after a success", Cycle{Title: "Update", Handlers: []Handler{{ID: "a", Succeeded: true, Retries: 1}, {ID: "b"}}},
+		{"one pending after a success", cycleState{Title: "Update", Handlers: []handlerState{{ID: "a", Succeeded: true, Retries: 1}, {ID: "b"}}},
 			[]string{"Ready=False/HandlersPending: Update in progress: 1 of 2 handlers finished.",
 				"Reconciling=True/HandlersPending: Update in progress: 1 of 2 handlers finished.", "-Stalled"}},
-		{"retrying: the handler and its error, no attempt count", Cycle{Title: "Creation", Handlers: []Handler{{ID: "a", Retries: 3, Message: "not yet\nreally"}}},
+		{"retrying: the handler and its error, no attempt count", cycleState{Title: "Creation", Handlers: []handlerState{{ID: "a", Retries: 3, Message: "not yet\nreally"}}},
 			[]string{"Ready=False/HandlerRetrying: Handler 'a' is retrying: not yet really",
 				"Reconciling=True/HandlerRetrying: Handler 'a' is retrying: not yet really", "-Stalled"}},
-		{"interrupted by the exit: pending, not retrying", Cycle{Title: "Creation", Handlers: []Handler{{ID: "a", Message: "interrupted by the operator's exit"}}},
+		{"interrupted by the exit: pending, not retrying", cycleState{Title: "Creation", Handlers: []handlerState{{ID: "a", Message: "interrupted by the operator's exit"}}},
 			[]string{"Ready=False/HandlersPending: Creation in progress: 0 of 1 handlers finished.",
 				"Reconciling=True/HandlersPending: Creation in progress: 0 of 1 handlers finished.", "-Stalled"}},
-		{"a failure while others are pending: not stalled yet", Cycle{Title: "Creation", Handlers: []Handler{{ID: "a", Failed: true, Retries: 1, Message: "boom"}, {ID: "b"}}},
+		{"a failure while others are pending: not stalled yet", cycleState{Title: "Creation", Handlers: []handlerState{{ID: "a", Failed: true, Retries: 1, Message: "boom"}, {ID: "b"}}},
 			[]string{"Ready=False/HandlersPending: Creation in progress: 1 of 2 handlers finished.",
 				"Reconciling=True/HandlersPending: Creation in progress: 1 of 2 handlers finished.", "-Stalled"}},
-		{"done with failures: stalled, each failure named", Cycle{Title: "Creation", Done: true, Handlers: []Handler{
+		{"done with failures: stalled, each failure named", cycleState{Title: "Creation", Done: true, Handlers: []handlerState{
 			{ID: "a", Failed: true, Message: "boom"}, {ID: "b", Succeeded: true}, {ID: "c/d", Failed: true, Message: "bang"}}},
 			[]string{"Ready=False/HandlerFailed: Handler 'a' failed for good: boom\nHandler 'c/d' failed for good: bang", "-Reconciling",
 				"Stalled=True/HandlerFailed: Handler 'a' failed for good: boom\nHandler 'c/d' failed for good: bang"}},
-		{"a deletion that is done: nothing, the object goes", Cycle{Title: "Deletion", Done: true, Deleting: true, Handlers: []Handler{{ID: "a", Succeeded: true}}}, nil},
-		{"a deletion retrying", Cycle{Title: "Deletion", Deleting: true, Handlers: []Handler{{ID: "a", Retries: 1, Message: "wait"}}},
+		{"a deletion that is done: nothing, the object goes", cycleState{Title: "Deletion", Done: true, Deleting: true, Handlers: []handlerState{{ID: "a", Succeeded: true}}}, nil},
+		{"a deletion retrying", cycleState{Title: "Deletion", Deleting: true, Handlers: []handlerState{{ID: "a", Retries: 1, Message: "wait"}}},
 			[]string{"Ready=False/HandlerRetrying: Handler 'a' is retrying: wait",
 				"Reconciling=True/HandlerRetrying: Handler 'a' is retrying: wait", "-Stalled"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := brief(For(tc.cycle)); !reflect.DeepEqual(got, tc.want) {
+			if got := brief(conditionsFor(tc.cycle)); !reflect.DeepEqual(got, tc.want) {
 				t.Errorf("For:\n got %q\nwant %q", got, tc.want)
 			}
 		})
@@ -66,10 +66,10 @@ func TestFor(t *testing.T) {
 
 func TestFailuresReadsFailedMessageBack(t *testing.T) {
 	in := []Failure{{ID: "a", Message: "boom: it failed for good: twice"}, {ID: "sub/child", Message: "x"}}
-	if got := Failures(FailedMessage(in)); !reflect.DeepEqual(got, in) {
+	if got := FailuresOf(FailedMessage(in)); !reflect.DeepEqual(got, in) {
 		t.Errorf("Failures(FailedMessage) = %v, want %v", got, in)
 	}
-	if got := Failures("Creation handled: 1 handler succeeded."); got != nil {
+	if got := FailuresOf("Creation handled: 1 handler succeeded."); got != nil {
 		t.Errorf("Failures of another message = %v, want none", got)
 	}
 	long := strings.Repeat("é", maxMessage)
@@ -102,7 +102,7 @@ func object(gen int64, conds ...any) map[string]any {
 
 func TestWrite(t *testing.T) {
 	ready := func(s metav1.ConditionStatus, reason, msg string) patch.ConditionChange {
-		return patch.ConditionChange{Type: Ready, Status: string(s), Reason: reason, Message: msg}
+		return patch.ConditionChange{Type: ConditionReady, Status: string(s), Reason: reason, Message: msg}
 	}
 	foreign := map[string]any{"type": "Synced", "status": "True", "severity": "Info", "lastTransitionTime": "2020-01-01T00:00:00Z"}
 	cases := []struct {
@@ -115,35 +115,35 @@ func TestWrite(t *testing.T) {
 		{"nothing to change", object(1), nil, nil, nil},
 		{"a new condition: now, and the object's generation", object(3), nil,
 			[]patch.ConditionChange{ready(metav1.ConditionTrue, "HandlersSucceeded", "ok")},
-			[]any{cond(Ready, "True", "HandlersSucceeded", "ok", 3, t1)}},
-		{"unchanged: no write at all", object(3, cond(Ready, "True", "HandlersSucceeded", "ok", 3, t0)), nil,
+			[]any{cond(ConditionReady, "True", "HandlersSucceeded", "ok", 3, t1)}},
+		{"unchanged: no write at all", object(3, cond(ConditionReady, "True", "HandlersSucceeded", "ok", 3, t0)), nil,
 			[]patch.ConditionChange{ready(metav1.ConditionTrue, "HandlersSucceeded", "ok")}, nil},
-		{"same status, new generation: the time stays", object(4, cond(Ready, "True", "HandlersSucceeded", "ok", 3, t0)), nil,
+		{"same status, new generation: the time stays", object(4, cond(ConditionReady, "True", "HandlersSucceeded", "ok", 3, t0)), nil,
 			[]patch.ConditionChange{ready(metav1.ConditionTrue, "HandlersSucceeded", "ok")},
-			[]any{cond(Ready, "True", "HandlersSucceeded", "ok", 4, t0)}},
-		{"same status, new message: the time stays", object(3, cond(Ready, "False", "HandlerRetrying", "a", 3, t0)), nil,
+			[]any{cond(ConditionReady, "True", "HandlersSucceeded", "ok", 4, t0)}},
+		{"same status, new message: the time stays", object(3, cond(ConditionReady, "False", "HandlerRetrying", "a", 3, t0)), nil,
 			[]patch.ConditionChange{ready(metav1.ConditionFalse, "HandlerRetrying", "b")},
-			[]any{cond(Ready, "False", "HandlerRetrying", "b", 3, t0)}},
-		{"a new status: the time moves", object(3, cond(Ready, "False", "HandlerRetrying", "a", 3, t0)), nil,
+			[]any{cond(ConditionReady, "False", "HandlerRetrying", "b", 3, t0)}},
+		{"a new status: the time moves", object(3, cond(ConditionReady, "False", "HandlerRetrying", "a", 3, t0)), nil,
 			[]patch.ConditionChange{ready(metav1.ConditionTrue, "HandlersSucceeded", "ok")},
-			[]any{cond(Ready, "True", "HandlersSucceeded", "ok", 3, t1)}},
-		{"removal of an absent type: no write", object(3, cond(Ready, "True", "HandlersSucceeded", "ok", 3, t0)), nil,
-			[]patch.ConditionChange{{Type: Stalled, Remove: true}}, nil},
-		{"removal keeps the others and their order", object(3, foreign, cond(Stalled, "True", "HandlerFailed", "x", 3, t0), cond(Ready, "True", "HandlersSucceeded", "ok", 3, t0)), nil,
-			[]patch.ConditionChange{{Type: Stalled, Remove: true}},
-			[]any{foreign, cond(Ready, "True", "HandlersSucceeded", "ok", 3, t0)}},
-		{"removal of the last one: an empty list", object(3, cond(Stalled, "True", "HandlerFailed", "x", 3, t0)), nil,
-			[]patch.ConditionChange{{Type: Stalled, Remove: true}}, []any{}},
+			[]any{cond(ConditionReady, "True", "HandlersSucceeded", "ok", 3, t1)}},
+		{"removal of an absent type: no write", object(3, cond(ConditionReady, "True", "HandlersSucceeded", "ok", 3, t0)), nil,
+			[]patch.ConditionChange{{Type: ConditionStalled, Remove: true}}, nil},
+		{"removal keeps the others and their order", object(3, foreign, cond(ConditionStalled, "True", "HandlerFailed", "x", 3, t0), cond(ConditionReady, "True", "HandlersSucceeded", "ok", 3, t0)), nil,
+			[]patch.ConditionChange{{Type: ConditionStalled, Remove: true}},
+			[]any{foreign, cond(ConditionReady, "True", "HandlersSucceeded", "ok", 3, t0)}},
+		{"removal of the last one: an empty list", object(3, cond(ConditionStalled, "True", "HandlerFailed", "x", 3, t0)), nil,
+			[]patch.ConditionChange{{Type: ConditionStalled, Remove: true}}, []any{}},
 		{"a handler's own generation and time are kept", object(3), nil,
 			[]patch.ConditionChange{{Type: "Synced", Status: "True", Reason: "Done", ObservedGeneration: 2, LastTransitionTime: t0}},
 			[]any{cond("Synced", "True", "Done", "", 2, t0)}},
-		{"the list already in the patch is the current one", object(3, cond(Ready, "True", "HandlersSucceeded", "ok", 3, t0)),
+		{"the list already in the patch is the current one", object(3, cond(ConditionReady, "True", "HandlersSucceeded", "ok", 3, t0)),
 			[]any{cond("Synced", "True", "Done", "", 3, t0)},
 			[]patch.ConditionChange{ready(metav1.ConditionTrue, "HandlersSucceeded", "ok")},
-			[]any{cond("Synced", "True", "Done", "", 3, t0), cond(Ready, "True", "HandlersSucceeded", "ok", 3, t1)}},
+			[]any{cond("Synced", "True", "Done", "", 3, t0), cond(ConditionReady, "True", "HandlersSucceeded", "ok", 3, t1)}},
 		{"the last change of a type wins", object(1), nil,
 			[]patch.ConditionChange{ready(metav1.ConditionFalse, "HandlerRetrying", "a"), ready(metav1.ConditionTrue, "HandlersSucceeded", "ok")},
-			[]any{cond(Ready, "True", "HandlersSucceeded", "ok", 1, t1)}},
+			[]any{cond(ConditionReady, "True", "HandlersSucceeded", "ok", 1, t1)}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -154,7 +154,7 @@ func TestWrite(t *testing.T) {
 			for _, ch := range tc.changes {
 				p.ChangeCondition(ch)
 			}
-			Write(tc.body, p, t1.Add(400*time.Millisecond))
+			WriteConditions(tc.body, p, t1.Add(400*time.Millisecond))
 			status, _ := p.Map()["status"].(map[string]any)
 			got := status["conditions"]
 			if tc.want == nil && tc.before == nil && !p.IsEmpty() {
@@ -192,33 +192,33 @@ func normalize(v any) any {
 }
 
 func TestWriteLeavesTheBodyAlone(t *testing.T) {
-	body := object(2, cond(Stalled, "True", "HandlerFailed", "x", 2, t0), cond(Ready, "False", "HandlerFailed", "x", 2, t0))
+	body := object(2, cond(ConditionStalled, "True", "HandlerFailed", "x", 2, t0), cond(ConditionReady, "False", "HandlerFailed", "x", 2, t0))
 	p := &patch.Patch{}
-	for _, ch := range For(Cycle{Title: "Creation", Done: true, Handlers: []Handler{{ID: "a", Succeeded: true}}}) {
+	for _, ch := range conditionsFor(cycleState{Title: "Creation", Done: true, Handlers: []handlerState{{ID: "a", Succeeded: true}}}) {
 		p.ChangeCondition(ch)
 	}
-	Write(body, p, t1)
+	WriteConditions(body, p, t1)
 	if got := len(body["status"].(map[string]any)["conditions"].([]any)); got != 2 {
 		t.Errorf("the body's list has %d entries, want its 2", got)
 	}
-	if c, _ := Find(body, Stalled); c.Status != "True" {
+	if c, _ := FindCondition(body, ConditionStalled); c.Status != "True" {
 		t.Errorf("the body's Stalled is %v, want it unchanged", c)
 	}
-	c, ok := Find(p.Apply(body), Ready)
+	c, ok := FindCondition(p.Apply(body), ConditionReady)
 	if !ok || c.Status != metav1.ConditionTrue || !c.LastTransitionTime.Time.Equal(t1) || c.ObservedGeneration != 2 {
 		t.Errorf("after the patch, Ready is %+v", c)
 	}
-	if _, ok := Find(p.Apply(body), Stalled); ok {
+	if _, ok := FindCondition(p.Apply(body), ConditionStalled); ok {
 		t.Error("after the patch, Stalled is still there")
 	}
 }
 
-// Defer keeps a list back only when it is all the patch has for status and
-// tells nothing new: the framework's types keep their statuses, and the
-// handlers' own are unchanged.
+// deferConditions keeps a list back only when it is all the patch has for
+// status and tells nothing new: the framework's types keep their statuses,
+// and the handlers' own are unchanged.
 func TestDefer(t *testing.T) {
-	handled := object(3, cond(Ready, "True", "HandlersSucceeded", "Creation handled", 3, t0))
-	retrying := object(3, cond(Ready, "False", "HandlerRetrying", "a", 3, t0), cond(Reconciling, "True", "HandlerRetrying", "a", 3, t0))
+	handled := object(3, cond(ConditionReady, "True", "HandlersSucceeded", "Creation handled", 3, t0))
+	retrying := object(3, cond(ConditionReady, "False", "HandlerRetrying", "a", 3, t0), cond(ConditionReconciling, "True", "HandlerRetrying", "a", 3, t0))
 	synced := func(msg string) any { return cond("Synced", "True", "UpstreamSynced", msg, 3, t0) }
 	cases := []struct {
 		name   string
@@ -227,23 +227,23 @@ func TestDefer(t *testing.T) {
 		defer_ bool
 	}{
 		{"an update handled: only the message and generation move", handled,
-			map[string]any{"conditions": []any{cond(Ready, "True", "HandlersSucceeded", "Updating handled", 4, t0)}}, true},
+			map[string]any{"conditions": []any{cond(ConditionReady, "True", "HandlersSucceeded", "Updating handled", 4, t0)}}, true},
 		{"a retry's new error is news", retrying,
-			map[string]any{"conditions": []any{cond(Ready, "False", "HandlerRetrying", "b", 3, t0), cond(Reconciling, "True", "HandlerRetrying", "b", 3, t0)}}, false},
-		{"a handler's own condition, unchanged, stays back with Ready", object(3, cond(Ready, "True", "HandlersSucceeded", "x", 3, t0), synced("same")),
-			map[string]any{"conditions": []any{cond(Ready, "True", "HandlersSucceeded", "y", 4, t0), synced("same")}}, true},
+			map[string]any{"conditions": []any{cond(ConditionReady, "False", "HandlerRetrying", "b", 3, t0), cond(ConditionReconciling, "True", "HandlerRetrying", "b", 3, t0)}}, false},
+		{"a handler's own condition, unchanged, stays back with Ready", object(3, cond(ConditionReady, "True", "HandlersSucceeded", "x", 3, t0), synced("same")),
+			map[string]any{"conditions": []any{cond(ConditionReady, "True", "HandlersSucceeded", "y", 4, t0), synced("same")}}, true},
 		{"Ready turns False", handled,
-			map[string]any{"conditions": []any{cond(Ready, "False", "HandlerRetrying", "a", 3, t1)}}, false},
+			map[string]any{"conditions": []any{cond(ConditionReady, "False", "HandlerRetrying", "a", 3, t1)}}, false},
 		{"Reconciling appears", handled,
-			map[string]any{"conditions": []any{cond(Ready, "True", "HandlersSucceeded", "x", 3, t0), cond(Reconciling, "True", "HandlersPending", "x", 3, t1)}}, false},
+			map[string]any{"conditions": []any{cond(ConditionReady, "True", "HandlersSucceeded", "x", 3, t0), cond(ConditionReconciling, "True", "HandlersPending", "x", 3, t1)}}, false},
 		{"Reconciling goes", retrying,
-			map[string]any{"conditions": []any{cond(Ready, "False", "HandlerRetrying", "a", 3, t0)}}, false},
+			map[string]any{"conditions": []any{cond(ConditionReady, "False", "HandlerRetrying", "a", 3, t0)}}, false},
 		{"the first conditions", object(1),
-			map[string]any{"conditions": []any{cond(Ready, "True", "HandlersSucceeded", "x", 1, t1)}}, false},
-		{"a handler's own condition changes", object(3, cond(Ready, "True", "HandlersSucceeded", "x", 3, t0), synced("old")),
-			map[string]any{"conditions": []any{cond(Ready, "True", "HandlersSucceeded", "x", 4, t0), synced("new")}}, false},
+			map[string]any{"conditions": []any{cond(ConditionReady, "True", "HandlersSucceeded", "x", 1, t1)}}, false},
+		{"a handler's own condition changes", object(3, cond(ConditionReady, "True", "HandlersSucceeded", "x", 3, t0), synced("old")),
+			map[string]any{"conditions": []any{cond(ConditionReady, "True", "HandlersSucceeded", "x", 4, t0), synced("new")}}, false},
 		{"status carries more: the list goes along", handled,
-			map[string]any{"create_fn": map[string]any{"ok": true}, "conditions": []any{cond(Ready, "True", "HandlersSucceeded", "Updating handled", 4, t0)}}, false},
+			map[string]any{"create_fn": map[string]any{"ok": true}, "conditions": []any{cond(ConditionReady, "True", "HandlersSucceeded", "Updating handled", 4, t0)}}, false},
 		{"no list in the patch", handled, map[string]any{"create_fn": "x"}, false},
 	}
 	for _, tc := range cases {
@@ -253,7 +253,7 @@ func TestDefer(t *testing.T) {
 				p.Status()[k] = v
 			}
 			p.Meta()["annotations"] = map[string]any{"x": "y"}
-			if got := Defer(tc.body, p); got != tc.defer_ {
+			if got := deferConditions(tc.body, p); got != tc.defer_ {
 				t.Fatalf("Defer = %v, want %v", got, tc.defer_)
 			}
 			_, hasStatus := p.Map()["status"]
@@ -267,10 +267,11 @@ func TestDefer(t *testing.T) {
 	}
 }
 
-// WriteOrDefer decides the common case without merging (staysHandled) and
-// must leave the patch as Write and then Defer do, whatever the list holds.
+// WriteConditionsOrDefer decides the common case without merging
+// (staysHandled) and must leave the patch as WriteConditions and then
+// deferConditions do, whatever the list holds.
 func TestWriteOrDeferIsWriteThenDefer(t *testing.T) {
-	ready := func(msg string, gen int64) any { return cond(Ready, "True", ReasonSucceeded, msg, gen, t0) }
+	ready := func(msg string, gen int64) any { return cond(ConditionReady, "True", ReasonSucceeded, msg, gen, t0) }
 	with := func(c any, kv ...any) any {
 		m := map[string]any{}
 		for k, v := range c.(map[string]any) {
@@ -281,8 +282,8 @@ func TestWriteOrDeferIsWriteThenDefer(t *testing.T) {
 		}
 		return m
 	}
-	handled := For(Cycle{Title: "Update", Done: true, Handlers: []Handler{{ID: "a", Succeeded: true}}})
-	retrying := For(Cycle{Title: "Update", Handlers: []Handler{{ID: "a", Retries: 1, Message: "no"}}})
+	handled := conditionsFor(cycleState{Title: "Update", Done: true, Handlers: []handlerState{{ID: "a", Succeeded: true}}})
+	retrying := conditionsFor(cycleState{Title: "Update", Handlers: []handlerState{{ID: "a", Retries: 1, Message: "no"}}})
 	foreign := map[string]any{"type": "Synced", "status": "True", "severity": "Info", "weight": 1.5, "lastTransitionTime": "2020-01-01T00:00:00Z"}
 	cases := []struct {
 		name    string
@@ -299,14 +300,14 @@ func TestWriteOrDeferIsWriteThenDefer(t *testing.T) {
 		{"the removal of a type not there", object(4, ready("x", 3)), nil, append(handled, patch.ConditionChange{Type: "Synced", Remove: true}), true},
 		{"no changes", object(4, ready("x", 3)), nil, nil, true},
 		{"a retry", object(4, ready("x", 3)), nil, retrying, false},
-		{"Reconciling goes", object(4, ready("x", 3), cond(Reconciling, "True", ReasonPending, "x", 3, t0)), nil, handled, false},
-		{"Ready was False", object(4, cond(Ready, "False", ReasonPending, "x", 3, t0)), nil, handled, false},
+		{"Reconciling goes", object(4, ready("x", 3), cond(ConditionReconciling, "True", ReasonPending, "x", 3, t0)), nil, handled, false},
+		{"Ready was False", object(4, cond(ConditionReady, "False", ReasonPending, "x", 3, t0)), nil, handled, false},
 		{"no list yet", object(1), nil, handled, false},
 		{"status in the patch", object(4, ready("x", 3)), map[string]any{"create_fn": "x"}, handled, false},
 		{"an empty status in the patch", object(4, ready("x", 3)), map[string]any{}, handled, false},
 		{"a list in the patch", object(4, ready("x", 3)), map[string]any{"conditions": []any{ready("y", 4)}}, handled, false},
 		{"a handler's own change", object(4, ready("x", 3)), nil, append(handled, patch.ConditionChange{Type: "Synced", Status: "True", Reason: "Done"}), false},
-		{"two Readys, the second False", object(4, ready("x", 3), cond(Ready, "False", ReasonPending, "x", 3, t0)), nil, handled, false},
+		{"two Readys, the second False", object(4, ready("x", 3), cond(ConditionReady, "False", ReasonPending, "x", 3, t0)), nil, handled, false},
 		{"two of a foreign type that differ", object(4, ready("x", 3), foreign, with(foreign, "status", "False")), nil, handled, false},
 		{"a time that is not RFC 3339", object(4, with(ready("x", 3), "lastTransitionTime", "yesterday")), nil, handled, false},
 		{"a generation that is no integer", object(4, with(ready("x", 3), "observedGeneration", 3.5)), nil, handled, false},
@@ -337,9 +338,9 @@ func TestWriteOrDeferIsWriteThenDefer(t *testing.T) {
 				t.Errorf("staysHandled = %v, want %v", got, tc.quick)
 			}
 			want, got := mk(), mk()
-			Write(tc.body, want, t1)
-			Defer(tc.body, want)
-			WriteOrDefer(tc.body, got, t1)
+			WriteConditions(tc.body, want, t1)
+			deferConditions(tc.body, want)
+			WriteConditionsOrDefer(tc.body, got, t1)
 			if !reflect.DeepEqual(got.Map(), want.Map()) {
 				t.Errorf("WriteOrDefer leaves\n %v\nWrite and Defer\n %v", got.Map(), want.Map())
 			}
