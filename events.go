@@ -5,8 +5,8 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/kopfgo/kopfgo/hierarchies"
 	"github.com/kopfgo/kopfgo/internal/kube"
+	"github.com/kopfgo/kopfgo/internal/objects"
 	"github.com/kopfgo/kopfgo/internal/posting"
 )
 
@@ -67,7 +67,7 @@ func post(ctx context.Context, obj any, fn func(*posting.Poster, posting.Ref) er
 	if p == nil {
 		return ErrNoOperator
 	}
-	ids, err := hierarchies.Identities(obj)
+	ids, err := objects.Identities(obj)
 	if err != nil {
 		return fmt.Errorf("cannot post an event: %w", err)
 	}

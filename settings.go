@@ -23,9 +23,6 @@ type (
 	HandlingSettings    = config.Handling
 )
 
-// DefaultFinalizer is the finalizer Kopf and kopfgo put on objects by default.
-const DefaultFinalizer = config.DefaultFinalizer
-
 // LoggingSettings chooses which log messages go on, by logger name
 // (Settings.Logging).
 type LoggingSettings = config.Logging

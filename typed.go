@@ -75,23 +75,6 @@ type TypedObject[T any] struct {
 	keep any
 }
 
-// TypedChangeFunc is a typed resource-changing handler. Its result goes to
-// status.<handler-id> as an untyped handler's does; a struct is marshalled
-// by its JSON tags first, so that it is merged there as a map.
-type TypedChangeFunc[T any] func(ctx context.Context, c *TypedChange[T]) (any, error)
-
-// FieldChangeFunc is a typed field handler.
-type FieldChangeFunc[T, V any] func(ctx context.Context, c *FieldChange[T, V]) (any, error)
-
-// TypedSpawnFunc is a typed daemon or timer.
-type TypedSpawnFunc[T any] func(ctx context.Context, s *TypedSpawn[T]) (any, error)
-
-// TypedEventFunc is a typed event handler.
-type TypedEventFunc[T any] func(ctx context.Context, e *TypedEvent[T]) (any, error)
-
-// TypedIndexFunc is a typed indexing function (see IndexFunc).
-type TypedIndexFunc[T any, K comparable, V any] func(ctx context.Context, o *TypedObject[T]) (map[K]V, error)
-
 // Typed adapts a typed handler to a ChangeFunc, for the places that take
 // one (Execute, Subhandler, On.Create with an explicit ID). The adapter has
 // no name of its own: register with OnCreate and its siblings to keep the
@@ -100,7 +83,12 @@ type TypedIndexFunc[T any, K comparable, V any] func(ctx context.Context, o *Typ
 // A body that does not decode into T is an error of the handler (a
 // *DecodeError naming the field), retried and reported as any other error
 // per the handler's Errors, Retries and Backoff; the object is left as it is.
-func Typed[T any](fn TypedChangeFunc[T]) ChangeFunc {
+//
+// A typed handler's result goes to status.<handler-id> as an untyped
+// handler's does; a struct is marshalled by its JSON tags first, so that it
+// is merged there as a map. The same holds for typed daemons, timers and
+// event handlers.
+func Typed[T any](fn func(context.Context, *TypedChange[T]) (any, error)) ChangeFunc {
 	if fn == nil {
 		return nil
 	}
@@ -121,7 +109,7 @@ func Typed[T any](fn TypedChangeFunc[T]) ChangeFunc {
 }
 
 // TypedField adapts a typed field handler to a ChangeFunc (see Typed).
-func TypedField[T, V any](fn FieldChangeFunc[T, V]) ChangeFunc {
+func TypedField[T, V any](fn func(context.Context, *FieldChange[T, V]) (any, error)) ChangeFunc {
 	if fn == nil {
 		return nil
 	}
@@ -143,58 +131,58 @@ func TypedField[T, V any](fn FieldChangeFunc[T, V]) ChangeFunc {
 
 // OnCreate registers a typed create handler on r (kopfgo.On or op.On); the
 // id derives from fn's name as On.Create's does.
-func OnCreate[T any](r Registrar, resource string, fn TypedChangeFunc[T], opts ...ChangeOption) {
+func OnCreate[T any](r Registrar, resource string, fn func(context.Context, *TypedChange[T]) (any, error), opts ...ChangeOption) {
 	r.add(resource, causes.Create, "", false, Typed(fn), fn, changeConfig(opts))
 }
 
 // OnUpdate registers a typed update handler (see Registrar.Update).
-func OnUpdate[T any](r Registrar, resource string, fn TypedChangeFunc[T], opts ...ChangeOption) {
+func OnUpdate[T any](r Registrar, resource string, fn func(context.Context, *TypedChange[T]) (any, error), opts ...ChangeOption) {
 	r.add(resource, causes.Update, "", false, Typed(fn), fn, changeConfig(opts))
 }
 
 // OnDelete registers a typed delete handler (see Registrar.Delete).
-func OnDelete[T any](r Registrar, resource string, fn TypedChangeFunc[T], opts ...ChangeOption) {
+func OnDelete[T any](r Registrar, resource string, fn func(context.Context, *TypedChange[T]) (any, error), opts ...ChangeOption) {
 	r.add(resource, causes.Delete, "", false, Typed(fn), fn, changeConfig(opts))
 }
 
 // OnResume registers a typed resume handler (see Registrar.Resume).
-func OnResume[T any](r Registrar, resource string, fn TypedChangeFunc[T], opts ...ChangeOption) {
+func OnResume[T any](r Registrar, resource string, fn func(context.Context, *TypedChange[T]) (any, error), opts ...ChangeOption) {
 	r.add(resource, causes.Resume, "", false, Typed(fn), fn, changeConfig(opts))
 }
 
 // OnField registers a typed field handler (see Registrar.Field): the field's
 // old and new values are decoded into V.
-func OnField[T, V any](r Registrar, resource, field string, fn FieldChangeFunc[T, V], opts ...ChangeOption) {
+func OnField[T, V any](r Registrar, resource, field string, fn func(context.Context, *FieldChange[T, V]) (any, error), opts ...ChangeOption) {
 	r.add(resource, causes.Update, field, true, TypedField(fn), fn, changeConfig(opts))
 }
 
 // OnEvent registers a typed event handler (see Registrar.Event). An event
 // whose object does not decode into T is logged as the handler's error, as
 // event handlers' errors are, and skipped.
-func OnEvent[T any](r Registrar, resource string, fn TypedEventFunc[T], opts ...FilterOption) {
+func OnEvent[T any](r Registrar, resource string, fn func(context.Context, *TypedEvent[T]) (any, error), opts ...FilterOption) {
 	r.event(resource, typedEvent(fn), fn, opts)
 }
 
 // OnDaemon registers a typed daemon (see Registrar.Daemon). An object that
 // does not decode into T fails the invocation, retried per the daemon's
 // Errors, Retries and Backoff as any error.
-func OnDaemon[T any](r Registrar, resource string, fn TypedSpawnFunc[T], opts ...SpawnOption) {
+func OnDaemon[T any](r Registrar, resource string, fn func(context.Context, *TypedSpawn[T]) (any, error), opts ...SpawnOption) {
 	r.spawn(handling.KindDaemon, resource, typedSpawn(fn), fn, opts)
 }
 
 // OnTimer registers a typed timer (see Registrar.Timer and OnDaemon).
-func OnTimer[T any](r Registrar, resource string, fn TypedSpawnFunc[T], opts ...SpawnOption) {
+func OnTimer[T any](r Registrar, resource string, fn func(context.Context, *TypedSpawn[T]) (any, error), opts ...SpawnOption) {
 	r.spawn(handling.KindTimer, resource, typedSpawn(fn), fn, opts)
 }
 
-// OnTypedIndex registers a typed index (see OnIndex): fn gets the object
-// decoded into T. An object that does not decode is an error of the
+// OnTypedIndex registers a typed index (see OnIndex and IndexFunc): fn gets
+// the object decoded into T. An object that does not decode is an error of the
 // indexing function, treated per its errors mode as OnIndex says.
-func OnTypedIndex[T any, K comparable, V any](r Registrar, resource string, fn TypedIndexFunc[T, K, V], opts ...IndexOption) *Index[K, V] {
+func OnTypedIndex[T any, K comparable, V any](r Registrar, resource string, fn func(context.Context, *TypedObject[T]) (map[K]V, error), opts ...IndexOption) *Index[K, V] {
 	return index(r, resource, typedIndex(fn), fn, opts)
 }
 
-func typedIndex[T any, K comparable, V any](fn TypedIndexFunc[T, K, V]) IndexFunc[K, V] {
+func typedIndex[T any, K comparable, V any](fn func(context.Context, *TypedObject[T]) (map[K]V, error)) IndexFunc[K, V] {
 	if fn == nil {
 		return nil
 	}
@@ -208,7 +196,7 @@ func typedIndex[T any, K comparable, V any](fn TypedIndexFunc[T, K, V]) IndexFun
 	}
 }
 
-func typedSpawn[T any](fn TypedSpawnFunc[T]) SpawnFunc {
+func typedSpawn[T any](fn func(context.Context, *TypedSpawn[T]) (any, error)) SpawnFunc {
 	if fn == nil {
 		return nil
 	}
@@ -222,7 +210,7 @@ func typedSpawn[T any](fn TypedSpawnFunc[T]) SpawnFunc {
 	}
 }
 
-func typedEvent[T any](fn TypedEventFunc[T]) EventFunc {
+func typedEvent[T any](fn func(context.Context, *TypedEvent[T]) (any, error)) EventFunc {
 	if fn == nil {
 		return nil
 	}
@@ -236,17 +224,10 @@ func typedEvent[T any](fn TypedEventFunc[T]) EventFunc {
 	}
 }
 
-// Decodable is what Decode reads an object from: the argument of a
-// changing handler, a daemon or timer, an event handler, or an indexing
-// function.
-type Decodable interface {
-	*Change | *Spawn | *WatchEvent | *Object
-}
-
 // Decode returns the handler's object decoded into T, for untyped handlers,
 // daemons, timers, event handlers and indexing functions: obj, err := kopfgo.Decode[*MyCR](c).
 // It shares the typed handlers' per-pass decoding (see TypedChange).
-func Decode[T any, A Decodable](a A) (T, error) {
+func Decode[T any, A *Change | *Spawn | *WatchEvent | *Object](a A) (T, error) {
 	var body map[string]any
 	switch x := any(a).(type) {
 	case *Change:

@@ -1,11 +1,13 @@
-// Package causes is the public import path of cause detection, kept for
-// users: code written against github.com/kopfgo/kopfgo/causes keeps
-// compiling. The detection itself is the engine's (internal/causes), pure
-// and re-exported here under the same names.
+// Package causes is the public import path of why a handler runs, kept for
+// users: code that reads a handler's reason through
+// github.com/kopfgo/kopfgo/causes keeps compiling. Reason and its values
+// Create, Update, Delete and Resume are the engine's (internal/causes),
+// re-exported under the same names, so a causes.Reason and a kopfgo.Reason
+// are one type.
 //
-// A user finds here why a handler runs (Reason and its values: Create,
-// Update, Delete, Resume, …), Detect and its Input for tools that replay
-// the decision on stored bodies, and the finalizer helpers (HasFinalizer,
-// AddFinalizer, RemoveFinalizer, IsDeleting). Every identifier the package
-// exported before it moved is here.
+// The detection itself (Detect and its Input, the internal outcomes Noop,
+// Gone and Free) and the finalizer helpers (HasFinalizer, AddFinalizer,
+// RemoveFinalizer, IsDeleting) are the engine's only and are not
+// re-exported: the operator decides and writes its finalizer itself, and
+// no handler or registration names them.
 package causes

@@ -105,15 +105,15 @@ func appendDiff(d Diff, path []string, a, b any) Diff {
 	am, aIsMap := a.(map[string]any)
 	bm, bIsMap := b.(map[string]any)
 	switch {
-	case isAbsent(a) && isAbsent(b):
+	case dicts.Absent(a) && dicts.Absent(b):
 		return d
-	case isAbsent(a):
+	case dicts.Absent(a):
 		return append(d, Item{Op: Add, Path: slices.Clone(path), New: b})
-	case isAbsent(b):
+	case dicts.Absent(b):
 		return append(d, Item{Op: Remove, Path: slices.Clone(path), Old: a})
 	case aIsMap && bIsMap:
 		return appendMapDiff(d, path, am, bm)
-	case Equal(a, b):
+	case dicts.Equal(a, b):
 		return d
 	default:
 		return append(d, Item{Op: Change, Path: slices.Clone(path), Old: a, New: b})
@@ -123,7 +123,7 @@ func appendDiff(d Diff, path []string, a, b any) Diff {
 func appendMapDiff(d Diff, path []string, a, b map[string]any) Diff {
 	// Most events carry no essential change: answer those without
 	// allocating the key lists.
-	if Equal(a, b) {
+	if dicts.Equal(a, b) {
 		return d
 	}
 	keys := make([]string, 0, len(a)+len(b))
@@ -190,19 +190,4 @@ func (d Diff) Reduce(path []string) Diff {
 
 func hasPrefix(s, prefix []string) bool {
 	return len(s) >= len(prefix) && slices.Equal(s[:len(prefix)], prefix)
-}
-
-// isAbsent treats a nil map or list inside an interface as nil: an essence
-// that was never stored arrives as a nil map[string]any, and must diff as
-// Kopf's None does.
-func isAbsent(v any) bool {
-	switch t := v.(type) {
-	case nil:
-		return true
-	case map[string]any:
-		return t == nil
-	case []any:
-		return t == nil
-	}
-	return false
 }

@@ -7,9 +7,9 @@ import (
 	"github.com/kopfgo/kopfgo/internal/dicts"
 )
 
-// LastAppliedAnnotation is kubectl's copy of the applied manifest: it changes
+// lastAppliedAnnotation is kubectl's copy of the applied manifest: it changes
 // together with the fields it describes, so it would only double every diff.
-const LastAppliedAnnotation = "kubectl.kubernetes.io/last-applied-configuration"
+const lastAppliedAnnotation = "kubectl.kubernetes.io/last-applied-configuration"
 
 // buildEssence is Kopf's DiffBaseStorage.build, shared by all storages: the
 // body without apiVersion, kind, metadata and status, with labels and the
@@ -115,7 +115,7 @@ func filterAnnotations(ann map[string]any, keep func(string) bool) map[string]an
 	out := make(map[string]any, len(ann))
 	for k, v := range ann {
 		if keep == nil || !keep(k) {
-			if k == LastAppliedAnnotation {
+			if k == lastAppliedAnnotation {
 				continue
 			}
 			if prefix, _, ok := strings.Cut(k, "/"); ok && managed[prefix] {

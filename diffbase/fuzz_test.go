@@ -96,7 +96,7 @@ func FuzzDiffItem(f *testing.F) {
 			t.Fatalf("%+v read from %s does not marshal: %v", it, data, err)
 		}
 		var again Item
-		if err := json.Unmarshal(b, &again); err != nil || again.Op != it.Op || !Equal(again.Old, it.Old) || !Equal(again.New, it.New) {
+		if err := json.Unmarshal(b, &again); err != nil || again.Op != it.Op || !dicts.Equal(again.Old, it.Old) || !dicts.Equal(again.New, it.New) {
 			t.Fatalf("%s → %+v → %s → %+v, %v", data, it, b, again, err)
 		}
 	})
@@ -108,7 +108,7 @@ func checkStored(t *testing.T, s *AnnotationsStorage, body, essence map[string]a
 	var p patch.Patch
 	s.Store(body, &p, essence)
 	again, err := s.Fetch(p.Apply(body))
-	if err != nil || !Equal(again, essence) {
+	if err != nil || !dicts.Equal(again, essence) {
 		t.Fatalf("stored %v, read back %v, %v", essence, again, err)
 	}
 }

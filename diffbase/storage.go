@@ -33,8 +33,8 @@ type Storage interface {
 
 // Defaults of the annotations storage, as in Kopf.
 const (
-	DefaultPrefix = conventions.KnownPrefix
-	DefaultKey    = "last-handled-configuration"
+	defaultPrefix = conventions.KnownPrefix
+	defaultKey    = "last-handled-configuration"
 )
 
 // Default returns the storage Kopf uses by default, so that objects handled
@@ -65,12 +65,12 @@ type AnnotationsStorage struct {
 
 // NewAnnotationsStorage returns the storage with all of Kopf's defaults.
 func NewAnnotationsStorage() *AnnotationsStorage {
-	return &AnnotationsStorage{Prefix: DefaultPrefix, Key: DefaultKey, V1: true}
+	return &AnnotationsStorage{Prefix: defaultPrefix, Key: defaultKey, V1: true}
 }
 
 func (s AnnotationsStorage) prefix() string {
 	if s.Prefix == "" {
-		return DefaultPrefix
+		return defaultPrefix
 	}
 	return s.Prefix
 }
@@ -83,7 +83,7 @@ func (s AnnotationsStorage) conv() conventions.Keys {
 func (s AnnotationsStorage) keys(body map[string]any) []string {
 	key := s.Key
 	if key == "" {
-		key = DefaultKey
+		key = defaultKey
 	}
 	return s.conv().Make(conventions.Mark(key, body))
 }
@@ -172,9 +172,9 @@ type StatusStorage struct {
 	IgnoredFields [][]string
 }
 
-// DefaultStatusField is the status storage's field, {name} standing for its
+// defaultStatusField is the status storage's field, {name} standing for its
 // Name.
-const DefaultStatusField = "status.{name}.last-handled-configuration"
+const defaultStatusField = "status.{name}.last-handled-configuration"
 
 func (s StatusStorage) path() []string {
 	name := s.Name
@@ -183,7 +183,7 @@ func (s StatusStorage) path() []string {
 	}
 	field := s.Field
 	if field == "" {
-		field = DefaultStatusField
+		field = defaultStatusField
 	}
 	return strings.Split(strings.ReplaceAll(field, "{name}", name), ".")
 }
@@ -295,7 +295,7 @@ func holds(stored any, encoded []byte, essence map[string]any) bool {
 		return true
 	}
 	old, err := decodeEssence(str)
-	return err == nil && old != nil && Equal(old, essence)
+	return err == nil && old != nil && dicts.Equal(old, essence)
 }
 
 // mustEncode fails only for values that no JSON body can contain (channels,

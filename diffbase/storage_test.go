@@ -70,7 +70,7 @@ func allStorages() map[string]Storage {
 
 func assertJSON(t *testing.T, got map[string]any, want string) {
 	t.Helper()
-	if w := obj(t, want); !Equal(got, w) || (got == nil) != (w == nil) {
+	if w := obj(t, want); !dicts.Equal(got, w) || (got == nil) != (w == nil) {
 		t.Errorf("got  %s\nwant %s", mustEncode(got), mustEncode(w))
 	}
 }
@@ -345,7 +345,7 @@ func TestAnnotationsStoreMarkerAndKeys(t *testing.T) {
 			}
 			// What was stored is what is fetched.
 			back, err := tt.st.Fetch(p.Apply(tt.body))
-			if err != nil || !Equal(back, essence) {
+			if err != nil || !dicts.Equal(back, essence) {
 				t.Errorf("Fetch after Store = %v, %v", back, err)
 			}
 		})
@@ -431,7 +431,7 @@ func TestStoreTwiceInOneCycleKeepsTheLast(t *testing.T) {
 			st.Store(body, &p, first)
 			st.Store(body, &p, second)
 			got, err := st.Fetch(p.Apply(body))
-			if err != nil || !Equal(got, second) {
+			if err != nil || !dicts.Equal(got, second) {
 				t.Errorf("Fetch = %v, %v; want %v", got, err, second)
 			}
 		})

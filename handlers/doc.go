@@ -13,6 +13,8 @@
 // it re-exports the same types.
 //
 // Removed from this path: NewObject, which named an internal type
-// (resources.Resource) and builds handler arguments for the engine only;
-// tests build an Object with kopfgotest.NewObject.
+// (resources.Resource), and NewSpawn with its SpawnEnv, whose stop signal
+// only the daemons machinery can give: they build handler arguments for the
+// engine only; tests build them with kopfgotest.NewObject and
+// kopfgotest.NewSpawn.
 package handlers

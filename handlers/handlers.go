@@ -23,7 +23,6 @@ type (
 	PermanentError       = handlers.PermanentError
 	RetriesExceededError = handlers.RetriesExceededError
 	Spawn                = handlers.Spawn
-	SpawnEnv             = handlers.SpawnEnv
 	SpawnFunc            = handlers.SpawnFunc
 	TemporaryError       = handlers.TemporaryError
 	WatchEvent           = handlers.WatchEvent
@@ -64,7 +63,3 @@ var (
 	ErrRegistration       = handlers.ErrRegistration
 	ErrSubhandlersPending = handlers.ErrSubhandlersPending
 )
-
-// NewSpawn builds a daemon's or timer's argument outside a running
-// operator.
-var NewSpawn = handlers.NewSpawn

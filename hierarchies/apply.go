@@ -12,13 +12,14 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/kopfgo/kopfgo/internal/kube"
+	"github.com/kopfgo/kopfgo/internal/objects"
 )
 
-// DefaultFieldManager is the field manager of Apply without FieldManager.
-const DefaultFieldManager = "kopfgo"
+// defaultFieldManager is the field manager of Apply without FieldManager.
+const defaultFieldManager = "kopfgo"
 
 // FieldManager names the manager that owns the fields Apply sets (default
-// DefaultFieldManager). Give each writer of a shared object its own name:
+// "kopfgo"). Give each writer of a shared object its own name:
 // each then owns, keeps and may drop its own fields. It fits Apply.
 func FieldManager(name string) Option {
 	return Option{"FieldManager()", forApply, func(o *options) { o.manager = name }}
@@ -107,7 +108,7 @@ func applyBody(obj any) (map[string]any, error) {
 		if !ok {
 			return nil, fmt.Errorf("the %T to apply has no apiVersion and kind: set them", obj)
 		}
-		apiVersion, kind, err := TypeMeta(mo)
+		apiVersion, kind, err := objects.TypeMeta(mo)
 		if err != nil {
 			return nil, err
 		}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/kopfgo/kopfgo"
 	"github.com/kopfgo/kopfgo/hierarchies"
+	"github.com/kopfgo/kopfgo/internal/objects"
 )
 
 type spec struct {
@@ -45,7 +46,7 @@ func handlerArgs() map[string]any {
 
 func TestHandlerArgumentsNameTheOwner(t *testing.T) {
 	for name, c := range handlerArgs() {
-		ids, err := hierarchies.Identities(c)
+		ids, err := objects.Identities(c) // what events about c name
 		if err != nil || len(ids) != 1 || ids[0].UID != "uid-1" || ids[0].Kind != "KopfExample" {
 			t.Errorf("%s: identities %+v, %v", name, ids, err)
 		}

@@ -19,16 +19,15 @@
 // changes to it go through c.Patch.
 //
 // It is a package of its own, as Kopf keeps it among its user kits, because
-// the operator never uses it: kopfgo only asks it the identity of the
-// objects events are about. Its options share one type, Option; an option
-// given to a helper it does not fit is that helper's error.
+// the operator never uses it (the identity of the objects events are about
+// is read by internal/objects, which these helpers use too). Its options
+// share one type, Option; an option given to a helper it does not fit is
+// that helper's error.
 //
 // It exists so that the same rules serve every form a Go operator holds
 // objects in: bodies as maps (map[string]any, *unstructured.Unstructured),
 // client-go typed objects (anything with metav1.Object, such as *corev1.Pod,
 // and nested templates such as a Deployment's spec.template), and slices of
-// them. It also tells the identity of an object (apiVersion, kind, name,
-// uid, namespace, labels) for owner references and for events, including
-// the apiVersion and kind of client-go typed objects, whose TypeMeta
-// client-go leaves empty.
+// them. An owner reference gets the owner's apiVersion and kind even from a
+// client-go typed object, whose TypeMeta client-go leaves empty.
 package hierarchies

@@ -7,6 +7,8 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/kopfgo/kopfgo/internal/objects"
 )
 
 // options collects what the options set for one call of a helper.
@@ -56,7 +58,7 @@ type Option struct {
 
 // configure applies opts for the helper h, or says which one does not fit.
 func configure(h helper, opts []Option) (options, error) {
-	o := options{controller: true, block: true, manager: DefaultFieldManager}
+	o := options{controller: true, block: true, manager: defaultFieldManager}
 	for _, opt := range opts {
 		if opt.set == nil {
 			return o, fmt.Errorf("an empty hierarchies.Option given to %s: use the package's option functions", h)
@@ -131,7 +133,7 @@ func OwnerReference(owner any, opts ...Option) (metav1.OwnerReference, error) {
 	return ownerRef(id, o)
 }
 
-func ownerRef(id Identity, o options) (metav1.OwnerReference, error) {
+func ownerRef(id objects.Identity, o options) (metav1.OwnerReference, error) {
 	var missing []error
 	for _, f := range []struct{ name, value string }{
 		{"apiVersion", id.APIVersion}, {"kind", id.Kind}, {"metadata.name", id.Name}, {"metadata.uid", id.UID},
@@ -168,13 +170,13 @@ func AppendOwnerReference(obj, owner any, opts ...Option) error {
 
 func appendRef(ts []target, ref metav1.OwnerReference) error {
 	for _, t := range ts {
-		if t.obj != nil {
-			refs := t.obj.GetOwnerReferences()
+		if t.Obj != nil {
+			refs := t.Obj.GetOwnerReferences()
 			if !hasUID(refs, ref.UID) {
 				own := ref // each child gets flags of its own, not shared pointers
 				controller, block := *ref.Controller, *ref.BlockOwnerDeletion
 				own.Controller, own.BlockOwnerDeletion = &controller, &block
-				t.obj.SetOwnerReferences(append(refs, own))
+				t.Obj.SetOwnerReferences(append(refs, own))
 			}
 			continue
 		}
@@ -212,8 +214,8 @@ func RemoveOwnerReference(obj, owner any) error {
 		return err
 	}
 	for _, t := range ts {
-		if t.obj != nil {
-			refs := t.obj.GetOwnerReferences()
+		if t.Obj != nil {
+			refs := t.Obj.GetOwnerReferences()
 			if hasUID(refs, types.UID(id.UID)) {
 				kept := make([]metav1.OwnerReference, 0, len(refs))
 				for _, r := range refs {
@@ -221,11 +223,11 @@ func RemoveOwnerReference(obj, owner any) error {
 						kept = append(kept, r)
 					}
 				}
-				t.obj.SetOwnerReferences(kept)
+				t.Obj.SetOwnerReferences(kept)
 			}
 			continue
 		}
-		md, _ := t.m["metadata"].(map[string]any)
+		md, _ := t.M["metadata"].(map[string]any)
 		if md == nil {
 			continue
 		}
@@ -302,8 +304,8 @@ func label(ts []target, labels map[string]string, forced bool) error {
 		return nil
 	}
 	for _, t := range ts {
-		if t.obj != nil {
-			ls := t.obj.GetLabels()
+		if t.Obj != nil {
+			ls := t.Obj.GetLabels()
 			if ls == nil {
 				ls = make(map[string]string, len(labels))
 			}
@@ -312,7 +314,7 @@ func label(ts []target, labels map[string]string, forced bool) error {
 					ls[k] = v
 				}
 			}
-			t.obj.SetLabels(ls)
+			t.Obj.SetLabels(ls)
 			continue
 		}
 		md := t.meta()
@@ -360,20 +362,20 @@ func HarmonizeNaming(obj any, name string, opts ...Option) error {
 
 func harmonize(ts []target, name string, forced, strict bool) {
 	for _, t := range ts {
-		if t.obj != nil {
-			if !forced && (t.obj.GetName() != "" || t.obj.GetGenerateName() != "") {
+		if t.Obj != nil {
+			if !forced && (t.Obj.GetName() != "" || t.Obj.GetGenerateName() != "") {
 				continue
 			}
 			if strict {
-				t.obj.SetName(name)
-				t.obj.SetGenerateName("")
+				t.Obj.SetName(name)
+				t.Obj.SetGenerateName("")
 			} else {
-				t.obj.SetGenerateName(name + "-")
-				t.obj.SetName("")
+				t.Obj.SetGenerateName(name + "-")
+				t.Obj.SetName("")
 			}
 			continue
 		}
-		md, _ := t.m["metadata"].(map[string]any)
+		md, _ := t.M["metadata"].(map[string]any)
 		_, hasName := md["name"]
 		_, hasGenerate := md["generateName"]
 		if !forced && (hasName || hasGenerate) {
@@ -405,13 +407,13 @@ func AdjustNamespace(obj any, namespace string, opts ...Option) error {
 
 func adjust(ts []target, namespace string, forced bool) {
 	for _, t := range ts {
-		if t.obj != nil {
-			if forced || t.obj.GetNamespace() == "" {
-				t.obj.SetNamespace(namespace)
+		if t.Obj != nil {
+			if forced || t.Obj.GetNamespace() == "" {
+				t.Obj.SetNamespace(namespace)
 			}
 			continue
 		}
-		md, _ := t.m["metadata"].(map[string]any)
+		md, _ := t.M["metadata"].(map[string]any)
 		if !forced && md["namespace"] != nil {
 			continue
 		}
@@ -461,10 +463,10 @@ func Adopt(obj, owner any, opts ...Option) error {
 // Adopt changes all or nothing.
 func checkLists(ts []target) error {
 	for _, t := range ts {
-		if t.m == nil {
+		if t.M == nil {
 			continue
 		}
-		md, _ := t.m["metadata"].(map[string]any)
+		md, _ := t.M["metadata"].(map[string]any)
 		if _, err := refList(md); err != nil {
 			return err
 		}

@@ -12,14 +12,15 @@ import (
 	"github.com/kopfgo/kopfgo/internal/testlog"
 )
 
-// Timeouts of the runner, long enough for a loaded CI machine.
-var (
-	// ReadyTimeout bounds the wait for the operator to be ready in Run.
-	ReadyTimeout = 2 * time.Minute
-	// StopTimeout bounds the wait for the operator to return once stopped.
-	StopTimeout = time.Minute
-	// WaitTimeout bounds Runner.WaitFor.
-	WaitTimeout = time.Minute
+// Timeouts of the runner, long enough for a loaded CI machine: constants,
+// as a variable changed by one test would race with the parallel others.
+const (
+	// readyTimeout bounds the wait for the operator to be ready in Run.
+	readyTimeout = 2 * time.Minute
+	// stopTimeout bounds the wait for the operator to return once stopped.
+	stopTimeout = time.Minute
+	// waitTimeout bounds Runner.WaitFor and Eventually.
+	waitTimeout = time.Minute
 )
 
 // Runner is an operator running in the test's process (see Run).
@@ -67,7 +68,7 @@ func Run(t testing.TB, op *kopfgo.Operator, args ...string) *Runner {
 		}
 	})
 
-	deadline := time.NewTimer(ReadyTimeout)
+	deadline := time.NewTimer(readyTimeout)
 	defer deadline.Stop()
 	tick := time.NewTicker(20 * time.Millisecond) // readiness has no signal to wait on
 	defer tick.Stop()
@@ -80,7 +81,7 @@ func Run(t testing.TB, op *kopfgo.Operator, args ...string) *Runner {
 		case <-r.done:
 			t.Fatalf("the operator stopped before it was ready: %v\n%s", r.err, r.Output())
 		case <-deadline.C:
-			t.Fatalf("the operator is not ready after %s: %s", ReadyTimeout, why)
+			t.Fatalf("the operator is not ready after %s: %s", readyTimeout, why)
 		case <-tick.C:
 		}
 	}
@@ -110,8 +111,8 @@ func (r *Runner) Stop() error {
 		r.cancel()
 		select {
 		case <-r.done:
-		case <-time.After(StopTimeout):
-			r.err = fmt.Errorf("the operator did not stop within %s", StopTimeout)
+		case <-time.After(stopTimeout):
+			r.err = fmt.Errorf("the operator did not stop within %s", stopTimeout)
 		}
 	})
 	return r.Err()
@@ -130,15 +131,15 @@ func (r *Runner) Err() error {
 // Output is the operator's log so far.
 func (r *Runner) Output() string { return r.log.String() }
 
-// Lines are the operator's log lines so far.
-func (r *Runner) Lines() []string {
+// lines are the operator's log lines so far.
+func (r *Runner) lines() []string {
 	return strings.Split(strings.TrimSuffix(r.log.String(), "\n"), "\n")
 }
 
 // Count is how many log lines contain substr.
 func (r *Runner) Count(substr string) int {
 	n := 0
-	for _, l := range r.Lines() {
+	for _, l := range r.lines() {
 		if strings.Contains(l, substr) {
 			n++
 		}
@@ -147,10 +148,10 @@ func (r *Runner) Count(substr string) int {
 }
 
 // WaitFor waits until n log lines contain substr, and fails the test after
-// WaitTimeout or when the operator stops first.
+// a minute or when the operator stops first.
 func (r *Runner) WaitFor(substr string, n int) {
 	r.t.Helper()
-	deadline := time.NewTimer(WaitTimeout)
+	deadline := time.NewTimer(waitTimeout)
 	defer deadline.Stop()
 	for {
 		r.mu.Lock()
@@ -167,18 +168,18 @@ func (r *Runner) WaitFor(substr string, n int) {
 			}
 			r.t.Fatalf("the operator stopped (%v) before logging %q %d times", r.err, substr, n)
 		case <-deadline.C:
-			r.t.Fatalf("%q logged %d times in %s, want %d", substr, r.Count(substr), WaitTimeout, n)
+			r.t.Fatalf("%q logged %d times in %s, want %d", substr, r.Count(substr), waitTimeout, n)
 		}
 	}
 }
 
 // Eventually polls cond until it is true, and fails the test when it
-// returns an error or WaitTimeout passes: for a state of the cluster, which
+// returns an error or a minute passes: for a state of the cluster, which
 // has no event to wait on from a test (the operator's patch lands after its
 // log line).
 func Eventually(t testing.TB, what string, cond func() (bool, error)) {
 	t.Helper()
-	deadline := time.NewTimer(WaitTimeout)
+	deadline := time.NewTimer(waitTimeout)
 	defer deadline.Stop()
 	tick := time.NewTicker(50 * time.Millisecond)
 	defer tick.Stop()
@@ -192,7 +193,7 @@ func Eventually(t testing.TB, what string, cond func() (bool, error)) {
 		}
 		select {
 		case <-deadline.C:
-			t.Fatalf("no %s after %s", what, WaitTimeout)
+			t.Fatalf("no %s after %s", what, waitTimeout)
 		case <-tick.C:
 		}
 	}

@@ -10,8 +10,8 @@ import (
 
 // Kopf's defaults for the annotations storage.
 const (
-	DefaultPrefix   = conventions.KnownPrefix // "kopf.zalando.org"
-	DefaultTouchKey = "touch-dummy"
+	defaultPrefix   = conventions.KnownPrefix // "kopf.zalando.org"
+	defaultTouchKey = "touch-dummy"
 )
 
 // AnnotationsStorage keeps each record as compact JSON in an annotation
@@ -40,13 +40,13 @@ type AnnotationsStorage struct {
 
 // NewAnnotationsStorage returns the annotations storage with Kopf's defaults.
 func NewAnnotationsStorage() *AnnotationsStorage {
-	return &AnnotationsStorage{Prefix: DefaultPrefix, TouchKey: DefaultTouchKey, V1: true}
+	return &AnnotationsStorage{Prefix: defaultPrefix, TouchKey: defaultTouchKey, V1: true}
 }
 
 func (s *AnnotationsStorage) keys() conventions.Keys {
 	prefix := s.Prefix
 	if prefix == "" {
-		prefix = DefaultPrefix
+		prefix = defaultPrefix
 	}
 	return conventions.Keys{Prefix: prefix, V1: s.V1}
 }
@@ -87,7 +87,7 @@ func (s *AnnotationsStorage) Fetch(id string, body map[string]any) (*Record, err
 
 func (s *AnnotationsStorage) Store(id string, r *Record, body map[string]any, p *patch.Patch) {
 	k := s.keys()
-	encoded := string(r.AppendJSON(make([]byte, 0, 192), s.Verbose))
+	encoded := string(r.appendJSON(make([]byte, 0, 192), s.Verbose))
 	annotations := p.Annotations()
 	for _, key := range k.Make(conventions.Mark(id, body)) {
 		annotations[key] = encoded
@@ -104,7 +104,7 @@ func (s *AnnotationsStorage) Purge(id string, body map[string]any, p *patch.Patc
 func (s *AnnotationsStorage) Touch(body map[string]any, p *patch.Patch, value *string) {
 	touchKey := s.TouchKey
 	if touchKey == "" {
-		touchKey = DefaultTouchKey
+		touchKey = defaultTouchKey
 	}
 	k := s.keys()
 	annotations := dicts.Map(body, "metadata", "annotations")

@@ -148,7 +148,7 @@ func TestAnnotationsStore(t *testing.T) {
 		},
 		{
 			name: "verbose", storage: &AnnotationsStorage{Verbose: true}, id: "create_fn", body: map[string]any{},
-			want: map[string]any{"kopf.zalando.org/create_fn": string(delayedRecord.AppendJSON(nil, true))},
+			want: map[string]any{"kopf.zalando.org/create_fn": string(delayedRecord.appendJSON(nil, true))},
 		},
 		{
 			name: "own prefix gets the marker", storage: &AnnotationsStorage{Prefix: "my-op.example.com"}, id: "create_fn", body: map[string]any{},

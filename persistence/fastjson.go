@@ -1,6 +1,10 @@
 package persistence
 
-import "time"
+import (
+	"time"
+
+	"github.com/kopfgo/kopfgo/internal/conventions"
+)
 
 // decodeFast reads the records that Kopf and kopfgo actually write (known
 // keys only, ASCII strings without escapes, integer retries) without
@@ -187,7 +191,7 @@ func (d *fastDecoder[T]) time(dst **time.Time) bool {
 	if !ok {
 		return false
 	}
-	t, err := ParseTime(string(s))
+	t, err := conventions.ParseTime(string(s))
 	if err != nil {
 		return false
 	}

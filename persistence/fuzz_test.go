@@ -54,7 +54,7 @@ func FuzzStatusFetch(f *testing.F) {
 		if err != nil {
 			return // the API server sends JSON only
 		}
-		s := NewStatusStorage()
+		s := &StatusStorage{}
 		body := map[string]any{"status": map[string]any{"kopf": map[string]any{"progress": map[string]any{"h": v}}}}
 		r, err := s.Fetch("h", body)
 		checkFetched(t, s, body, "h", r, err, "status.kopf.progress.h")

@@ -102,7 +102,7 @@ func TestDefaultIsSmartWithKopfDefaults(t *testing.T) {
 	if !ok {
 		t.Fatalf("Default() = %T", Default())
 	}
-	if s.Annotations != *NewAnnotationsStorage() || s.Status != *NewStatusStorage() {
+	if s.Annotations != *NewAnnotationsStorage() || s.Status != (StatusStorage{}) {
 		t.Errorf("Default() = %+v", s)
 	}
 	if want := (AnnotationsStorage{Prefix: "kopf.zalando.org", TouchKey: "touch-dummy", V1: true}); s.Annotations != want {

@@ -11,9 +11,9 @@ import (
 // Kopf's defaults for the status storage. "{name}" in a field is replaced by
 // the storage's Name, as in Kopf.
 const (
-	DefaultStatusName       = "kopf"
-	DefaultStatusField      = "status.{name}.progress"
-	DefaultStatusTouchField = "status.{name}.dummy"
+	defaultStatusName       = "kopf"
+	defaultStatusField      = "status.{name}.progress"
+	defaultStatusTouchField = "status.{name}.dummy"
 )
 
 var (
@@ -39,30 +39,25 @@ type StatusStorage struct {
 	TouchField string
 }
 
-// NewStatusStorage returns the status storage with Kopf's defaults.
-func NewStatusStorage() *StatusStorage {
-	return &StatusStorage{Name: DefaultStatusName, Field: DefaultStatusField, TouchField: DefaultStatusTouchField}
-}
-
 // fieldPath returns the records' container path; callers must not modify it,
 // as the default is shared.
 func (s *StatusStorage) fieldPath() []string {
-	return s.resolve(s.Field, DefaultStatusField, defaultStatusPath)
+	return s.resolve(s.Field, defaultStatusField, defaultStatusPath)
 }
 
 func (s *StatusStorage) touchPath() []string {
-	return s.resolve(s.TouchField, DefaultStatusTouchField, defaultStatusTouchPath)
+	return s.resolve(s.TouchField, defaultStatusTouchField, defaultStatusTouchPath)
 }
 
 func (s *StatusStorage) resolve(field, defaultField string, defaultPath []string) []string {
 	name := s.Name
 	if name == "" {
-		name = DefaultStatusName
+		name = defaultStatusName
 	}
 	if field == "" {
 		field = defaultField
 	}
-	if field == defaultField && name == DefaultStatusName {
+	if field == defaultField && name == defaultStatusName {
 		return defaultPath
 	}
 	return strings.Split(strings.ReplaceAll(field, "{name}", name), ".")

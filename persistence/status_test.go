@@ -34,7 +34,7 @@ func TestStatusPaths(t *testing.T) {
 		s           *StatusStorage
 		field, hook string
 	}{
-		{"defaults", NewStatusStorage(), "status.kopf.progress", "status.kopf.dummy"},
+		{"explicit defaults", &StatusStorage{Name: "kopf", Field: "status.{name}.progress", TouchField: "status.{name}.dummy"}, "status.kopf.progress", "status.kopf.dummy"},
 		{"zero value", &StatusStorage{}, "status.kopf.progress", "status.kopf.dummy"},
 		{"name", &StatusStorage{Name: "my-operator"}, "status.my-operator.progress", "status.my-operator.dummy"},
 		{"fields", &StatusStorage{Field: "status.my-operator", TouchField: "status.my-dummy"}, "status.my-operator", "status.my-dummy"},
@@ -57,14 +57,14 @@ func TestStatusFetch(t *testing.T) {
 		body map[string]any
 		want *Record
 	}{
-		{"empty body", NewStatusStorage(), "create_fn", map[string]any{}, nil},
-		{"no such handler", NewStatusStorage(), "create_fn", withStatus("status.kopf.progress", map[string]any{"other": delayedStatus}), nil},
-		{"found", NewStatusStorage(), "create_fn", withStatus("status.kopf.progress", map[string]any{"create_fn": delayedStatus}), &delayedRecord},
-		{"verbatim sub-handler id", NewStatusStorage(), "create_fn/sub1", withStatus("status.kopf.progress", map[string]any{"create_fn/sub1": delayedStatus}), &delayedRecord},
-		{"null record", NewStatusStorage(), "create_fn", withStatus("status.kopf.progress", map[string]any{"create_fn": nil}), nil},
+		{"empty body", &StatusStorage{}, "create_fn", map[string]any{}, nil},
+		{"no such handler", &StatusStorage{}, "create_fn", withStatus("status.kopf.progress", map[string]any{"other": delayedStatus}), nil},
+		{"found", &StatusStorage{}, "create_fn", withStatus("status.kopf.progress", map[string]any{"create_fn": delayedStatus}), &delayedRecord},
+		{"verbatim sub-handler id", &StatusStorage{}, "create_fn/sub1", withStatus("status.kopf.progress", map[string]any{"create_fn/sub1": delayedStatus}), &delayedRecord},
+		{"null record", &StatusStorage{}, "create_fn", withStatus("status.kopf.progress", map[string]any{"create_fn": nil}), nil},
 		{"custom field", &StatusStorage{Field: "status.my-operator"}, "create_fn", withStatus("status.my-operator", map[string]any{"create_fn": delayedStatus}), &delayedRecord},
-		{"status not an object", NewStatusStorage(), "create_fn", map[string]any{"status": "weird"}, nil},
-		{"int64 numbers from unstructured", NewStatusStorage(), "create_fn",
+		{"status not an object", &StatusStorage{}, "create_fn", map[string]any{"status": "weird"}, nil},
+		{"int64 numbers from unstructured", &StatusStorage{}, "create_fn",
 			withStatus("status.kopf.progress", map[string]any{"create_fn": map[string]any{"retries": int64(4), "success": true}}),
 			&Record{Retries: 4, Success: true}},
 	} {
@@ -80,7 +80,7 @@ func TestStatusFetch(t *testing.T) {
 }
 
 func TestStatusFetchCorrupt(t *testing.T) {
-	s := NewStatusStorage()
+	s := &StatusStorage{}
 	for _, tc := range []struct {
 		name string
 		body map[string]any
@@ -100,7 +100,7 @@ func TestStatusFetchCorrupt(t *testing.T) {
 
 func TestStatusStore(t *testing.T) {
 	var p patch.Patch
-	NewStatusStorage().Store("create_fn/sub1", &Record{Started: t0, Purpose: "create", Retries: 1, Subrefs: []string{"z", "a"}}, map[string]any{}, &p)
+	(&StatusStorage{}).Store("create_fn/sub1", &Record{Started: t0, Purpose: "create", Retries: 1, Subrefs: []string{"z", "a"}}, map[string]any{}, &p)
 	want := map[string]any{"status": map[string]any{"kopf": map[string]any{"progress": map[string]any{"create_fn/sub1": map[string]any{
 		"started": "2026-01-02T03:04:05.123456+00:00",
 		"stopped": nil, // nulls remove stale fields of the previous record in the merge
@@ -116,7 +116,7 @@ func TestStatusStore(t *testing.T) {
 		t.Errorf("patch\n got %v\nwant %v", got, want)
 	}
 	// What the API server keeps reads back as the same record.
-	got, err := NewStatusStorage().Fetch("create_fn/sub1", p.Apply(map[string]any{}))
+	got, err := (&StatusStorage{}).Fetch("create_fn/sub1", p.Apply(map[string]any{}))
 	if err != nil || got.Retries != 1 || got.Purpose != "create" || !got.Started.Equal(*t0) || !reflect.DeepEqual(got.Subrefs, []string{"a", "z"}) {
 		t.Errorf("read back %+v, %v", got, err)
 	}
@@ -124,7 +124,7 @@ func TestStatusStore(t *testing.T) {
 
 func TestStatusStoreDoesNotAliasDefaultPath(t *testing.T) {
 	var p patch.Patch
-	s := NewStatusStorage()
+	s := &StatusStorage{}
 	s.Store("a", &Record{}, nil, &p)
 	s.Store("b", &Record{}, nil, &p)
 	if !reflect.DeepEqual(defaultStatusPath, []string{"status", "kopf", "progress"}) {
@@ -136,7 +136,7 @@ func TestStatusStoreDoesNotAliasDefaultPath(t *testing.T) {
 }
 
 func TestStatusPurge(t *testing.T) {
-	s := NewStatusStorage()
+	s := &StatusStorage{}
 	for _, tc := range []struct {
 		name   string
 		body   map[string]any
@@ -186,7 +186,7 @@ func TestStatusTouch(t *testing.T) {
 		}
 	}
 	var p patch.Patch
-	NewStatusStorage().Touch(map[string]any{}, &p, ptr("x"))
+	(&StatusStorage{}).Touch(map[string]any{}, &p, ptr("x"))
 	if got := dicts.String(p.Map(), "status", "kopf", "dummy"); got != "x" {
 		t.Errorf("default touch field: patch %v", p.Map())
 	}
@@ -198,14 +198,14 @@ func TestStatusClear(t *testing.T) {
 		s        *StatusStorage
 		in, want map[string]any
 	}{
-		{"no status", NewStatusStorage(), map[string]any{"spec": map[string]any{"a": 1}}, map[string]any{"spec": map[string]any{"a": 1}}},
-		{"progress removed, empty parents pruned", NewStatusStorage(),
+		{"no status", &StatusStorage{}, map[string]any{"spec": map[string]any{"a": 1}}, map[string]any{"spec": map[string]any{"a": 1}}},
+		{"progress removed, empty parents pruned", &StatusStorage{},
 			map[string]any{"spec": map[string]any{}, "status": map[string]any{"kopf": map[string]any{"progress": map[string]any{"x": map[string]any{}}}}},
 			map[string]any{"spec": map[string]any{}}},
-		{"siblings kept, the touch-dummy too (Kopf clears only the field)", NewStatusStorage(),
+		{"siblings kept, the touch-dummy too (Kopf clears only the field)", &StatusStorage{},
 			map[string]any{"status": map[string]any{"phase": "Running", "kopf": map[string]any{"progress": map[string]any{}, "dummy": "x"}}},
 			map[string]any{"status": map[string]any{"phase": "Running", "kopf": map[string]any{"dummy": "x"}}}},
-		{"already empty parent pruned anyway", NewStatusStorage(),
+		{"already empty parent pruned anyway", &StatusStorage{},
 			map[string]any{"status": map[string]any{"kopf": map[string]any{}, "phase": "x"}},
 			map[string]any{"status": map[string]any{"phase": "x"}}},
 		{"custom field", &StatusStorage{Field: "status.my-operator"},

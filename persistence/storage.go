@@ -101,13 +101,11 @@ type SmartStorage struct {
 	Status      StatusStorage
 }
 
-// NewSmartStorage returns the smart storage with Kopf's defaults.
-func NewSmartStorage() *SmartStorage {
-	return &SmartStorage{Annotations: *NewAnnotationsStorage(), Status: *NewStatusStorage()}
+// Default returns the storage Kopf uses when none is configured: a
+// *SmartStorage with Kopf's defaults.
+func Default() Storage {
+	return &SmartStorage{Annotations: *NewAnnotationsStorage(), Status: StatusStorage{}}
 }
-
-// Default returns the storage Kopf uses when none is configured.
-func Default() Storage { return NewSmartStorage() }
 
 // Fetch prefers the annotations, as Kopf does.
 func (s *SmartStorage) Fetch(id string, body map[string]any) (*Record, error) {

@@ -5,4 +5,8 @@
 // tuple form ([]string) internally so that keys containing dots (annotation
 // keys, for instance) stay addressable, and parses the dotted form only at the
 // registration boundary.
+//
+// Equal compares such trees as the diff-base does, numbers by value
+// whatever their Go type; it lives here, below diffbase, because the
+// engine compares essences too and users never need it.
 package dicts

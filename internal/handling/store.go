@@ -5,6 +5,8 @@ import (
 
 	"github.com/kopfgo/kopfgo/diffbase"
 	"github.com/kopfgo/kopfgo/internal/config"
+	"github.com/kopfgo/kopfgo/internal/conventions"
+	"github.com/kopfgo/kopfgo/internal/dicts"
 	"github.com/kopfgo/kopfgo/patch"
 	"github.com/kopfgo/kopfgo/persistence"
 )
@@ -113,7 +115,7 @@ func (s settings) Handled(body map[string]any, p *patch.Patch, essence map[strin
 }
 
 func (s settings) Touch(body map[string]any, p *patch.Patch, at time.Time) {
-	stamp := persistence.FormatTime(at)
+	stamp := conventions.FormatTime(at)
 	s.p.ProgressStorage.Touch(body, p, &stamp)
 }
 
@@ -132,4 +134,4 @@ func DiffOf(old, new any) Diff { return diffbase.Compute(old, new) }
 // equal reports whether two values are the same as the diff-base compares
 // them: deeply, numbers by value whatever their Go type, a nil map or list
 // equal to nil.
-func equal(a, b any) bool { return diffbase.Equal(a, b) }
+func equal(a, b any) bool { return dicts.Equal(a, b) }

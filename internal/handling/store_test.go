@@ -8,6 +8,7 @@ import (
 
 	"github.com/kopfgo/kopfgo/diffbase"
 	"github.com/kopfgo/kopfgo/internal/config"
+	"github.com/kopfgo/kopfgo/internal/conventions"
 	"github.com/kopfgo/kopfgo/internal/handling"
 	"github.com/kopfgo/kopfgo/patch"
 	"github.com/kopfgo/kopfgo/persistence"
@@ -86,8 +87,8 @@ func TestTouchStampsAndUntouchRemoves(t *testing.T) {
 	at := time.Date(2026, 1, 2, 3, 4, 5, 678901000, time.UTC)
 	p := &patch.Patch{}
 	s.Touch(object(nil), p, at)
-	if got := annotationsOf(p)["kopf.zalando.org/touch-dummy"]; got != persistence.FormatTime(at) {
-		t.Errorf("touch-dummy = %v, want %s", got, persistence.FormatTime(at))
+	if got := annotationsOf(p)["kopf.zalando.org/touch-dummy"]; got != conventions.FormatTime(at) {
+		t.Errorf("touch-dummy = %v, want %s", got, conventions.FormatTime(at))
 	}
 	if !s.ProgressOnly(p) {
 		t.Errorf("a touch is the progress storage's own: %v", p.Map())

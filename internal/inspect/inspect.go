@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/kopfgo/kopfgo/diffbase"
+	"github.com/kopfgo/kopfgo/internal/conventions"
+	"github.com/kopfgo/kopfgo/internal/dicts"
 	"github.com/kopfgo/kopfgo/internal/handling"
 	"github.com/kopfgo/kopfgo/persistence"
 )
@@ -115,7 +117,7 @@ func Analyze(body map[string]any, now time.Time, o Options) Object {
 	}
 	if stored != nil {
 		obj.Handled = true
-		obj.Pending = !diffbase.Equal(stored, db.Build(body, watched(stored)))
+		obj.Pending = !dicts.Equal(stored, db.Build(body, watched(stored)))
 	}
 	if len(obj.Handlers) == 0 && obj.Handled && !obj.Pending {
 		obj.Handlers = failedBefore(body)
@@ -162,7 +164,7 @@ func watched(stored map[string]any) [][]string {
 func records(body map[string]any, o Options, problems *[]string) []Handler {
 	prefix := o.Prefix
 	if prefix == "" {
-		prefix = persistence.DefaultPrefix
+		prefix = conventions.KnownPrefix
 	}
 	prefix += "/"
 	meta, _ := body["metadata"].(map[string]any)
@@ -196,7 +198,7 @@ func records(body map[string]any, o Options, problems *[]string) []Handler {
 
 	// The status records, keyed by the verbatim handler id ("a/b"), which
 	// the annotation keys spell "a.b".
-	status := persistence.NewStatusStorage()
+	status := &persistence.StatusStorage{}
 	progress, _ := nested(body, "status", "kopf", "progress").(map[string]any)
 	ids := make([]string, 0, len(progress))
 	for id := range progress {
