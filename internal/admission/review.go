@@ -23,15 +23,19 @@ import (
 // object is 3 MiB, and a review holds two of them.
 const maxReviewBytes = 8 << 20
 
-// review is an AdmissionReview (admission.k8s.io/v1 or v1beta1) as far as the
-// handlers need it; objects stay unstructured.
-type review struct {
-	APIVersion string         `json:"apiVersion"`
-	Kind       string         `json:"kind"`
-	Request    *reviewRequest `json:"request"`
+// reviewOf is an AdmissionReview (admission.k8s.io/v1 or v1beta1) as far
+// as its answer needs it, its objects decoded as O: whole and unstructured
+// for the handlers (review), or their metadata alone for the built-in shard
+// label (labelReview).
+type reviewOf[O any] struct {
+	APIVersion string        `json:"apiVersion"`
+	Kind       string        `json:"kind"`
+	Request    *requestOf[O] `json:"request"`
 }
 
-type reviewRequest struct {
+type review = reviewOf[map[string]any]
+
+type requestOf[O any] struct {
 	UID      string `json:"uid"`
 	Resource *struct {
 		Group    string `json:"group"`
@@ -41,8 +45,8 @@ type reviewRequest struct {
 	SubResource string         `json:"subResource"`
 	Operation   string         `json:"operation"`
 	UserInfo    map[string]any `json:"userInfo"`
-	Object      map[string]any `json:"object"`
-	OldObject   map[string]any `json:"oldObject"`
+	Object      *O             `json:"object"`
+	OldObject   *O             `json:"oldObject"`
 	DryRun      *bool          `json:"dryRun"`
 }
 
@@ -104,17 +108,16 @@ func (e *Engine) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // Answer decodes a review, runs the handlers and encodes the response. An
 // error comes with its HTTP status.
 func (e *Engine) Answer(ctx context.Context, data []byte, webhook string, headers http.Header, conn *tls.ConnectionState) ([]byte, int, error) {
+	if h, rule := e.builtin(webhook); rule != nil {
+		return rule.answer(ctx, e, h, data)
+	}
 	var rv review
 	if err := json.Unmarshal(data, &rv); err != nil {
 		return nil, http.StatusBadRequest, fmt.Errorf("malformed AdmissionReview: %w", err)
 	}
 	req, res, err := e.decode(&rv)
 	if err != nil {
-		var bad *badReview
-		if errors.As(err, &bad) {
-			return nil, http.StatusBadRequest, err
-		}
-		return nil, http.StatusNotFound, err
+		return nil, failed(err), err
 	}
 	req.Webhook = webhook
 	req.Headers = headers
@@ -140,60 +143,132 @@ func (e *Engine) Answer(ctx context.Context, data []byte, webhook string, header
 	return resp, http.StatusOK, nil
 }
 
-// decode checks the review (Kopf's MissingDataError and
-// UnknownResourceError) and makes the handlers' request of it.
+// builtin is the built-in handler the webhook names, and its rule; nil if
+// it names another or none.
+func (e *Engine) builtin(webhook string) (*handling.AdmissionHandler, *shardRule) {
+	if webhook == "" {
+		return nil, nil
+	}
+	for _, h := range e.Handlers {
+		if rule, ok := h.Builtin.(*shardRule); ok && h.ID == webhook {
+			return h, rule
+		}
+	}
+	return nil, nil
+}
+
+// decode checks the review and makes the handlers' request of it.
 func (e *Engine) decode(rv *review) (handling.AdmissionRequest, resources.Resource, error) {
+	res, err := checkReview(e, rv)
+	if err != nil {
+		return handling.AdmissionRequest{}, resources.Resource{}, err
+	}
 	rq := rv.Request
-	switch {
-	case rq == nil:
-		return handling.AdmissionRequest{}, resources.Resource{}, &badReview{"malformed AdmissionReview: the request is missing"}
-	case rq.Resource == nil:
-		return handling.AdmissionRequest{}, resources.Resource{}, &badReview{"malformed AdmissionReview: the resource is missing"}
-	case rq.UserInfo == nil:
-		return handling.AdmissionRequest{}, resources.Resource{}, &badReview{"User info is missing from the admission request."}
-	case rq.Object == nil && rq.OldObject == nil:
-		return handling.AdmissionRequest{}, resources.Resource{}, &badReview{"Either old or new object is missing from the admission request."}
-	}
-	res, ok := e.Resolve(rq.Resource.Group, rq.Resource.Version, rq.Resource.Resource)
-	if !ok {
-		return handling.AdmissionRequest{}, resources.Resource{}, fmt.Errorf("The specified resource has no handlers: %s/%s/%s",
-			rq.Resource.Group, rq.Resource.Version, rq.Resource.Resource)
-	}
 	return handling.AdmissionRequest{
 		Resource: res, Operation: rq.Operation, SubResource: rq.SubResource,
 		DryRun: rq.DryRun != nil && *rq.DryRun, UserInfo: rq.UserInfo,
-		Old: rq.OldObject, New: rq.Object,
+		Old: deref(rq.OldObject), New: deref(rq.Object),
 	}, res, nil
 }
 
+// checkReview is Kopf's MissingDataError and UnknownResourceError: what
+// every answer needs is there, and the resource is served.
+func checkReview[O any](e *Engine, rv *reviewOf[O]) (resources.Resource, error) {
+	rq := rv.Request
+	switch {
+	case rq == nil:
+		return resources.Resource{}, &badReview{"malformed AdmissionReview: the request is missing"}
+	case rq.Resource == nil:
+		return resources.Resource{}, &badReview{"malformed AdmissionReview: the resource is missing"}
+	case rq.UserInfo == nil:
+		return resources.Resource{}, &badReview{"User info is missing from the admission request."}
+	case rq.Object == nil && rq.OldObject == nil:
+		return resources.Resource{}, &badReview{"Either old or new object is missing from the admission request."}
+	}
+	res, ok := e.Resolve(rq.Resource.Group, rq.Resource.Version, rq.Resource.Resource)
+	if !ok {
+		return resources.Resource{}, fmt.Errorf("The specified resource has no handlers: %s/%s/%s",
+			rq.Resource.Group, rq.Resource.Version, rq.Resource.Resource)
+	}
+	return res, nil
+}
+
+func deref[O any](o *O) O {
+	var zero O
+	if o == nil {
+		return zero
+	}
+	return *o
+}
+
+// failed is the HTTP status of a review checkReview refuses.
+func failed(err error) int {
+	var bad *badReview
+	if errors.As(err, &bad) {
+		return http.StatusBadRequest
+	}
+	return http.StatusNotFound
+}
+
+// reviewAnswer is the AdmissionReview of an answer.
+type reviewAnswer struct {
+	APIVersion string         `json:"apiVersion"`
+	Kind       string         `json:"kind"`
+	Response   reviewResponse `json:"response"`
+}
+
+type reviewResponse struct {
+	UID      string   `json:"uid"`
+	Allowed  bool     `json:"allowed"`
+	Warnings []string `json:"warnings,omitempty"`
+	Status   *struct {
+		Message string `json:"message"`
+		Code    int    `json:"code"`
+	} `json:"status,omitempty"`
+	Patch     []byte `json:"patch,omitempty"` // base64 in JSON, as the API expects
+	PatchType string `json:"patchType,omitempty"`
+}
+
+// answer is the answer to the review, allowed, as Kopf's build_response
+// begins it: the request's apiVersion and kind, and its uid.
+func (rv *reviewOf[O]) answer() reviewAnswer {
+	a := reviewAnswer{APIVersion: rv.APIVersion, Kind: rv.Kind, Response: reviewResponse{UID: rv.Request.UID, Allowed: true}}
+	if a.APIVersion == "" {
+		a.APIVersion = "admission.k8s.io/v1"
+	}
+	if a.Kind == "" {
+		a.Kind = "AdmissionReview"
+	}
+	return a
+}
+
+// refuse rejects the answer with this message and code.
+func (r *reviewResponse) refuse(msg string, code int) {
+	r.Allowed = false
+	r.Status = &struct {
+		Message string `json:"message"`
+		Code    int    `json:"code"`
+	}{msg, code}
+}
+
 // respond builds the AdmissionReview answer as Kopf's build_response does:
-// the request's apiVersion and kind, allowed when no handler failed, the
-// warnings, the chosen error's message and code (500 unless an
-// AdmissionError says otherwise), and the JSON patch of the mutations.
+// allowed when no handler failed, the warnings, the chosen error's message
+// and code (500 unless an AdmissionError says otherwise), and the JSON patch
+// of the mutations.
 func (e *Engine) respond(rv *review, out handling.AdmissionOutcome) ([]byte, error) {
-	apiVersion, kind := rv.APIVersion, rv.Kind
-	if apiVersion == "" {
-		apiVersion = "admission.k8s.io/v1"
-	}
-	if kind == "" {
-		kind = "AdmissionReview"
-	}
-	resp := map[string]any{"uid": rv.Request.UID, "allowed": out.Err == nil}
-	if len(out.Warnings) > 0 {
-		resp["warnings"] = out.Warnings
-	}
+	a := rv.answer()
+	resp := &a.Response
+	resp.Warnings = out.Warnings
 	if out.Err == nil {
 		ops, err := JSONPatch(out)
 		if err != nil {
-			resp["allowed"] = false
-			resp["status"] = map[string]any{"message": err.Error(), "code": 500}
+			resp.refuse(err.Error(), 500)
 		} else if len(ops) > 0 {
 			raw, err := json.Marshal(ops)
 			if err != nil {
 				return nil, fmt.Errorf("cannot encode the JSON patch: %w", err)
 			}
-			resp["patch"] = raw // []byte: base64 in JSON, as the API expects
-			resp["patchType"] = "JSONPatch"
+			resp.Patch, resp.PatchType = raw, "JSONPatch"
 		}
 	} else {
 		code := 500
@@ -205,9 +280,9 @@ func (e *Engine) respond(rv *review, out handling.AdmissionOutcome) ([]byte, err
 		if msg == "" {
 			msg = fmt.Sprintf("%T", out.Err) // Kopf: repr() of a message-less error
 		}
-		resp["status"] = map[string]any{"message": msg, "code": code}
+		resp.refuse(msg, code)
 	}
-	return json.Marshal(map[string]any{"apiVersion": apiVersion, "kind": kind, "response": resp})
+	return json.Marshal(a)
 }
 
 // JSONPatch is the RFC 6902 patch of the mutating handlers' changes: the
@@ -238,11 +313,16 @@ func objectRef(res resources.Resource, bodies ...map[string]any) logging.ObjectR
 		}
 		meta, _ := b["metadata"].(map[string]any)
 		str := func(k string) string { s, _ := meta[k].(string); return s }
-		name := str("name")
-		if name == "" {
-			name = str("generateName")
-		}
-		return logging.ObjectRef{APIVersion: res.APIVersion(), Kind: res.Kind, Name: name, UID: str("uid"), Namespace: str("namespace")}
+		return refOf(res, str("name"), str("generateName"), str("uid"), str("namespace"))
 	}
 	return logging.ObjectRef{APIVersion: res.APIVersion(), Kind: res.Kind}
+}
+
+// refOf names an object of these fields, by its generateName while it has
+// no name.
+func refOf(res resources.Resource, name, generateName, uid, namespace string) logging.ObjectRef {
+	if name == "" {
+		name = generateName
+	}
+	return logging.ObjectRef{APIVersion: res.APIVersion(), Kind: res.Kind, Name: name, UID: uid, Namespace: namespace}
 }

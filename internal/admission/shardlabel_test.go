@@ -1,10 +1,14 @@
 package admission
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
+	"log/slog"
 	"reflect"
 	"strconv"
+	"strings"
 	"testing"
 
 	jsonpatch "github.com/evanphx/json-patch/v5"
@@ -12,6 +16,7 @@ import (
 	"github.com/kopfgo/kopfgo/internal/conventions"
 	"github.com/kopfgo/kopfgo/internal/handlers"
 	"github.com/kopfgo/kopfgo/internal/handling"
+	"github.com/kopfgo/kopfgo/internal/logging"
 	"github.com/kopfgo/kopfgo/internal/resources"
 )
 
@@ -167,5 +172,70 @@ func TestShardLabellingWebhooks(t *testing.T) {
 		string(rules) != `[{"apiGroups":["kopf.dev"],"apiVersions":["v1"],"operations":["CREATE"],"resources":["kopfexamples"],"scope":"*"}]` ||
 		hook["clientConfig"].(map[string]any)["url"] != "https://127.0.0.1:9443/shard.kopfgo.dev%2Fkopfexamples.kopf.dev" {
 		t.Errorf("webhook = %v, rules %s", hook, rules)
+	}
+}
+
+// A review addressed to the labelling's own webhook is answered directly
+// (shardRule.answer), and the answer is the general path's, which serves
+// a request naming no handler: the same status, the same patch to the
+// byte, the same line, for every case of the rule, for malformed reviews
+// and for a resource the handler does not serve.
+func TestShardLabellingDirectAnswerIsTheGeneralOne(t *testing.T) {
+	h := shardLabelling(t, func(ns string) bool { return ns == "default" })
+	bodies := map[string][]byte{
+		"not json":     []byte(`{"request": `),
+		"no request":   []byte(`{"kind": "AdmissionReview"}`),
+		"no user":      []byte(`{"request": {"uid": "1", "operation": "CREATE", "resource": {"group": "kopf.dev", "version": "v1", "resource": "kopfexamples"}, "object": {"metadata": {"name": "a"}}}}`),
+		"no object":    []byte(`{"request": {"uid": "1", "operation": "CREATE", "resource": {"group": "kopf.dev", "version": "v1", "resource": "kopfexamples"}, "userInfo": {}}}`),
+		"unknown":      []byte(`{"request": {"uid": "1", "operation": "CREATE", "resource": {"group": "", "version": "v1", "resource": "pods"}, "userInfo": {}, "object": {"metadata": {"name": "a"}}}}`),
+		"subresource":  []byte(`{"request": {"uid": "1", "operation": "CREATE", "subResource": "status", "resource": {"group": "kopf.dev", "version": "v1", "resource": "kopfexamples"}, "userInfo": {}, "object": {"metadata": {"name": "a", "namespace": "default"}}}}`),
+		"v1beta1":      []byte(`{"apiVersion": "admission.k8s.io/v1beta1", "kind": "AdmissionReview", "request": {"uid": "2", "operation": "CREATE", "resource": {"group": "kopf.dev", "version": "v1", "resource": "kopfexamples"}, "userInfo": {}, "object": {"metadata": {"name": "a", "namespace": "default"}}}}`),
+		"old only":     []byte(`{"request": {"uid": "3", "operation": "CREATE", "resource": {"group": "kopf.dev", "version": "v1", "resource": "kopfexamples"}, "userInfo": {}, "oldObject": {"metadata": {"name": "a", "namespace": "default"}}}}`),
+		"a big review": shardLabelReview("kex-7"),
+	}
+	for _, meta := range []map[string]any{
+		{"name": "kex1", "namespace": "default", "labels": map[string]any{"app": "x"}},
+		{"name": "kex1", "namespace": "default"},
+		{"name": "kex1", "namespace": "default", "labels": map[string]any{testShardLabel: "9"}},
+		{"name": "kex1", "namespace": "default", "labels": map[string]any{}},
+		{"generateName": "kex-", "namespace": "default"},
+		{"name": "kex1", "namespace": "elsewhere"},
+	} {
+		for _, op := range []string{"CREATE", "UPDATE", "DELETE"} {
+			bodies[fmt.Sprintf("%s %v", op, meta)] = reviewJSON(op, kexWith(meta), false)
+		}
+	}
+	for name, body := range bodies {
+		t.Run(name, func(t *testing.T) {
+			var lines [2]bytes.Buffer
+			var got [2][]byte
+			var status [2]int
+			var errs [2]error
+			for i, webhook := range []string{h.ID, ""} {
+				e := engine(h)
+				e.Logger = logging.New(logging.Config{Writer: &lines[i], Level: slog.LevelDebug, Format: logging.FormatPlain})
+				got[i], status[i], errs[i] = e.Answer(context.Background(), body, webhook, nil, nil)
+			}
+			if status[0] != status[1] || (errs[0] == nil) != (errs[1] == nil) || !bytes.Equal(got[0], got[1]) || lines[0].String() != lines[1].String() {
+				t.Errorf("direct: %d %v %s %q\ngeneral: %d %v %s %q", status[0], errs[0], got[0], lines[0].String(), status[1], errs[1], got[1], lines[1].String())
+			}
+		})
+	}
+}
+
+// The labelling's success line is at DEBUG (it would be one INFO line per
+// object created), on both paths; a user's handler keeps Kopf's INFO line.
+func TestShardLabellingSucceedsAtDebug(t *testing.T) {
+	h := shardLabelling(t, nil)
+	user := handler(t, handlers.Mutating, "mutate", nil2, nil)
+	body := reviewJSON("CREATE", kexWith(map[string]any{"name": "kex1", "namespace": "default"}), false)
+	for _, webhook := range []string{h.ID, ""} {
+		var out bytes.Buffer
+		e := engine(user, h)
+		e.Logger = logging.New(logging.Config{Writer: &out, Format: logging.FormatPlain})
+		ask(t, e, webhook, body)
+		if strings.Contains(out.String(), h.ID) || (webhook == "") != strings.Contains(out.String(), "Handler 'mutate' succeeded.") {
+			t.Errorf("webhook %q, at INFO: %q", webhook, out.String())
+		}
 	}
 }

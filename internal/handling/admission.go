@@ -40,6 +40,12 @@ type AdmissionHandler struct {
 	// IgnoreFailures: the API server admits the request when the webhook
 	// cannot be called or fails (failurePolicy: Ignore instead of Fail).
 	IgnoreFailures bool
+	// Builtin is the rule of one of kopfgo's own handlers (the shard
+	// label's, internal/admission), which the webhook server answers
+	// without the general path when a request names the handler; Fn does
+	// the same among the others in a request that names none. Its success
+	// is written at DEBUG, not INFO: it runs for every object created.
+	Builtin any
 }
 
 // AdmissionRegistration is what the public API hands over for one
@@ -152,7 +158,7 @@ func ServeAdmission(ctx context.Context, hs []*AdmissionHandler, req AdmissionRe
 	}
 	var errs []error
 	for _, h := range hs {
-		if !h.serves(req) || !h.MatchesObject(cause) {
+		if !h.Serves(req) || !h.MatchesObject(cause) {
 			continue
 		}
 		arg := &handlers.Admission{
@@ -186,7 +192,11 @@ func ServeAdmission(ctx context.Context, hs []*AdmissionHandler, req AdmissionRe
 			errs = append(errs, err)
 			continue
 		}
-		req.Logger.Info(fmt.Sprintf("Handler '%s' succeeded.", h.ID))
+		if h.Builtin != nil {
+			req.Logger.Debug(fmt.Sprintf("Handler '%s' succeeded.", h.ID))
+		} else {
+			req.Logger.Info(fmt.Sprintf("Handler '%s' succeeded.", h.ID))
+		}
 	}
 	if len(errs) > 0 {
 		slices.SortStableFunc(errs, func(a, b error) int { return cmp.Compare(errorRank(a), errorRank(b)) })
@@ -219,11 +229,11 @@ func errorRank(err error) int {
 	return 9
 }
 
-// serves reports whether the handler serves the request, before its
+// Serves reports whether the handler serves the request, before its
 // filters: the kind, the webhook addressed, the resource and subresource;
 // a mutating handler serves a deletion only if it is registered for
 // deletions alone (Kopf's rule: a deleted object has nothing to mutate).
-func (h *AdmissionHandler) serves(req AdmissionRequest) bool {
+func (h *AdmissionHandler) Serves(req AdmissionRequest) bool {
 	if req.Kind != "" && req.Kind != h.Kind {
 		return false
 	}

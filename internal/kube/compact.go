@@ -466,9 +466,17 @@ func compactEvent(data []byte, o compactOptions) (watch.Event, error) {
 // objects of one resource share most of their keys and many of their
 // values (apiVersion, kind, namespace, annotation keys, the shape of spec
 // and status), so against one of them a typical object of 600–700 bytes
-// becomes one of a few dozen to a couple of hundred, for about 10 µs per
-// compression and 2.5 µs per decompression (BenchmarkCodec); a pass spends
+// becomes one of a few dozen to a couple of hundred, for about 3 µs per
+// compression and 1 µs per decompression (BenchmarkCodec); a pass spends
 // several times that decoding the object anyway.
+//
+// About a third of a compression is the encoder starting the frame from the
+// dictionary (klauspost's fastEncoderDict.Reset copies back the shards of
+// its 32K-entry hash table that the previous object changed, or all 256 KB
+// of it), a quarter building the frame's FSE tables. Both are the price of
+// frames that decode alone: no option of the library spares them, and
+// encoders per goroutine or in a sync.Pool would not either, while holding
+// over 0.5 MB of tables each.
 type codec struct {
 	mu    sync.Mutex
 	ready atomic.Pointer[zcodec]
