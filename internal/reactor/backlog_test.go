@@ -161,13 +161,12 @@ func TestPassesAreBoundedAndWaitingObjectsHoldNoGoroutine(t *testing.T) {
 	hooks := &waitingHooks{}
 	s.hooks = hooks
 	s.settings.Execution.MaxWorkers = limit
+	release := &latch{ch: make(chan struct{})}
 	var (
-		mu       sync.Mutex
-		running  int
-		most     int
-		calls    counter
-		release  = make(chan struct{})
-		released atomic.Bool
+		mu      sync.Mutex
+		running int
+		most    int
+		calls   counter
 	)
 	s.on(causes.Create, "create_fn", func(ctx context.Context, c *handlers.Change) (any, error) {
 		calls.inc(c.Name)
@@ -176,23 +175,15 @@ func TestPassesAreBoundedAndWaitingObjectsHoldNoGoroutine(t *testing.T) {
 		most = max(most, running)
 		mu.Unlock()
 		s.poke()
-		if !released.Load() {
-			<-release
-		}
+		release.wait()
 		mu.Lock()
 		running--
 		mu.Unlock()
 		return nil, nil
 	})
-	for i := range objects {
-		s.create(fmt.Sprintf("kex%03d", i), nil)
-	}
+	s.createN(objects)
 	s.start()
-	t.Cleanup(func() {
-		if !released.Swap(true) {
-			close(release)
-		}
-	})
+	t.Cleanup(release.open) // before the scenario's stop, which waits for the handlers
 	defer s.pokeOften()()
 	s.until("the limit reached and the rest waiting", func() bool {
 		mu.Lock()
@@ -202,9 +193,7 @@ func TestPassesAreBoundedAndWaitingObjectsHoldNoGoroutine(t *testing.T) {
 	if n := workerGoroutines(); n != limit {
 		t.Errorf("%d workers have a goroutine with %d objects waiting, want %d (the passes in flight)", n, objects-limit, limit)
 	}
-	if !released.Swap(true) {
-		close(release)
-	}
+	release.open()
 	s.until("all handled", func() bool {
 		return s.log.Count("Creation is processed: 1 succeeded; 0 failed.") == objects
 	})
@@ -254,12 +243,11 @@ func TestObjectsWaitingForASecondPassHoldNoGoroutine(t *testing.T) {
 	hooks := &waitingHooks{}
 	s.hooks = hooks
 	s.settings.Execution.MaxWorkers = 1
+	release := &latch{ch: make(chan struct{})}
 	var (
-		calls    counter
-		first    atomic.Bool
-		blocked  atomic.Bool
-		release  = make(chan struct{})
-		released atomic.Bool
+		calls   counter
+		first   atomic.Bool
+		blocked atomic.Bool
 	)
 	s.on(causes.Create, "create_fn", func(ctx context.Context, c *handlers.Change) (any, error) {
 		calls.inc(c.Name)
@@ -277,20 +265,12 @@ func TestObjectsWaitingForASecondPassHoldNoGoroutine(t *testing.T) {
 		}
 		blocked.Store(true)
 		s.poke()
-		if !released.Load() {
-			<-release
-		}
+		release.wait()
 		return nil, nil
 	})
-	for i := range objects {
-		s.create(fmt.Sprintf("kex%03d", i), nil)
-	}
+	s.createN(objects)
 	s.start()
-	t.Cleanup(func() {
-		if !released.Swap(true) {
-			close(release)
-		}
-	})
+	t.Cleanup(release.open) // before the scenario's stop, which waits for the handlers
 	defer s.pokeOften()()
 	// The first object has passed and waits for another pass behind the
 	// objects never passed; the second holds the only slot.
@@ -300,9 +280,7 @@ func TestObjectsWaitingForASecondPassHoldNoGoroutine(t *testing.T) {
 	if n := workerGoroutines(); n != 1 {
 		t.Errorf("%d workers have a goroutine with %d objects waiting, want 1 (the pass in flight)", n, objects-1)
 	}
-	if !released.Swap(true) {
-		close(release)
-	}
+	release.open()
 	s.until("all handled", func() bool {
 		return s.log.Count("Creation is processed: 1 succeeded; 0 failed.") == objects
 	})
@@ -312,6 +290,22 @@ func TestObjectsWaitingForASecondPassHoldNoGoroutine(t *testing.T) {
 		}
 	}
 	s.until("nothing waiting", func() bool { return hooks.count() == 0 })
+}
+
+// latch holds handlers until it is opened.
+type latch struct {
+	ch   chan struct{}
+	once sync.Once
+}
+
+func (l *latch) wait() { <-l.ch }
+func (l *latch) open() { l.once.Do(func() { close(l.ch) }) }
+
+// createN creates objects kex000, kex001, … with no spec.
+func (s *scenario) createN(n int) {
+	for i := range n {
+		s.create(fmt.Sprintf("kex%03d", i), nil)
+	}
 }
 
 // workerGoroutines counts the goroutines of object workers.
