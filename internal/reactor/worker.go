@@ -380,7 +380,7 @@ func (w *watcher) launch(ctx context.Context, wk *worker) bool {
 // news kept for the grant's goroutine, and slot reports false: the caller's
 // goroutine ends. A goroutine waiting for its turn held its stack: in a
 // burst of creations, the echo of each object's own patch comes during its
-// pass, and 10 000 objects kept about 2000 such goroutines waiting.
+// pass, and 10 000 objects kept about 4000 such goroutines waiting.
 func (w *watcher) slot(ctx context.Context, wk *worker) bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -767,8 +767,9 @@ func (p *pool) stop() {
 // came, as their worker only: no goroutine and no decoded body (the
 // informer's store keeps the object compact). A worker whose goroutine
 // lives (it slept for a delayed handler, or news came during its pass)
-// waits in the same FIFO on that goroutine, so a busy object cannot pass
-// ahead of the waiting ones.
+// and finds no free slot gives its goroutine up and joins the same FIFO
+// (watcher.slot), so a busy object cannot pass ahead of the waiting ones,
+// nor keep a goroutine while it waits.
 type slots struct {
 	// limit is the bound now: it follows the API's flow control, which
 	// changes it as the API server's latency and errors change; <= 0 is no
@@ -779,7 +780,7 @@ type slots struct {
 	busy  int
 	queue []*slotWaiter // FIFO from head
 	head  int
-	// waiting counts the waiters in the queue that have not given up.
+	// waiting counts the waiters in the queue.
 	waiting int
 }
 
@@ -787,9 +788,7 @@ type slots struct {
 // taken, outside the lock; it returns false when the waiter does not use
 // the slot (its watcher has stopped), which gives the slot back.
 type slotWaiter struct {
-	grant     func() bool
-	granted   bool
-	cancelled bool
+	grant func() bool
 }
 
 func newSlots(limit func() int) *slots {
@@ -825,36 +824,6 @@ func (s *slots) enqueue(grant func() bool) {
 	s.mu.Unlock()
 }
 
-// acquire takes a slot, waiting in the queue for it; false if ctx ends
-// first.
-func (s *slots) acquire(ctx context.Context) bool {
-	if s.take() {
-		return true
-	}
-	ready := make(chan struct{})
-	wt := &slotWaiter{grant: func() bool { close(ready); return true }}
-	s.mu.Lock()
-	s.pushLocked(wt)
-	s.mu.Unlock()
-	// A slot freed between take and the push would find nobody to grant.
-	s.settle(0)
-	select {
-	case <-ready:
-		return true
-	case <-ctx.Done():
-	}
-	s.mu.Lock()
-	if !wt.granted {
-		wt.cancelled = true
-		s.waiting--
-		s.mu.Unlock()
-		return false
-	}
-	s.mu.Unlock()
-	s.release() // granted as ctx ended
-	return false
-}
-
 // release gives a slot back, and grants it (or the room a raised limit
 // made) to the waiters at the head of the queue.
 func (s *slots) release() { s.settle(-1) }
@@ -868,7 +837,6 @@ func (s *slots) settle(delta int) {
 		var granted []*slotWaiter
 		for s.waiting > 0 && s.roomLocked() {
 			wt := s.popLocked()
-			wt.granted = true
 			s.busy++
 			granted = append(granted, wt)
 		}
@@ -895,32 +863,24 @@ func (s *slots) Waiting() int {
 }
 
 func (s *slots) pushLocked(wt *slotWaiter) {
-	if s.waiting == 0 { // what is left gave up
-		clear(s.queue)
-		s.queue, s.head = s.queue[:0], 0
-	}
 	s.queue = append(s.queue, wt)
 	s.waiting++
 }
 
-// popLocked takes the first waiter that has not given up; callers know
-// there is one (waiting > 0).
+// popLocked takes the first waiter; callers know there is one (waiting >
+// 0).
 func (s *slots) popLocked() *slotWaiter {
-	for {
-		wt := s.queue[s.head]
-		s.queue[s.head] = nil
-		s.head++
-		switch {
-		case s.head == len(s.queue):
-			s.queue, s.head = s.queue[:0], 0
-		case s.head > len(s.queue)/2 && s.head > 64:
-			// Give the consumed half of the backing array back.
-			s.queue = append([]*slotWaiter(nil), s.queue[s.head:]...)
-			s.head = 0
-		}
-		if !wt.cancelled {
-			s.waiting--
-			return wt
-		}
+	wt := s.queue[s.head]
+	s.queue[s.head] = nil
+	s.head++
+	s.waiting--
+	switch {
+	case s.head == len(s.queue):
+		s.queue, s.head = s.queue[:0], 0
+	case s.head > len(s.queue)/2 && s.head > 64:
+		// Give the consumed half of the backing array back.
+		s.queue = append([]*slotWaiter(nil), s.queue[s.head:]...)
+		s.head = 0
 	}
+	return wt
 }
