@@ -52,8 +52,11 @@ func startContenderWith(bin, name, kubeconfig, namespace, logPath string, profil
 	}
 	cmd := exec.Command(bin, args...)
 	cmd.Env = append(os.Environ(), env...)
-	if name == "kopfgo-metrics" {
+	switch name {
+	case "kopfgo-metrics":
 		cmd.Env = append(cmd.Env, "KOPFGO_BENCH_METRICS=1")
+	case "kopfgo-noconditions":
+		cmd.Env = append(cmd.Env, "KOPFGO_BENCH_NO_CONDITIONS=1")
 	}
 	var sink *httptest.Server
 	if name == "kopfgo-tracing" {

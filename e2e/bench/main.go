@@ -146,8 +146,8 @@ func (o options) validate() error {
 		if rev, ok := strings.CutPrefix(c, "kopfgo@"); ok && rev != "" {
 			continue
 		}
-		if !slices.Contains(contenderNames, c) {
-			return fmt.Errorf("unknown contender %q: choose from %s, or kopfgo@REV (kopfgo's contender as of a git revision)", c, strings.Join(contenderNames, ", "))
+		if !slices.Contains(contenderNames, c) && !slices.Contains(extraContenders, c) {
+			return fmt.Errorf("unknown contender %q: choose from %s, or kopfgo@REV (kopfgo's contender as of a git revision)", c, strings.Join(append(contenderNames, extraContenders...), ", "))
 		}
 	}
 	for name, path := range o.prebuilt {
@@ -173,6 +173,12 @@ func (o options) validate() error {
 // span sampled and exported): its cost is its figures over kopfgo's, whose
 // tracing is off.
 var contenderNames = []string{"floor", "kopfgo", "kopfgo-metrics", "kopfgo-tracing", "peer"}
+
+// extraContenders run only when named: kopfgo-noconditions is kopfgo's
+// contender with the framework's status.conditions off (--no-conditions),
+// so that a run can tell what the conditions cost (their bytes in every
+// object kept, their part of the status patch) from the engine's own cost.
+var extraContenders = []string{"kopfgo-noconditions"}
 
 func logf(format string, args ...any) {
 	fmt.Fprintf(os.Stderr, "bench: "+format+"\n", args...)
@@ -328,8 +334,9 @@ func build(ctx context.Context, names []string, prebuilt map[string]string, dir 
 		case "peer":
 			cmd = exec.CommandContext(ctx, "go", "build", "-o", out, ".")
 			cmd.Dir = filepath.Join(repoRoot, "e2e", "bench", "peer")
-		case "kopfgo-metrics", "kopfgo-tracing":
-			// The same operator; startContender turns the metrics or tracing on.
+		case "kopfgo-metrics", "kopfgo-tracing", "kopfgo-noconditions":
+			// The same operator; startContender turns the metrics or tracing
+			// on, or the conditions off.
 			cmd = exec.CommandContext(ctx, "go", "build", "-o", out, "./e2e/bench/kopfgo")
 			cmd.Dir = repoRoot
 		default:

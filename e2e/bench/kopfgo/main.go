@@ -1,7 +1,8 @@
 // Command kopfgo is kopfgo's contender in the benchmark: an operator with a
 // create handler returning a small result (so each new object gets the
 // diff-base annotation and status.create_fn) and an update handler, run with
-// the defaults a user gets, logs included. KOPFGO_BENCH_SHARDS=N makes it
+// the defaults a user gets, logs included. KOPFGO_BENCH_NO_CONDITIONS=1
+// turns the framework's status.conditions off. KOPFGO_BENCH_SHARDS=N makes it
 // one replica of a sharded operator (the scale-out scenario),
 // KOPFGO_BENCH_METRICS_ADDR=HOST:PORT serves its metrics there, and
 // KOPFGO_BENCH_WEBHOOK=NAME with KOPFGO_BENCH_WEBHOOK_ADDR=127.0.0.1:PORT
@@ -29,6 +30,9 @@ func main() {
 		opts := kopfgo.Options{RESTConfig: c.Config, Namespaces: []string{c.Namespace}, Standalone: true}
 		if os.Getenv("KOPFGO_BENCH_METRICS") == "1" { // the kopfgo-metrics contender
 			opts.MetricsAddr = "127.0.0.1:0"
+		}
+		if os.Getenv("KOPFGO_BENCH_NO_CONDITIONS") == "1" { // the kopfgo-noconditions contender
+			opts.Settings.Persistence.Conditions.Disabled = true
 		}
 		if v := os.Getenv("KOPFGO_BENCH_METRICS_ADDR"); v != "" { // the scale-out scenario reads each replica's
 			opts.MetricsAddr = v
