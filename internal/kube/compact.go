@@ -36,9 +36,9 @@ import (
 type Compact struct {
 	// data is the object's JSON, as the API server sent it (with the kind
 	// and apiVersion of a built-in resource's list filled in), compressed
-	// by codec if it is set. Never modified.
-	data  []byte
-	codec *codec
+	// if dec is set, which decompresses it (codec). Never modified.
+	data []byte
+	dec  *zstd.Decoder
 
 	Namespace, Name, UID, ResourceVersion string
 }
@@ -47,13 +47,13 @@ type Compact struct {
 // each time, the caller's to change.
 func (c *Compact) Decode() (*unstructured.Unstructured, error) {
 	data := c.data
-	if c.codec != nil {
+	if c.dec != nil {
 		// Decompressed into scratch: the decoded object never refers to
 		// the bytes it was decoded from.
 		buf := scratch.Get().(*[]byte)
 		defer scratch.Put(buf)
 		var err error
-		if data, err = c.codec.decompressTo((*buf)[:0], c.data); err != nil {
+		if data, err = decompressTo(c.dec, (*buf)[:0], c.data); err != nil {
 			return nil, fmt.Errorf("cannot decode %s/%s: %w", c.Namespace, c.Name, err)
 		}
 		*buf = data
@@ -71,15 +71,11 @@ func (c *Compact) Decode() (*unstructured.Unstructured, error) {
 
 // JSON is the object's JSON.
 func (c *Compact) JSON() ([]byte, error) {
-	if c.codec == nil {
+	if c.dec == nil {
 		return c.data, nil
 	}
-	return c.codec.decompress(c.data)
+	return decompress(c.dec, c.data)
 }
-
-// errNoDictionary: a compressed object whose codec was never set up, which
-// cannot happen.
-var errNoDictionary = errors.New("no dictionary")
 
 // errNotObject: a listed or watched value that is not a JSON object.
 var errNotObject = errors.New("not an object")
@@ -147,8 +143,8 @@ func newCompact(data []byte, o compactOptions) (c *Compact, hasKind bool, err er
 	}
 	c.data = out
 	if o.codec != nil && c.Name != "" {
-		if z := o.codec.compress(out); z != nil {
-			c.data, c.codec = z, o.codec
+		if z, dec := o.codec.compress(out); z != nil {
+			c.data, c.dec = z, dec
 		}
 	}
 	return c, hasKind, nil
@@ -343,7 +339,7 @@ func (c *Compact) edit(change func(u *unstructured.Unstructured)) {
 	u := c.decoded()
 	change(u)
 	if data, err := json.Marshal(u.Object); err == nil {
-		c.data, c.codec = data, nil
+		c.data, c.dec = data, nil
 	}
 }
 
@@ -462,13 +458,28 @@ func compactEvent(data []byte, o compactOptions) (watch.Event, error) {
 }
 
 // codec compresses the JSON of the compact objects of one ListWatch with
-// zstd against a raw dictionary: the first named object it is given. The
-// objects of one resource share most of their keys and many of their
-// values (apiVersion, kind, namespace, annotation keys, the shape of spec
-// and status), so against one of them a typical object of 600–700 bytes
+// zstd against a raw dictionary: objects of its resource. The objects of
+// one resource share most of their keys and many of their values
+// (apiVersion, kind, namespace, annotation keys, the shape of spec and
+// status), so against one of them a typical object of 600–700 bytes
 // becomes one of a few dozen to a couple of hundred, for about 3 µs per
 // compression and 1 µs per decompression (BenchmarkCodec); a pass spends
 // several times that decoding the object anyway.
+//
+// The dictionary starts as the first named object. That one is often of a
+// shape the others soon leave: an operator started on a backlog lists
+// objects it has not handled yet, and each comes back with the diff-base
+// annotation, the handlers' results and the conditions, which the first
+// object lacks. Against it a handled object keeps three to five times the
+// bytes it keeps against a handled one (TestCodecLearnsTheHandledShape:
+// at 10 000 objects, megabytes). So the codec learns: once objects have
+// compressed poorly for a while, the last of them joins the dictionary,
+// and the objects compressed from then on use the new one. A Compact keeps
+// the decoder of its own dictionary, so the older objects still decode;
+// an older dictionary is dropped when the last object compressed with it
+// has been replaced. The generations are few (maxGenerations) and the
+// dictionary small (maxDict), so a resource whose objects share little
+// stops learning soon.
 //
 // About a third of a compression is the encoder starting the frame from the
 // dictionary (klauspost's fastEncoderDict.Reset copies back the shards of
@@ -480,11 +491,18 @@ func compactEvent(data []byte, o compactOptions) (watch.Event, error) {
 type codec struct {
 	mu    sync.Mutex
 	ready atomic.Pointer[zcodec]
+	// poor counts the objects compressed poorly against the current
+	// dictionary (guarded by mu only when it reaches learnAfter).
+	poor atomic.Int32
 }
 
+// zcodec is one generation of a codec: its dictionary, and the encoder and
+// decoder made with it.
 type zcodec struct {
-	enc *zstd.Encoder
-	dec *zstd.Decoder
+	dict       []byte
+	enc        *zstd.Encoder
+	dec        *zstd.Decoder
+	generation int
 }
 
 // window bounds what the encoder looks back at: an object and the
@@ -493,27 +511,52 @@ const window = 1 << 17
 
 // maxDict: a larger first object is no dictionary (it would be held for
 // the informer's lifetime); objects stay uncompressed until a smaller one
-// comes.
+// comes. A dictionary grows by learning only up to this size too.
 const maxDict = 32 << 10
+
+// maxGenerations bounds the dictionaries a codec makes: the first, and
+// the shapes it learns later (TestCodecLearnsBoundedly).
+const maxGenerations = 4
+
+// learnAfter is how many poorly compressed objects make the codec learn:
+// more than an odd one (a long error message in one object's status), few
+// enough that a backlog of thousands learns within its first objects.
+const learnAfter = 32
+
+// poorly tells a compression worth learning from: over a quarter of the
+// JSON kept. Against a dictionary of their shape, objects keep a tenth or
+// less; against one of another shape, a third or more.
+func poorly(compressed, raw int) bool { return compressed*4 > raw }
 
 // decoders bounds the decompressions that run at once: each decoder keeps
 // its buffers, and a watcher rarely runs more passes at once than this.
 var decoders = min(goruntime.GOMAXPROCS(0), 4)
 
-// compress returns data compressed, in a new slice of its own, or nil if
-// the codec is not set up and data is no dictionary (then the caller keeps
-// data as it is).
-func (k *codec) compress(data []byte) []byte {
+// compress returns data compressed, in a new slice of its own, and the
+// decoder that restores it, or nil if the codec is not set up and data is
+// no dictionary (then the caller keeps data as it is).
+func (k *codec) compress(data []byte) ([]byte, *zstd.Decoder) {
 	z := k.ready.Load()
 	if z == nil {
 		if len(data) > maxDict {
-			return nil
+			return nil, nil
 		}
-		z = k.setUp(data)
+		z = k.setUp(nil, data, 1)
 		if z == nil {
-			return nil
+			return nil, nil
 		}
 	}
+	c := z.encode(data)
+	if poorly(len(c), len(data)) && z.generation < maxGenerations && k.poor.Add(1) >= learnAfter {
+		if n := k.learn(z, data); n != nil {
+			z, c = n, n.encode(data)
+		}
+	}
+	return c, z.dec
+}
+
+// encode compresses data into a new slice of its own.
+func (z *zcodec) encode(data []byte) []byte {
 	buf := scratch.Get().(*[]byte)
 	out := z.enc.EncodeAll(data, (*buf)[:0])
 	c := make([]byte, len(out))
@@ -523,33 +566,44 @@ func (k *codec) compress(data []byte) []byte {
 	return c
 }
 
+// learn makes the next generation, whose dictionary is z's with data
+// after it, unless another call has or the dictionary would be too large.
+func (k *codec) learn(z *zcodec, data []byte) *zcodec {
+	if len(z.dict)+len(data) > maxDict {
+		return nil
+	}
+	return k.setUp(z, data, z.generation+1)
+}
+
 var scratch = sync.Pool{New: func() any { b := make([]byte, 0, 4096); return &b }}
 
-// decompress returns what compress was given.
-func (k *codec) decompress(data []byte) ([]byte, error) { return k.decompressTo(nil, data) }
+// decompress returns what compress was given, with the decoder it
+// returned.
+func decompress(dec *zstd.Decoder, data []byte) ([]byte, error) { return decompressTo(dec, nil, data) }
 
 // decompressTo appends what compress was given to dst.
-func (k *codec) decompressTo(dst, data []byte) ([]byte, error) {
-	z := k.ready.Load()
-	if z == nil {
-		return nil, fmt.Errorf("cannot decompress: %w", errNoDictionary)
-	}
-	out, err := z.dec.DecodeAll(data, dst)
+func decompressTo(dec *zstd.Decoder, dst, data []byte) ([]byte, error) {
+	out, err := dec.DecodeAll(data, dst)
 	if err != nil {
 		return nil, fmt.Errorf("cannot decompress: %w", err)
 	}
 	return out, nil
 }
 
-// setUp makes the encoder and decoder with dict (copied) as their
-// dictionary, unless another call has.
-func (k *codec) setUp(dict []byte) *zcodec {
+// setUp makes the generation after prev (nil: the first) with prev's
+// dictionary and data (copied) as its dictionary, unless another call has
+// made that generation or a later one, which it then returns.
+func (k *codec) setUp(prev *zcodec, data []byte, generation int) *zcodec {
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	if z := k.ready.Load(); z != nil {
+	if z := k.ready.Load(); z != nil && z.generation >= generation {
 		return z
 	}
-	dict = append([]byte(nil), dict...)
+	var dict []byte
+	if prev != nil {
+		dict = append(dict, prev.dict...)
+	}
+	dict = append(dict, data...)
 	enc, err := zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedFastest), zstd.WithEncoderDictRaw(1, dict),
 		zstd.WithEncoderConcurrency(1), zstd.WithLowerEncoderMem(true), zstd.WithWindowSize(window), zstd.WithEncoderCRC(false))
 	if err != nil {
@@ -559,7 +613,8 @@ func (k *codec) setUp(dict []byte) *zcodec {
 	if err != nil {
 		return nil
 	}
-	z := &zcodec{enc: enc, dec: dec}
+	z := &zcodec{dict: dict, enc: enc, dec: dec, generation: generation}
 	k.ready.Store(z)
+	k.poor.Store(0)
 	return z
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
 	"reflect"
@@ -285,7 +286,7 @@ func TestCodecCompressesAgainstTheFirstObject(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if c.codec == nil {
+		if c.dec == nil {
 			t.Fatal("not compressed")
 		}
 		out, err := c.JSON()
@@ -303,7 +304,7 @@ func BenchmarkCodec(b *testing.B) {
 	k := &codec{}
 	k.compress([]byte(benchObject(0)))
 	in := []byte(benchObject(1))
-	z := k.compress(in)
+	z, dec := k.compress(in)
 	b.Run("compress", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
@@ -313,7 +314,7 @@ func BenchmarkCodec(b *testing.B) {
 	b.Run("decompress", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			if _, err := k.decompress(z); err != nil {
+			if _, err := decompress(dec, z); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -330,16 +331,101 @@ func TestCodecTakesNoHugeDictionary(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.codec != nil {
+	if c.dec != nil {
 		t.Error("the huge object is compressed, so it is the dictionary")
 	}
-	if c, _, err = newCompact([]byte(benchObject(1)), compactOptions{codec: k}); err != nil || c.codec == nil {
+	if c, _, err = newCompact([]byte(benchObject(1)), compactOptions{codec: k}); err != nil || c.dec == nil {
 		t.Errorf("the next object is not compressed (%v)", err)
 	}
-	if c, _, err = newCompact(huge, compactOptions{codec: k}); err != nil || c.codec == nil {
+	if c, _, err = newCompact(huge, compactOptions{codec: k}); err != nil || c.dec == nil {
 		t.Errorf("once set up, a huge object is not compressed (%v)", err)
 	}
 	if u := decodeCompact(t, c); u.GetName() != "big" {
 		t.Errorf("decoded %v", u)
+	}
+}
+
+// kexJSON is a KopfExample as the API server sends it before it is handled,
+// or after: with the diff-base, a handler's result and the conditions.
+func kexJSON(i int, handled bool) []byte {
+	uid := fmt.Sprintf("%08x-%04x-4%03x-8%03x-%012x", uint32(i)*2654435761, i*7919%65536, i%4096, (i*31)%4096, uint64(i)*0x9E3779B97F4A7C15>>16)
+	meta := fmt.Sprintf(`{"name":"bench-%05d","namespace":"bench","uid":"%s","resourceVersion":"%d","generation":1,"creationTimestamp":"2026-11-26T12:%02d:%02dZ"`, i, uid, 100000+i*3, i/60%60, i%60)
+	status := ""
+	if handled {
+		meta += `,"annotations":{"kopf.zalando.org/last-handled-configuration":"{\"spec\":{\"duration\":\"1m\",\"field\":\"value\",\"items\":[\"item1\",\"item2\"]}}\n"}`
+		status = fmt.Sprintf(`,"status":{"create_fn":{"message":"hello world"},"conditions":[{"type":"Ready","status":"True","reason":"HandlersSucceeded","message":"Creation handled: 1 handler succeeded.","observedGeneration":1,"lastTransitionTime":"2026-11-26T12:%02d:%02dZ"}]}`, i/60%60, i%60)
+	}
+	return []byte(`{"apiVersion":"kopf.dev/v1","kind":"KopfExample","metadata":` + meta + `},"spec":{"duration":"1m","field":"value","items":["item1","item2"]}` + status + "}")
+}
+
+// An operator started on a backlog lists objects it has not handled yet,
+// and each comes back handled: the codec learns the handled shape, so that
+// they compress as well as the first object's shape did; the objects
+// compressed with the first dictionary still decode.
+func TestCodecLearnsTheHandledShape(t *testing.T) {
+	k := &codec{}
+	var kept []*Compact
+	var raw []string
+	add := func(in []byte) *Compact {
+		c, _, err := newCompact(in, compactOptions{codec: k})
+		if err != nil || c.dec == nil {
+			t.Fatalf("not compressed (%v)", err)
+		}
+		kept, raw = append(kept, c), append(raw, string(in))
+		return c
+	}
+	for i := range 100 {
+		add(kexJSON(i, false))
+	}
+	total, compressed := 0, 0
+	for i := range 1000 {
+		in := kexJSON(i, true)
+		c := add(in)
+		if i >= 500 {
+			total, compressed = total+len(in), compressed+len(c.data)
+		}
+	}
+	t.Logf("handled objects: %d bytes compressed to %d", total, compressed)
+	if compressed*8 > total {
+		t.Errorf("handled objects: %d bytes compressed to %d, want at most an eighth", total, compressed)
+	}
+	for i, c := range kept {
+		out, err := c.JSON()
+		if err != nil || string(out) != raw[i] {
+			t.Fatalf("object %d decompressed to %s (%v), want %s", i, out, err, raw[i])
+		}
+	}
+}
+
+// Objects that share little with each other make the codec learn only a
+// few dictionaries, each no larger than maxDict, and every object decodes.
+func TestCodecLearnsBoundedly(t *testing.T) {
+	k := &codec{}
+	rnd := rand.New(rand.NewPCG(1, 2))
+	var kept []*Compact
+	var raw []string
+	for i := range 2000 {
+		noise := make([]byte, 1500)
+		for j := range noise {
+			noise[j] = 'a' + byte(rnd.IntN(26))
+		}
+		in := []byte(fmt.Sprintf(`{"metadata":{"name":"n-%d"},"data":"%s"}`, i, noise))
+		c, _, err := newCompact(in, compactOptions{codec: k})
+		if err != nil {
+			t.Fatal(err)
+		}
+		kept, raw = append(kept, c), append(raw, string(in))
+	}
+	z := k.ready.Load()
+	if z.generation > maxGenerations || len(z.dict) > maxDict {
+		t.Errorf("generation %d with a dictionary of %d bytes, want at most %d and %d", z.generation, len(z.dict), maxGenerations, maxDict)
+	}
+	if z.generation < 2 {
+		t.Errorf("generation %d: the codec never learned", z.generation)
+	}
+	for i, c := range kept {
+		if out, err := c.JSON(); err != nil || string(out) != raw[i] {
+			t.Fatalf("object %d decompressed to %.80s (%v)", i, out, err)
+		}
 	}
 }
