@@ -86,7 +86,7 @@ func (r *run) sharding(ctx context.Context) error {
 	r.standby.Pause(replicas.ShardingReason)
 	r.obs.ShardsHeld(nil)
 	s := replicas.NewSharder(c)
-	r.shards = s.Set
+	r.shards = s.Serving()
 	component.Ready(ctx)
 	if err := s.Run(ctx); err != nil {
 		r.logger.Error(err.Error())

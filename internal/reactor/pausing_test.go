@@ -192,9 +192,8 @@ func TestPauseIsHaltedOnlyOnceTheDaemonsHaveReturned(t *testing.T) {
 func TestShardsKeepOtherShardsObjectsAway(t *testing.T) {
 	s := newScenario(t)
 	s.pause = &replicas.Standby{}
-	var set atomic.Pointer[replicas.ShardSet]
-	set.Store(&replicas.ShardSet{Label: testShardLabel, Shards: 2, Held: []int{1}})
-	s.shards = func() replicas.ShardSet { return *set.Load() }
+	set := replicas.NewServing(replicas.ShardSet{Label: testShardLabel, Shards: 2, Held: []int{1}})
+	s.shards = set
 	var calls counter
 	s.on(causes.Create, "create_fn", func(ctx context.Context, c *handlers.Change) (any, error) {
 		calls.inc(c.Name)
@@ -218,14 +217,14 @@ func TestShardsKeepOtherShardsObjectsAway(t *testing.T) {
 	if got := s.get("kex3").GetLabels(); got[testShardLabel] != "" || calls.get("kex3") != 0 {
 		t.Fatalf("a replica without shard 0 labelled (%v) or handled an object of no shard", got)
 	}
-	set.Store(&replicas.ShardSet{Label: testShardLabel, Shards: 2, Held: []int{0}})
+	set.Serve([]int{0})
 	s.pause.Resume("sharding")
 	s.until("kex2 handled after the swap", func() bool {
 		_, ok := annotation(s.get("kex2"), "kopf.zalando.org/last-handled-configuration")
 		return ok
 	})
 	s.until("kex3 labelled by the holder of shard 0", func() bool { return s.get("kex3").GetLabels()[testShardLabel] != "" })
-	if got, want := s.get("kex3").GetLabels()[testShardLabel], set.Load().Assign("default", "kex3"); got != want {
+	if got, want := s.get("kex3").GetLabels()[testShardLabel], set.Set().Assign("default", "kex3"); got != want {
 		t.Errorf("kex3 labelled with shard %s, want %s (its key's)", got, want)
 	}
 	s.stop()
@@ -283,9 +282,7 @@ const testShardLabel = "shard.kopfgo.dev/test"
 // sharding of two (and so label the objects of none), with a create
 // handler that counts its calls and an update handler that notes its diffs.
 func (s *scenario) soleShardHolder() (created *counter, updates func() []string) {
-	s.shards = func() replicas.ShardSet {
-		return replicas.ShardSet{Label: testShardLabel, Shards: 2, Held: []int{0, 1}}
-	}
+	s.shards = replicas.NewServing(replicas.ShardSet{Label: testShardLabel, Shards: 2, Held: []int{0, 1}})
 	created = &counter{}
 	var mu sync.Mutex
 	var diffs []string
@@ -317,9 +314,7 @@ func (s *scenario) createLabelled(name string, labels map[string]string) {
 // the handlers, sees only the replica's own.
 func TestGlobalIndexSeesOtherShardsObjects(t *testing.T) {
 	s := newScenario(t)
-	s.shards = func() replicas.ShardSet {
-		return replicas.ShardSet{Label: testShardLabel, Shards: 2, Held: []int{0}}
-	}
+	s.shards = replicas.NewServing(replicas.ShardSet{Label: testShardLabel, Shards: 2, Held: []int{0}})
 	byName := func(ctx context.Context, o *handlers.Object) (map[string]string, error) {
 		return map[string]string{o.Name: o.Name}, nil
 	}
@@ -368,5 +363,79 @@ func TestGlobalIndexSeesOtherShardsObjects(t *testing.T) {
 	s.stop()
 	if n1, n2 := calls.get("kex1"), calls.get("kex2"); n1 != 1 || n2 != 0 {
 		t.Errorf("create handler calls: kex1 %d, kex2 %d; want only the replica's own kex1", n1, n2)
+	}
+}
+
+// A shard handed over stops alone (replicas.Serving): its objects' daemons
+// stop with ErrOperatorPausing and leave the replica's indices, and the
+// reactor reports it halted only after they have returned; the shard kept
+// goes on untouched: its daemon is not restarted, its resume handler not
+// called again. A shard served again is listed and handled as new.
+func TestAShardHandedOverStopsAloneAndTheKeptOneGoesOn(t *testing.T) {
+	s := newScenario(t)
+	serving := replicas.NewServing(replicas.ShardSet{Label: testShardLabel, Shards: 2, Held: []int{0, 1}})
+	s.shards = serving
+	local, runner, err := indexing.Register(&handling.Registry{}, "kopfexamples", func(ctx context.Context, o *handlers.Object) (map[string]string, error) {
+		return map[string]string{o.Name: o.Name}, nil
+	}, func(h *handling.Handler) { h.ID = "local" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.indexers = append(s.indexers, runner)
+	var resumed, starts counter
+	s.on(causes.Resume, "resume_fn", func(ctx context.Context, c *handlers.Change) (any, error) {
+		resumed.inc(c.Name)
+		return nil, nil
+	})
+	var mu sync.Mutex
+	stops := map[string][]error{}
+	returned := map[string]bool{}
+	s.daemon("monitor", func(ctx context.Context, sp *handlers.Spawn) (any, error) {
+		starts.inc(sp.Name)
+		s.poke()
+		<-ctx.Done()
+		mu.Lock()
+		defer mu.Unlock()
+		stops[sp.Name] = append(stops[sp.Name], context.Cause(ctx))
+		returned[sp.Name] = true
+		return nil, nil
+	})
+	for name, shard := range map[string]string{"kex0": "0", "kex1": "1"} {
+		s.createLabelled(name, map[string]string{testShardLabel: shard})
+		s.update(name, func(u *unstructured.Unstructured) { // handled before: resumed when listed
+			u.SetAnnotations(map[string]string{"kopf.zalando.org/last-handled-configuration": `{"spec":{"field":"value"}}` + "\n"})
+		})
+	}
+	s.start()
+	s.until("both resumed, their daemons started", func() bool {
+		return resumed.get("kex0") == 1 && resumed.get("kex1") == 1 && starts.get("kex0") == 1 && starts.get("kex1") == 1
+	})
+
+	serving.Serve([]int{0}) // shard 1 handed over
+	if err := serving.WaitHalted(context.Background(), nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	if !returned["kex1"] || len(stops["kex1"]) != 1 || !errors.Is(stops["kex1"][0], handlers.ErrOperatorPausing) {
+		t.Errorf("halted with kex1's daemon returned %v, stopped with %v; want returned, ErrOperatorPausing", returned["kex1"], stops["kex1"])
+	}
+	if len(stops["kex0"]) != 0 {
+		t.Errorf("the kept shard's daemon was stopped: %v", stops["kex0"])
+	}
+	mu.Unlock()
+	if len(local.Get("kex1")) != 0 || len(local.Get("kex0")) != 1 {
+		t.Errorf("the replica's index: kex0 %v, kex1 %v; want kex0 only", local.Get("kex0"), local.Get("kex1"))
+	}
+
+	serving.Serve([]int{0, 1}) // shard 1 back
+	s.until("kex1 resumed and its daemon started again", func() bool {
+		return resumed.get("kex1") == 2 && starts.get("kex1") == 2 && len(local.Get("kex1")) == 1
+	})
+	s.stop()
+	if r, n := resumed.get("kex0"), starts.get("kex0"); r != 1 || n != 1 {
+		t.Errorf("the kept kex0: resumed %d times, its daemon started %d times; want once each", r, n)
+	}
+	if strings.Contains(s.log.String(), "Pausing the watch-stream") {
+		t.Errorf("a handover paused the whole replica; log:\n%s", s.log)
 	}
 }
