@@ -44,9 +44,9 @@ type orchestrator struct {
 	// none is watched, and they are watched again on resuming.
 	served []resources.Resource
 	paused bool
-	// period is the Pause's paused period last reported halted; version
-	// the version of the shards served (Config.Shards) last reported.
-	period, version uint64
+	// version is the version of the shards served (Config.Shards) last
+	// followed, and reported halted once its stopped watchers exit.
+	version uint64
 	// exited is closed when the key's latest watcher has stopped, its
 	// daemons included: a watcher started again for the key (a resource
 	// that seemed gone while the API server restarted) waits for it, or
@@ -125,7 +125,7 @@ func (o *orchestrator) follow(ctx context.Context) {
 	}
 	o.mu.Unlock()
 	for {
-		paused, period, changed := o.Pause.Period()
+		paused, changed := o.Pause.State()
 		var (
 			version uint64
 			moved   <-chan struct{}
@@ -155,10 +155,6 @@ func (o *orchestrator) follow(ctx context.Context) {
 			o.reconcile()
 			o.hooks().Paused(o.Pause.Reasons()) // hook: readiness
 		}
-		if paused && period != o.period {
-			o.period = period
-			o.halted(func() { o.Pause.Halted(period) })
-		}
 		if version != o.version {
 			o.version = version
 			o.halted(func() { o.Shards.Halted(version) })
@@ -175,18 +171,9 @@ func (o *orchestrator) follow(ctx context.Context) {
 
 // halted reports (report), once every watcher and labeller stopped so far
 // has exited (its handlers, daemons and timers included), that the reactor
-// has halted for a paused period, or the shards taken out of the set
-// served: sharding releases a shard's Lease only then. The caller holds
-// o.mu.
+// has halted the shards taken out of the set served: sharding releases a
+// shard's Lease only then. The caller holds o.mu.
 func (o *orchestrator) halted(report func()) {
-	o.stopped = slices.DeleteFunc(o.stopped, func(done chan struct{}) bool {
-		select {
-		case <-done:
-			return true
-		default:
-			return false
-		}
-	})
 	waits := slices.Clone(o.stopped)
 	o.wg.Go(func() {
 		for _, done := range waits {
@@ -203,6 +190,16 @@ func (o *orchestrator) halted(report func()) {
 // reconcile starts and stops watchers so that those running are the served
 // resources', or none while paused. The caller holds o.mu.
 func (o *orchestrator) reconcile() {
+	// The exits seen closed are forgotten, so that pauses without sharding
+	// do not pile them up.
+	o.stopped = slices.DeleteFunc(o.stopped, func(done chan struct{}) bool {
+		select {
+		case <-done:
+			return true
+		default:
+			return false
+		}
+	})
 	served := o.served
 	if o.paused {
 		served = nil

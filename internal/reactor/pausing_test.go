@@ -147,12 +147,13 @@ func TestPauseStopsDaemonsAndResumeRespawnsThemAfterTheyReturn(t *testing.T) {
 	}
 }
 
-// The reactor reports a pause halted (replicas.Standby.WaitHalted) only once
-// the daemons it stopped have returned: sharding releases a shard's Lease
-// only then.
-func TestPauseIsHaltedOnlyOnceTheDaemonsHaveReturned(t *testing.T) {
+// The reactor reports a shard taken out halted (replicas.Serving.WaitHalted)
+// only once the daemons it stopped have returned: sharding releases the
+// shard's Lease only then.
+func TestAShardIsHaltedOnlyOnceItsDaemonsHaveReturned(t *testing.T) {
 	s := newScenario(t)
-	s.pause = &replicas.Standby{}
+	serving := replicas.NewServing(replicas.ShardSet{Label: testShardLabel, Shards: 2, Held: []int{0, 1}})
+	s.shards = serving
 	var returned atomic.Bool
 	release := make(chan struct{})
 	started := make(chan struct{})
@@ -163,12 +164,12 @@ func TestPauseIsHaltedOnlyOnceTheDaemonsHaveReturned(t *testing.T) {
 		returned.Store(true)
 		return nil, nil
 	})
-	s.create("kex1", map[string]any{"field": "value"})
+	s.createLabelled("kex1", map[string]string{testShardLabel: "0"})
 	s.start()
 	<-started
-	s.pause.Pause("sharding")
+	serving.Serve([]int{1})
 	halted := make(chan error, 1)
-	go func() { halted <- s.pause.WaitHalted(context.Background(), nil, nil) }()
+	go func() { halted <- serving.WaitHalted(context.Background(), nil, nil) }()
 	select {
 	case err := <-halted:
 		t.Fatalf("halted (%v) while the daemon still runs", err)
@@ -181,17 +182,15 @@ func TestPauseIsHaltedOnlyOnceTheDaemonsHaveReturned(t *testing.T) {
 	if !returned.Load() {
 		t.Error("halted before the daemon returned")
 	}
-	s.pause.Resume("sharding")
 	s.stop()
 }
 
 // With Config.Shards (sharding), the watch selects the objects labelled
 // with the shards held: the others' are neither handled nor indexed, and
 // only the holder of shard 0 labels the objects of no shard. A swap of the
-// shards while paused and halted serves the new ones after the resume.
+// shards serves the new ones.
 func TestShardsKeepOtherShardsObjectsAway(t *testing.T) {
 	s := newScenario(t)
-	s.pause = &replicas.Standby{}
 	set := replicas.NewServing(replicas.ShardSet{Label: testShardLabel, Shards: 2, Held: []int{1}})
 	s.shards = set
 	var calls counter
@@ -207,10 +206,6 @@ func TestShardsKeepOtherShardsObjectsAway(t *testing.T) {
 		_, ok := annotation(s.get("kex1"), "kopf.zalando.org/last-handled-configuration")
 		return ok
 	})
-	s.pause.Pause("sharding")
-	if err := s.pause.WaitHalted(context.Background(), nil, nil); err != nil {
-		t.Fatal(err)
-	}
 	if _, ok := annotation(s.get("kex2"), "kopf.zalando.org/last-handled-configuration"); ok || calls.get("kex2") != 0 {
 		t.Fatal("another shard's object was handled")
 	}
@@ -218,7 +213,6 @@ func TestShardsKeepOtherShardsObjectsAway(t *testing.T) {
 		t.Fatalf("a replica without shard 0 labelled (%v) or handled an object of no shard", got)
 	}
 	set.Serve([]int{0})
-	s.pause.Resume("sharding")
 	s.until("kex2 handled after the swap", func() bool {
 		_, ok := annotation(s.get("kex2"), "kopf.zalando.org/last-handled-configuration")
 		return ok

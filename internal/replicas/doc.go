@@ -10,12 +10,13 @@
 //     ElectionReason;
 //   - sharding: a replica that holds no shard holds ShardingReason.
 //
-// The reactor follows the Standby (it halts and resumes its watchers) and
-// reports when everything it ran has stopped (Standby.Halted). The reasons
-// are names, as in Kopf's operator pause (a set of named toggles), so that
-// logs and readiness can say why the operator waits. A handover of shards
-// needs no standby: the reactor follows the shards served (Serving) shard
-// by shard, and reports each change halted likewise (Serving.Halted).
+// The reactor follows the Standby: it halts and resumes its watchers. The
+// reasons are names, as in Kopf's operator pause (a set of named toggles),
+// so that logs and readiness can say why the operator waits. A handover of
+// shards needs no standby: the reactor follows the shards served (Serving)
+// shard by shard, and reports when the shards taken out have stopped
+// (Serving.Halted), which is what sharding waits for before it releases
+// their Leases.
 //
 // The modes live together because they are one concern, the replica's
 // part among its peers: they share the Standby, the Leases' timing and

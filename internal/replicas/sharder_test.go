@@ -149,17 +149,23 @@ func (w *world) replica(name string) *replica {
 		Held: func(shards []int) { r.held <- shards },
 	})
 	r.pause.Pause(ShardingReason) // as Run does
-	// The reactor's stand-in: halts at once (or when the gate lets it),
-	// journalling what it serves.
+	// The reactor's stand-in: halts at once (or once the test lets go of
+	// stopping), journalling what it serves.
 	w.wg.Go(func() {
-		var served []int
+		var (
+			served    []int
+			standbys  int
+			wasPaused bool
+		)
 		for {
-			paused, period, changed := r.pause.Period()
+			paused, changed := r.pause.State()
 			set, version, moved := r.s.Serving().State()
-			if paused {
-				w.j.add("%s: halted #%d", name, period)
-				r.pause.Halted(period)
-			} else {
+			if paused && !wasPaused {
+				standbys++
+				w.j.add("%s: standing by #%d", name, standbys)
+			}
+			wasPaused = paused
+			if !paused {
 				w.j.add("%s: serving %v", name, r.serving(w.names))
 			}
 			if slices.ContainsFunc(served, func(i int) bool { return !slices.Contains(set.Held, i) }) {
@@ -230,7 +236,7 @@ func TestHandoverReleasesAfterHaltingAndAcquiresBeforeServing(t *testing.T) {
 	w.before("a: serving [0 1]", "a: halted v2")
 	w.before("a: halted v2", `op-shard-3: holder ""`)
 	w.before("a: halted v2", `op-shard-2: holder ""`)
-	if i := w.j.index("a: halted #2"); i >= 0 {
+	if i := w.j.index("a: standing by #2"); i >= 0 {
 		t.Errorf("a paused as a whole to hand shards over; journal:\n%s", w.j)
 	}
 
