@@ -433,3 +433,44 @@ func TestAShardHandedOverStopsAloneAndTheKeptOneGoesOn(t *testing.T) {
 		t.Errorf("a handover paused the whole replica; log:\n%s", s.log)
 	}
 }
+
+// A resource with a global index keeps one watch of every object, which
+// starts again when the shards served change: its global index keeps every
+// object, and the replica's own index forgets the objects of the shard
+// handed over, and only them.
+func TestTheWatchOfAGlobalIndexForgetsOnlyTheShardsGone(t *testing.T) {
+	s := newScenario(t)
+	serving := replicas.NewServing(replicas.ShardSet{Label: testShardLabel, Shards: 2, Held: []int{0, 1}})
+	s.shards = serving
+	byName := func(ctx context.Context, o *handlers.Object) (map[string]string, error) {
+		return map[string]string{o.Name: o.Name}, nil
+	}
+	global, globalRunner, err := indexing.Register(&handling.Registry{}, "kopfexamples", byName, func(h *handling.Handler) {
+		h.ID, h.Global = "global", true
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	local, localRunner, err := indexing.Register(&handling.Registry{}, "kopfexamples", byName, func(h *handling.Handler) { h.ID = "local" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.indexers = append(s.indexers, globalRunner, localRunner)
+	s.createLabelled("kex0", map[string]string{testShardLabel: "0"})
+	s.createLabelled("kex1", map[string]string{testShardLabel: "1"})
+	s.start()
+	s.until("both objects in both indices", func() bool {
+		return len(global.Get("kex0")) == 1 && len(global.Get("kex1")) == 1 && len(local.Get("kex0")) == 1 && len(local.Get("kex1")) == 1
+	})
+	serving.Serve([]int{0})
+	if err := serving.WaitHalted(context.Background(), nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	if len(local.Get("kex1")) != 0 || len(local.Get("kex0")) != 1 {
+		t.Errorf("the replica's index after the handover: kex0 %v, kex1 %v; want kex0 only", local.Get("kex0"), local.Get("kex1"))
+	}
+	if len(global.Get("kex0")) != 1 || len(global.Get("kex1")) != 1 {
+		t.Errorf("the global index after the handover: kex0 %v, kex1 %v; want both", global.Get("kex0"), global.Get("kex1"))
+	}
+	s.stop()
+}

@@ -206,12 +206,20 @@ func (w *watcher) watch(ctx context.Context) {
 }
 
 // forget takes the objects of a shard handed to another replica out of the
-// indices: they are that replica's now, and they come back here with the
-// shard's listing if it does (an index of this replica holds its shards'
-// objects only, once each).
+// replica's own indices: they are that replica's now, and they come back
+// here with the shard's listing if it does (an index of this replica holds
+// its shards' objects only, once each). The global indices keep them. A
+// watch of every object (a resource with a global index), started again
+// with the new shards, forgets only the objects of the shards gone: it
+// lists the others again, and they stay indexed meanwhile.
 func (w *watcher) forget(ctx context.Context) {
-	if len(w.indexers) == 0 {
+	own := slices.DeleteFunc(slices.Clone(w.indexers), func(ix indexing.Indexer) bool { return ix.Spec().Global })
+	if len(own) == 0 {
 		return
+	}
+	var now replicas.ShardSet
+	if w.shards != nil && w.Shards != nil {
+		now = w.Shards.Set()
 	}
 	for _, obj := range w.store.List() {
 		c, ok := obj.(*kube.Compact)
@@ -222,10 +230,13 @@ func (w *watcher) forget(ctx context.Context) {
 		if err != nil {
 			continue
 		}
+		if w.shards != nil && (!w.shards.Owns(u.GetLabels()) || now.Owns(u.GetLabels())) {
+			continue // another replica's, or still this one's
+		}
 		ob := indexing.Observation{Deleted: true, Now: w.Clock.Now(), Cause: &handling.Cause{
 			Body: u.Object, Resource: w.res, Patch: &patch.Patch{}, Logger: w.localLogger(u),
 		}}
-		for _, ix := range w.indexers {
+		for _, ix := range own {
 			ix.Observe(ctx, ob)
 		}
 	}
