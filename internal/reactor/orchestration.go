@@ -214,12 +214,10 @@ func (o *orchestrator) reconcile() {
 	}
 	var wanted []watchSpec
 	want := map[string]watchSpec{}
-	bases := map[string]bool{} // the watch keys of the resources served, without shards
 	labels := map[string]bool{}
 	for _, res := range served {
 		for _, ns := range o.namespaces(res) {
 			base := res.String() + "@" + ns
-			bases[base] = true
 			if set != nil && set.Coordinates() {
 				labels[base] = true
 				o.label(base, res, ns, *set)
@@ -229,6 +227,10 @@ func (o *orchestrator) reconcile() {
 				want[wt.key] = wt
 			}
 		}
+	}
+	bases := map[string]bool{} // the watch keys of the resources served, shards or not
+	for _, key := range o.keys() {
+		bases[key] = true
 	}
 	for key, r := range o.running {
 		if wt, ok := want[key]; ok && wt.serves == r.serves {

@@ -149,17 +149,20 @@ func TestPauseStopsDaemonsAndResumeRespawnsThemAfterTheyReturn(t *testing.T) {
 
 // The reactor reports a shard taken out halted (replicas.Serving.WaitHalted)
 // only once the daemons it stopped have returned: sharding releases the
-// shard's Lease only then.
+// shard's Lease only then. The last shard taken out (all lost) stops its
+// daemons as a pause does, not as if the resource were gone.
 func TestAShardIsHaltedOnlyOnceItsDaemonsHaveReturned(t *testing.T) {
 	s := newScenario(t)
-	serving := replicas.NewServing(replicas.ShardSet{Label: testShardLabel, Shards: 2, Held: []int{0, 1}})
+	serving := replicas.NewServing(replicas.ShardSet{Label: testShardLabel, Shards: 2, Held: []int{0}})
 	s.shards = serving
 	var returned atomic.Bool
 	release := make(chan struct{})
 	started := make(chan struct{})
+	var cause atomic.Value
 	s.daemon("monitor", func(ctx context.Context, sp *handlers.Spawn) (any, error) {
 		close(started)
 		<-ctx.Done()
+		cause.Store(context.Cause(ctx))
 		<-release // a slow cleanup
 		returned.Store(true)
 		return nil, nil
@@ -167,7 +170,7 @@ func TestAShardIsHaltedOnlyOnceItsDaemonsHaveReturned(t *testing.T) {
 	s.createLabelled("kex1", map[string]string{testShardLabel: "0"})
 	s.start()
 	<-started
-	serving.Serve([]int{1})
+	serving.Serve(nil)
 	halted := make(chan error, 1)
 	go func() { halted <- serving.WaitHalted(context.Background(), nil, nil) }()
 	select {
@@ -182,7 +185,13 @@ func TestAShardIsHaltedOnlyOnceItsDaemonsHaveReturned(t *testing.T) {
 	if !returned.Load() {
 		t.Error("halted before the daemon returned")
 	}
+	if got, _ := cause.Load().(error); !errors.Is(got, handlers.ErrOperatorPausing) {
+		t.Errorf("the daemon stopped with %v, want ErrOperatorPausing", got)
+	}
 	s.stop()
+	if strings.Contains(s.log.String(), "the resource is gone") {
+		t.Errorf("the last shard taken out was logged as a resource gone; log:\n%s", s.log)
+	}
 }
 
 // With Config.Shards (sharding), the watch selects the objects labelled
