@@ -318,20 +318,7 @@ func (s *scenario) createLabelled(name string, labels map[string]string) {
 func TestGlobalIndexSeesOtherShardsObjects(t *testing.T) {
 	s := newScenario(t)
 	s.shards = replicas.NewServing(replicas.ShardSet{Label: testShardLabel, Shards: 2, Held: []int{0}})
-	byName := func(ctx context.Context, o *handlers.Object) (map[string]string, error) {
-		return map[string]string{o.Name: o.Name}, nil
-	}
-	global, globalRunner, err := indexing.Register(&handling.Registry{}, "kopfexamples", byName, func(h *handling.Handler) {
-		h.ID, h.Global = "global", true
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	local, localRunner, err := indexing.Register(&handling.Registry{}, "kopfexamples", byName, func(h *handling.Handler) { h.ID = "local" })
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.indexers = append(s.indexers, globalRunner, localRunner)
+	global, local := s.indexByName("global", true), s.indexByName("local", false)
 	var calls counter
 	s.on(causes.Create, "create_fn", func(ctx context.Context, c *handlers.Change) (any, error) {
 		calls.inc(c.Name)
@@ -378,13 +365,7 @@ func TestAShardHandedOverStopsAloneAndTheKeptOneGoesOn(t *testing.T) {
 	s := newScenario(t)
 	serving := replicas.NewServing(replicas.ShardSet{Label: testShardLabel, Shards: 2, Held: []int{0, 1}})
 	s.shards = serving
-	local, runner, err := indexing.Register(&handling.Registry{}, "kopfexamples", func(ctx context.Context, o *handlers.Object) (map[string]string, error) {
-		return map[string]string{o.Name: o.Name}, nil
-	}, func(h *handling.Handler) { h.ID = "local" })
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.indexers = append(s.indexers, runner)
+	local := s.indexByName("local", false)
 	var resumed, starts counter
 	s.on(causes.Resume, "resume_fn", func(ctx context.Context, c *handlers.Change) (any, error) {
 		resumed.inc(c.Name)
@@ -451,20 +432,7 @@ func TestTheWatchOfAGlobalIndexForgetsOnlyTheShardsGone(t *testing.T) {
 	s := newScenario(t)
 	serving := replicas.NewServing(replicas.ShardSet{Label: testShardLabel, Shards: 2, Held: []int{0, 1}})
 	s.shards = serving
-	byName := func(ctx context.Context, o *handlers.Object) (map[string]string, error) {
-		return map[string]string{o.Name: o.Name}, nil
-	}
-	global, globalRunner, err := indexing.Register(&handling.Registry{}, "kopfexamples", byName, func(h *handling.Handler) {
-		h.ID, h.Global = "global", true
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	local, localRunner, err := indexing.Register(&handling.Registry{}, "kopfexamples", byName, func(h *handling.Handler) { h.ID = "local" })
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.indexers = append(s.indexers, globalRunner, localRunner)
+	global, local := s.indexByName("global", true), s.indexByName("local", false)
 	s.createLabelled("kex0", map[string]string{testShardLabel: "0"})
 	s.createLabelled("kex1", map[string]string{testShardLabel: "1"})
 	s.start()
@@ -482,4 +450,20 @@ func TestTheWatchOfAGlobalIndexForgetsOnlyTheShardsGone(t *testing.T) {
 		t.Errorf("the global index after the handover: kex0 %v, kex1 %v; want both", global.Get("kex0"), global.Get("kex1"))
 	}
 	s.stop()
+}
+
+// indexByName registers an index of the KopfExamples by their names,
+// global (kopfgo.Global) or the replica's own.
+func (s *scenario) indexByName(id string, global bool) *indexing.Index[string, string] {
+	byName := func(ctx context.Context, o *handlers.Object) (map[string]string, error) {
+		return map[string]string{o.Name: o.Name}, nil
+	}
+	index, runner, err := indexing.Register(&handling.Registry{}, "kopfexamples", byName, func(h *handling.Handler) {
+		h.ID, h.Global = id, global
+	})
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	s.indexers = append(s.indexers, runner)
+	return index
 }
