@@ -150,8 +150,9 @@ func where(namespace string) string {
 
 // watch runs the informer until ctx ends, then joins the workers.
 func (w *watcher) watch(ctx context.Context) {
-	w.Logger.Debug(fmt.Sprintf("Starting the watch-stream for %s %s.", w.res, w.where()))
-	defer w.Logger.Debug(fmt.Sprintf("Stopping the watch-stream for %s %s.", w.res, w.where()))
+	// Kopf's lines, with the shard when the watch is one shard's.
+	w.Logger.Debug(fmt.Sprintf("Starting the watch-stream for %s.", described(w.key)))
+	defer w.Logger.Debug(fmt.Sprintf("Stopping the watch-stream for %s.", described(w.key)))
 	_ = w.informer.SetWatchErrorHandlerWithContext(func(ctx context.Context, r *cache.Reflector, err error) {
 		w.watchError(ctx, err)
 	})
