@@ -38,10 +38,10 @@ type run struct {
 	// standby holds the reasons the operator stands by (the replica
 	// modes); the reactor watches nothing while any holds.
 	standby *replicas.Standby
-	cfg     *rest.Config             // the credentials; nil before the login
-	flow    *flowcontrol.Gate        // the API's flow control, once there are credentials
-	shards  func() replicas.ShardSet // sharding: the shards this replica serves; nil: every object
-	tracer  *tracing.Tracer          // nil: tracing is off
+	cfg     *rest.Config      // the credentials; nil before the login
+	flow    *flowcontrol.Gate // the API's flow control, once there are credentials
+	shards  *replicas.Serving // sharding: the shards this replica serves; nil: every object
+	tracer  *tracing.Tracer   // nil: tracing is off
 }
 
 // newRun checks the options and creates the run's parts; it starts

@@ -29,7 +29,9 @@ import (
 // the others release shards to it. A shard's Lease is released only after
 // its handlers have finished and its daemons and timers have returned, and
 // a shard is served only after its Lease is acquired, so that no two
-// replicas serve one object at once (see internal/replicas for the order).
+// replicas serve one object at once (see internal/replicas for the order);
+// each shard is watched apart, so a handover stops and starts only the
+// shards that move, and the shards kept are not listed or resumed again.
 // Indices are per replica: a replica's indices hold only its shards'
 // objects; a resource with a global index (Global) is watched whole on
 // every replica. Sharding replaces Kopf's peering: the replicas do not
@@ -86,7 +88,7 @@ func (r *run) sharding(ctx context.Context) error {
 	r.standby.Pause(replicas.ShardingReason)
 	r.obs.ShardsHeld(nil)
 	s := replicas.NewSharder(c)
-	r.shards = s.Set
+	r.shards = s.Serving()
 	component.Ready(ctx)
 	if err := s.Run(ctx); err != nil {
 		r.logger.Error(err.Error())

@@ -191,6 +191,7 @@ type shardedReplicas struct {
 	t                      *testing.T
 	bin, journal, ns, name string
 	pods                   map[string]*runner.Process // by POD_NAME
+	env                    []string                   // the replicas' environment besides the journal's
 }
 
 func newShardedReplicas(t *testing.T, ns, name string) *shardedReplicas {
@@ -203,7 +204,8 @@ func newShardedReplicas(t *testing.T, ns, name string) *shardedReplicas {
 func (s *shardedReplicas) start(pod string, extra ...string) *runner.Process {
 	args := append([]string{"-n", s.ns, "--shards", strconv.Itoa(shardingShards), "--shards-name", s.name, "--shards-namespace", s.ns,
 		"--shards-lease-duration", "6s", "--shards-renew-deadline", "4s", "--shards-retry-period", "1s"}, extra...)
-	p := startBinary(s.t, s.bin, []string{"KOPFGO_CHAOS_JOURNAL=" + s.journal, "KOPFGO_CHAOS_NO_TIMER=1", "POD_NAME=" + pod}, args...)
+	env := append([]string{"KOPFGO_CHAOS_JOURNAL=" + s.journal, "KOPFGO_CHAOS_NO_TIMER=1", "POD_NAME=" + pod}, s.env...)
+	p := startBinary(s.t, s.bin, env, args...)
 	s.pods[pod] = p
 	return p
 }

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -23,9 +24,10 @@ import (
 	"github.com/kopfgo/kopfgo/internal/resources"
 )
 
-// orchestrator keeps one watcher running per served resource and namespace,
-// and follows the cluster: CRDs that appear, change versions or go away
-// start and stop watchers without a restart (compat: watching-new-crds).
+// orchestrator keeps one watcher running per served resource and namespace
+// (and shard, when sharding: watches), and follows the cluster: CRDs that
+// appear, change versions or go away start and stop watchers without a
+// restart (compat: watching-new-crds).
 type orchestrator struct {
 	*run
 	ctx   context.Context
@@ -34,7 +36,7 @@ type orchestrator struct {
 	nss   []string
 
 	mu      sync.Mutex
-	running map[string]context.CancelCauseFunc
+	running map[string]running
 	// labelling are the labellers of the served resources while this
 	// replica coordinates a sharding (labeller.go), by watch key.
 	labelling map[string]context.CancelCauseFunc
@@ -42,13 +44,17 @@ type orchestrator struct {
 	// none is watched, and they are watched again on resuming.
 	served []resources.Resource
 	paused bool
-	// period is the Pause's paused period last reported halted.
-	period uint64
+	// version is the version of the shards served (Config.Shards) last
+	// followed, and reported halted once its stopped watchers exit.
+	version uint64
 	// exited is closed when the key's latest watcher has stopped, its
 	// daemons included: a watcher started again for the key (a resource
 	// that seemed gone while the API server restarted) waits for it, or
 	// each object's daemon would run twice at once.
 	exited map[string]chan struct{}
+	// stopped are the exits of the watchers and labellers stopped, until
+	// a report of a halt (halted) has seen them closed.
+	stopped []chan struct{}
 	// gating: the watchers being started hold the handlers until their
 	// indexers have seen the initial listings (watcher.go); indexed
 	// counts those that have not yet; gated is closed when the gating
@@ -57,6 +63,18 @@ type orchestrator struct {
 	indexed sync.WaitGroup
 	gated   chan struct{}
 }
+
+// running is a watcher that runs: serves is the set of shards it serves
+// whole, to start it again when the set changes ("": it serves no set, or
+// one shard, which never changes).
+type running struct {
+	cancel context.CancelCauseFunc
+	serves string
+}
+
+// errShardMoved stops the watchers of a shard that this replica no longer
+// serves: a pause of that shard only (daemons see ErrOperatorPausing).
+var errShardMoved = fmt.Errorf("%w for a shard handed to another replica", handlers.ErrOperatorPausing)
 
 func newOrchestrator(ctx context.Context, r *run, wg *sync.WaitGroup) *orchestrator {
 	// Plain names are watched one by one; patterns are served by a
@@ -67,7 +85,7 @@ func newOrchestrator(ctx context.Context, r *run, wg *sync.WaitGroup) *orchestra
 	if !exact {
 		nss = []string{metav1.NamespaceAll}
 	}
-	return &orchestrator{run: r, ctx: ctx, wg: wg, scope: scope, nss: nss, running: map[string]context.CancelCauseFunc{}, labelling: map[string]context.CancelCauseFunc{}, exited: map[string]chan struct{}{}, gating: r.ready != nil, gated: make(chan struct{}),
+	return &orchestrator{run: r, ctx: ctx, wg: wg, scope: scope, nss: nss, running: map[string]running{}, labelling: map[string]context.CancelCauseFunc{}, exited: map[string]chan struct{}{}, gating: r.ready != nil, gated: make(chan struct{}),
 		// Paused from the start: nothing is watched until resumed, and
 		// follow tells the hooks.
 		paused: r.Pause.Paused()}
@@ -107,8 +125,18 @@ func (o *orchestrator) follow(ctx context.Context) {
 	}
 	o.mu.Unlock()
 	for {
-		paused, period, changed := o.Pause.Period()
+		paused, changed := o.Pause.State()
+		var (
+			version uint64
+			moved   <-chan struct{}
+		)
+		if o.Shards != nil {
+			_, version, moved = o.Shards.State()
+		}
 		o.mu.Lock()
+		if paused == o.paused && version != o.version {
+			o.reconcile() // shards handed over: only theirs stop or start
+		}
 		if paused != o.paused {
 			if paused {
 				blockers := strings.Join(o.Pause.Reasons(), ", ")
@@ -127,28 +155,26 @@ func (o *orchestrator) follow(ctx context.Context) {
 			o.reconcile()
 			o.hooks().Paused(o.Pause.Reasons()) // hook: readiness
 		}
-		if paused && period != o.period {
-			o.period = period
-			o.halted(period)
+		if version != o.version {
+			o.version = version
+			o.halted(func() { o.Shards.Halted(version) })
 		}
 		o.mu.Unlock()
 		select {
 		case <-ctx.Done():
 			return
 		case <-changed:
+		case <-moved:
 		}
 	}
 }
 
-// halted reports to the Pause, once every watcher stopped so far has
-// exited (its handlers, daemons and timers included), that the reactor has
-// halted for the paused period: sharding releases a shard's Lease only
-// then. The caller holds o.mu.
-func (o *orchestrator) halted(period uint64) {
-	var waits []chan struct{}
-	for _, done := range o.exited {
-		waits = append(waits, done)
-	}
+// halted reports (report), once every watcher and labeller stopped so far
+// has exited (its handlers, daemons and timers included), that the reactor
+// has halted the shards taken out of the set served: sharding releases a
+// shard's Lease only then. The caller holds o.mu.
+func (o *orchestrator) halted(report func()) {
+	waits := slices.Clone(o.stopped)
 	o.wg.Go(func() {
 		for _, done := range waits {
 			select {
@@ -157,88 +183,95 @@ func (o *orchestrator) halted(period uint64) {
 				return
 			}
 		}
-		o.Pause.Halted(period)
+		report()
 	})
 }
 
 // reconcile starts and stops watchers so that those running are the served
 // resources', or none while paused. The caller holds o.mu.
 func (o *orchestrator) reconcile() {
-	want := map[string]bool{}
-	var started []string
+	// The exits seen closed are forgotten, so that pauses without sharding
+	// do not pile them up.
+	o.stopped = slices.DeleteFunc(o.stopped, func(done chan struct{}) bool {
+		select {
+		case <-done:
+			return true
+		default:
+			return false
+		}
+	})
 	served := o.served
 	if o.paused {
 		served = nil
 	}
-	// The shards served change only while paused and halted: a watcher
-	// started serves the set read here until it stops.
 	var set *replicas.ShardSet
 	if o.Shards != nil && !o.paused {
-		s := o.Shards()
+		s := o.Shards.Set()
 		set = &s
 		if len(s.Held) == 0 {
 			served = nil // a replica without shards stands by; this is only a guard
 		}
 	}
+	var wanted []watchSpec
+	want := map[string]watchSpec{}
 	labels := map[string]bool{}
 	for _, res := range served {
 		for _, ns := range o.namespaces(res) {
-			key := res.String() + "@" + ns
-			want[key] = true
+			base := res.String() + "@" + ns
 			if set != nil && set.Coordinates() {
-				labels[key] = true
-				o.label(key, res, ns, *set)
+				labels[base] = true
+				o.label(base, res, ns, *set)
 			}
-			if _, ok := o.running[key]; ok {
-				continue
-			}
-			ctx, cancel := context.WithCancelCause(o.ctx)
-			o.running[key] = cancel
-			var gate *sync.WaitGroup
-			if o.gating {
-				gate = &o.indexed
-			}
-			w := newWatcher(o.run, res, ns, o.scope, gate, set)
-			prev, done := o.exited[key], make(chan struct{})
-			o.exited[key] = done
-			if prev == nil {
-				o.hooks().WatchStarted(key) // hook: readiness
-			}
-			o.wg.Go(func() {
-				defer close(done)
-				if prev != nil {
-					// The previous watch has stopped (and said so to
-					// readiness): this one starts listing only now.
-					<-prev
-					o.hooks().WatchStarted(key) // hook: readiness
-				}
-				defer o.hooks().WatchStopped(key)
-				w.watch(ctx)
-			})
-			if ns == "" || len(started) == 0 || started[len(started)-1] != res.String() {
-				started = append(started, res.String())
+			for _, wt := range o.watches(res, ns, set) {
+				wanted = append(wanted, wt)
+				want[wt.key] = wt
 			}
 		}
 	}
-	for key, cancel := range o.running {
-		if !want[key] {
-			if o.paused {
-				cancel(handlers.ErrOperatorPausing)
-			} else {
-				o.Logger.Info(fmt.Sprintf("Stopped serving %s: the resource is gone.", key))
-				cancel(handlers.ErrResourceDeleted)
-			}
-			delete(o.running, key)
+	bases := map[string]bool{} // the watch keys of the resources served, shards or not
+	for _, key := range o.keys() {
+		bases[key] = true
+	}
+	for key, r := range o.running {
+		if wt, ok := want[key]; ok && wt.serves == r.serves {
+			continue
 		}
+		switch {
+		case o.paused:
+			r.cancel(handlers.ErrOperatorPausing)
+		case bases[baseOf(key)]:
+			r.cancel(errShardMoved) // the resource is served still, not this shard
+		default:
+			o.Logger.Info(fmt.Sprintf("Stopped serving %s: the resource is gone.", key))
+			r.cancel(handlers.ErrResourceDeleted)
+		}
+		o.stopped = append(o.stopped, o.exited[key])
+		delete(o.running, key)
 	}
 	for key, cancel := range o.labelling {
 		if !labels[key] {
 			cancel(handlers.ErrOperatorPausing)
+			o.stopped = append(o.stopped, o.exited["labels "+key])
 			delete(o.labelling, key)
 		}
 	}
 	if o.paused {
 		return
+	}
+	servedBefore := map[string]bool{}
+	for key := range o.running {
+		servedBefore[baseOf(key)] = true
+	}
+	var started []string
+	for _, wt := range wanted {
+		if _, ok := o.running[wt.key]; ok {
+			continue
+		}
+		o.start(wt)
+		name := wt.res.String()
+		if !servedBefore[baseOf(wt.key)] && !slices.Contains(started, name) {
+			started = append(started, name)
+		}
 	}
 	if o.gating {
 		o.gating = false
@@ -247,6 +280,80 @@ func (o *orchestrator) reconcile() {
 	for _, s := range started {
 		o.Logger.Info(fmt.Sprintf("Serving %s.", s))
 	}
+}
+
+// watchSpec is one watch of a resource in a namespace: of every object, or of
+// the objects of the shards in set.
+type watchSpec struct {
+	key string // "resource@namespace", "resource@namespace#shard" for one shard
+	res resources.Resource
+	ns  string
+	set *replicas.ShardSet
+	// serves is the set of shards a watch of every object serves (a
+	// resource with a global index): a change of it starts the watch
+	// again. "": a watch of every object without sharding, or of one shard.
+	serves string
+}
+
+// watches are the watches of a resource in a namespace: one of every
+// object without sharding; one per shard served when sharding, so that a
+// shard handed over starts and stops alone, and the shards kept are
+// neither listed again nor handled twice. A resource with a global index
+// is the exception: its one watch sees every object (the others' go to the
+// global indices alone), and it starts again when the shards served change.
+func (o *orchestrator) watches(res resources.Resource, ns string, set *replicas.ShardSet) []watchSpec {
+	key := res.String() + "@" + ns
+	if set == nil {
+		return []watchSpec{{key: key, res: res, ns: ns}}
+	}
+	if globallyIndexed(o.Indexers, res) {
+		return []watchSpec{{key: key, res: res, ns: ns, set: set, serves: set.Selector()}}
+	}
+	out := make([]watchSpec, 0, len(set.Held))
+	for _, i := range set.Held {
+		one := *set
+		one.Held = []int{i}
+		out = append(out, watchSpec{key: key + "#" + strconv.Itoa(i), res: res, ns: ns, set: &one})
+	}
+	return out
+}
+
+// baseOf is a watch key without its shard: "resource@namespace".
+func baseOf(key string) string {
+	base, _, _ := strings.Cut(key, "#")
+	return base
+}
+
+// start starts a watch. A watch started again for its key (a resource
+// that seemed gone while the API server restarted, a set of shards
+// changed) waits until the previous one has exited, or each object's
+// daemon would run twice at once. The caller holds o.mu.
+func (o *orchestrator) start(wt watchSpec) {
+	key := wt.key
+	ctx, cancel := context.WithCancelCause(o.ctx)
+	o.running[key] = running{cancel: cancel, serves: wt.serves}
+	var gate *sync.WaitGroup
+	if o.gating {
+		gate = &o.indexed
+	}
+	w := newWatcher(o.run, wt.res, wt.ns, o.scope, gate, wt.set)
+	w.key = key
+	prev, done := o.exited[key], make(chan struct{})
+	o.exited[key] = done
+	if prev == nil {
+		o.hooks().WatchStarted(key) // hook: readiness
+	}
+	o.wg.Go(func() {
+		defer close(done)
+		if prev != nil {
+			// The previous watch has stopped (and said so to
+			// readiness): this one starts listing only now.
+			<-prev
+			o.hooks().WatchStarted(key) // hook: readiness
+		}
+		defer o.hooks().WatchStopped(key)
+		w.watch(ctx)
+	})
 }
 
 // label starts the labeller of a watch key unless it runs. The caller
@@ -288,11 +395,17 @@ func (o *orchestrator) keys() []string {
 	return keys
 }
 
-// described is a watch's key ("resource@namespace") in Kopf's wording:
-// "resource in 'ns'" or "resource cluster-wide".
+// described is a watch's key ("resource@namespace", "#shard" added when
+// sharding) in Kopf's wording: "resource in 'ns'" or "resource
+// cluster-wide", then "(shard i)".
 func described(key string) string {
-	i := strings.LastIndex(key, "@")
-	return key[:i] + " " + where(key[i+1:])
+	base, shard, sharded := strings.Cut(key, "#")
+	i := strings.LastIndex(base, "@")
+	out := base[:i] + " " + where(base[i+1:])
+	if sharded {
+		out += " (shard " + shard + ")"
+	}
+	return out
 }
 
 var crds = resources.Resource{Group: "apiextensions.k8s.io", Version: "v1", Plural: "customresourcedefinitions", Kind: "CustomResourceDefinition"}

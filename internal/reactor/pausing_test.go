@@ -147,28 +147,32 @@ func TestPauseStopsDaemonsAndResumeRespawnsThemAfterTheyReturn(t *testing.T) {
 	}
 }
 
-// The reactor reports a pause halted (replicas.Standby.WaitHalted) only once
-// the daemons it stopped have returned: sharding releases a shard's Lease
-// only then.
-func TestPauseIsHaltedOnlyOnceTheDaemonsHaveReturned(t *testing.T) {
+// The reactor reports a shard taken out halted (replicas.Serving.WaitHalted)
+// only once the daemons it stopped have returned: sharding releases the
+// shard's Lease only then. The last shard taken out (all lost) stops its
+// daemons as a pause does, not as if the resource were gone.
+func TestAShardIsHaltedOnlyOnceItsDaemonsHaveReturned(t *testing.T) {
 	s := newScenario(t)
-	s.pause = &replicas.Standby{}
+	serving := replicas.NewServing(replicas.ShardSet{Label: testShardLabel, Shards: 2, Held: []int{0}})
+	s.shards = serving
 	var returned atomic.Bool
 	release := make(chan struct{})
 	started := make(chan struct{})
+	var cause atomic.Value
 	s.daemon("monitor", func(ctx context.Context, sp *handlers.Spawn) (any, error) {
 		close(started)
 		<-ctx.Done()
+		cause.Store(context.Cause(ctx))
 		<-release // a slow cleanup
 		returned.Store(true)
 		return nil, nil
 	})
-	s.create("kex1", map[string]any{"field": "value"})
+	s.createLabelled("kex1", map[string]string{testShardLabel: "0"})
 	s.start()
 	<-started
-	s.pause.Pause("sharding")
+	serving.Serve(nil)
 	halted := make(chan error, 1)
-	go func() { halted <- s.pause.WaitHalted(context.Background(), nil, nil) }()
+	go func() { halted <- serving.WaitHalted(context.Background(), nil, nil) }()
 	select {
 	case err := <-halted:
 		t.Fatalf("halted (%v) while the daemon still runs", err)
@@ -181,20 +185,23 @@ func TestPauseIsHaltedOnlyOnceTheDaemonsHaveReturned(t *testing.T) {
 	if !returned.Load() {
 		t.Error("halted before the daemon returned")
 	}
-	s.pause.Resume("sharding")
+	if got, _ := cause.Load().(error); !errors.Is(got, handlers.ErrOperatorPausing) {
+		t.Errorf("the daemon stopped with %v, want ErrOperatorPausing", got)
+	}
 	s.stop()
+	if strings.Contains(s.log.String(), "the resource is gone") {
+		t.Errorf("the last shard taken out was logged as a resource gone; log:\n%s", s.log)
+	}
 }
 
 // With Config.Shards (sharding), the watch selects the objects labelled
 // with the shards held: the others' are neither handled nor indexed, and
 // only the holder of shard 0 labels the objects of no shard. A swap of the
-// shards while paused and halted serves the new ones after the resume.
+// shards serves the new ones.
 func TestShardsKeepOtherShardsObjectsAway(t *testing.T) {
 	s := newScenario(t)
-	s.pause = &replicas.Standby{}
-	var set atomic.Pointer[replicas.ShardSet]
-	set.Store(&replicas.ShardSet{Label: testShardLabel, Shards: 2, Held: []int{1}})
-	s.shards = func() replicas.ShardSet { return *set.Load() }
+	set := replicas.NewServing(replicas.ShardSet{Label: testShardLabel, Shards: 2, Held: []int{1}})
+	s.shards = set
 	var calls counter
 	s.on(causes.Create, "create_fn", func(ctx context.Context, c *handlers.Change) (any, error) {
 		calls.inc(c.Name)
@@ -208,24 +215,19 @@ func TestShardsKeepOtherShardsObjectsAway(t *testing.T) {
 		_, ok := annotation(s.get("kex1"), "kopf.zalando.org/last-handled-configuration")
 		return ok
 	})
-	s.pause.Pause("sharding")
-	if err := s.pause.WaitHalted(context.Background(), nil, nil); err != nil {
-		t.Fatal(err)
-	}
 	if _, ok := annotation(s.get("kex2"), "kopf.zalando.org/last-handled-configuration"); ok || calls.get("kex2") != 0 {
 		t.Fatal("another shard's object was handled")
 	}
 	if got := s.get("kex3").GetLabels(); got[testShardLabel] != "" || calls.get("kex3") != 0 {
 		t.Fatalf("a replica without shard 0 labelled (%v) or handled an object of no shard", got)
 	}
-	set.Store(&replicas.ShardSet{Label: testShardLabel, Shards: 2, Held: []int{0}})
-	s.pause.Resume("sharding")
+	set.Serve([]int{0})
 	s.until("kex2 handled after the swap", func() bool {
 		_, ok := annotation(s.get("kex2"), "kopf.zalando.org/last-handled-configuration")
 		return ok
 	})
 	s.until("kex3 labelled by the holder of shard 0", func() bool { return s.get("kex3").GetLabels()[testShardLabel] != "" })
-	if got, want := s.get("kex3").GetLabels()[testShardLabel], set.Load().Assign("default", "kex3"); got != want {
+	if got, want := s.get("kex3").GetLabels()[testShardLabel], set.Set().Assign("default", "kex3"); got != want {
 		t.Errorf("kex3 labelled with shard %s, want %s (its key's)", got, want)
 	}
 	s.stop()
@@ -283,9 +285,7 @@ const testShardLabel = "shard.kopfgo.dev/test"
 // sharding of two (and so label the objects of none), with a create
 // handler that counts its calls and an update handler that notes its diffs.
 func (s *scenario) soleShardHolder() (created *counter, updates func() []string) {
-	s.shards = func() replicas.ShardSet {
-		return replicas.ShardSet{Label: testShardLabel, Shards: 2, Held: []int{0, 1}}
-	}
+	s.shards = replicas.NewServing(replicas.ShardSet{Label: testShardLabel, Shards: 2, Held: []int{0, 1}})
 	created = &counter{}
 	var mu sync.Mutex
 	var diffs []string
@@ -317,23 +317,8 @@ func (s *scenario) createLabelled(name string, labels map[string]string) {
 // the handlers, sees only the replica's own.
 func TestGlobalIndexSeesOtherShardsObjects(t *testing.T) {
 	s := newScenario(t)
-	s.shards = func() replicas.ShardSet {
-		return replicas.ShardSet{Label: testShardLabel, Shards: 2, Held: []int{0}}
-	}
-	byName := func(ctx context.Context, o *handlers.Object) (map[string]string, error) {
-		return map[string]string{o.Name: o.Name}, nil
-	}
-	global, globalRunner, err := indexing.Register(&handling.Registry{}, "kopfexamples", byName, func(h *handling.Handler) {
-		h.ID, h.Global = "global", true
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	local, localRunner, err := indexing.Register(&handling.Registry{}, "kopfexamples", byName, func(h *handling.Handler) { h.ID = "local" })
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.indexers = append(s.indexers, globalRunner, localRunner)
+	s.shards = replicas.NewServing(replicas.ShardSet{Label: testShardLabel, Shards: 2, Held: []int{0}})
+	global, local := s.indexByName("global", true), s.indexByName("local", false)
 	var calls counter
 	s.on(causes.Create, "create_fn", func(ctx context.Context, c *handlers.Change) (any, error) {
 		calls.inc(c.Name)
@@ -369,4 +354,116 @@ func TestGlobalIndexSeesOtherShardsObjects(t *testing.T) {
 	if n1, n2 := calls.get("kex1"), calls.get("kex2"); n1 != 1 || n2 != 0 {
 		t.Errorf("create handler calls: kex1 %d, kex2 %d; want only the replica's own kex1", n1, n2)
 	}
+}
+
+// A shard handed over stops alone (replicas.Serving): its objects' daemons
+// stop with ErrOperatorPausing and leave the replica's indices, and the
+// reactor reports it halted only after they have returned; the shard kept
+// goes on untouched: its daemon is not restarted, its resume handler not
+// called again. A shard served again is listed and handled as new.
+func TestAShardHandedOverStopsAloneAndTheKeptOneGoesOn(t *testing.T) {
+	s := newScenario(t)
+	serving := replicas.NewServing(replicas.ShardSet{Label: testShardLabel, Shards: 2, Held: []int{0, 1}})
+	s.shards = serving
+	local := s.indexByName("local", false)
+	var resumed, starts counter
+	s.on(causes.Resume, "resume_fn", func(ctx context.Context, c *handlers.Change) (any, error) {
+		resumed.inc(c.Name)
+		return nil, nil
+	})
+	var mu sync.Mutex
+	stops := map[string][]error{}
+	returned := map[string]bool{}
+	s.daemon("monitor", func(ctx context.Context, sp *handlers.Spawn) (any, error) {
+		starts.inc(sp.Name)
+		s.poke()
+		<-ctx.Done()
+		mu.Lock()
+		defer mu.Unlock()
+		stops[sp.Name] = append(stops[sp.Name], context.Cause(ctx))
+		returned[sp.Name] = true
+		return nil, nil
+	})
+	for name, shard := range map[string]string{"kex0": "0", "kex1": "1"} {
+		s.createLabelled(name, map[string]string{testShardLabel: shard})
+		s.update(name, func(u *unstructured.Unstructured) { // handled before: resumed when listed
+			u.SetAnnotations(map[string]string{"kopf.zalando.org/last-handled-configuration": `{"spec":{"field":"value"}}` + "\n"})
+		})
+	}
+	s.start()
+	s.until("both resumed, their daemons started", func() bool {
+		return resumed.get("kex0") == 1 && resumed.get("kex1") == 1 && starts.get("kex0") == 1 && starts.get("kex1") == 1
+	})
+
+	serving.Serve([]int{0}) // shard 1 handed over
+	if err := serving.WaitHalted(context.Background(), nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	if !returned["kex1"] || len(stops["kex1"]) != 1 || !errors.Is(stops["kex1"][0], handlers.ErrOperatorPausing) {
+		t.Errorf("halted with kex1's daemon returned %v, stopped with %v; want returned, ErrOperatorPausing", returned["kex1"], stops["kex1"])
+	}
+	if len(stops["kex0"]) != 0 {
+		t.Errorf("the kept shard's daemon was stopped: %v", stops["kex0"])
+	}
+	mu.Unlock()
+	if len(local.Get("kex1")) != 0 || len(local.Get("kex0")) != 1 {
+		t.Errorf("the replica's index: kex0 %v, kex1 %v; want kex0 only", local.Get("kex0"), local.Get("kex1"))
+	}
+
+	serving.Serve([]int{0, 1}) // shard 1 back
+	s.until("kex1 resumed and its daemon started again", func() bool {
+		return resumed.get("kex1") == 2 && starts.get("kex1") == 2 && len(local.Get("kex1")) == 1
+	})
+	s.stop()
+	if r, n := resumed.get("kex0"), starts.get("kex0"); r != 1 || n != 1 {
+		t.Errorf("the kept kex0: resumed %d times, its daemon started %d times; want once each", r, n)
+	}
+	if strings.Contains(s.log.String(), "Pausing the watch-stream") {
+		t.Errorf("a handover paused the whole replica; log:\n%s", s.log)
+	}
+}
+
+// A resource with a global index keeps one watch of every object, which
+// starts again when the shards served change: its global index keeps every
+// object, and the replica's own index forgets the objects of the shard
+// handed over, and only them.
+func TestTheWatchOfAGlobalIndexForgetsOnlyTheShardsGone(t *testing.T) {
+	s := newScenario(t)
+	serving := replicas.NewServing(replicas.ShardSet{Label: testShardLabel, Shards: 2, Held: []int{0, 1}})
+	s.shards = serving
+	global, local := s.indexByName("global", true), s.indexByName("local", false)
+	s.createLabelled("kex0", map[string]string{testShardLabel: "0"})
+	s.createLabelled("kex1", map[string]string{testShardLabel: "1"})
+	s.start()
+	s.until("both objects in both indices", func() bool {
+		return len(global.Get("kex0")) == 1 && len(global.Get("kex1")) == 1 && len(local.Get("kex0")) == 1 && len(local.Get("kex1")) == 1
+	})
+	serving.Serve([]int{0})
+	if err := serving.WaitHalted(context.Background(), nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	if len(local.Get("kex1")) != 0 || len(local.Get("kex0")) != 1 {
+		t.Errorf("the replica's index after the handover: kex0 %v, kex1 %v; want kex0 only", local.Get("kex0"), local.Get("kex1"))
+	}
+	if len(global.Get("kex0")) != 1 || len(global.Get("kex1")) != 1 {
+		t.Errorf("the global index after the handover: kex0 %v, kex1 %v; want both", global.Get("kex0"), global.Get("kex1"))
+	}
+	s.stop()
+}
+
+// indexByName registers an index of the KopfExamples by their names,
+// global (kopfgo.Global) or the replica's own.
+func (s *scenario) indexByName(id string, global bool) *indexing.Index[string, string] {
+	byName := func(ctx context.Context, o *handlers.Object) (map[string]string, error) {
+		return map[string]string{o.Name: o.Name}, nil
+	}
+	index, runner, err := indexing.Register(&handling.Registry{}, "kopfexamples", byName, func(h *handling.Handler) {
+		h.ID, h.Global = id, global
+	})
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	s.indexers = append(s.indexers, runner)
+	return index
 }

@@ -61,9 +61,9 @@ type scenario struct {
 	indexers []indexing.Indexer
 	memo     *handlers.Memo
 	pause    *replicas.Standby
-	shards   func() replicas.ShardSet // Config.Shards (sharding)
-	hooks    Hooks                    // Config.Hooks
-	tracer   *tracing.Tracer          // Config.Tracer
+	shards   *replicas.Serving // Config.Shards (sharding)
+	hooks    Hooks             // Config.Hooks
+	tracer   *tracing.Tracer   // Config.Tracer
 	// statusSubresource makes the status of KopfExamples a subresource, so
 	// that the operator writes it with a patch of its own.
 	statusSubresource bool

@@ -51,14 +51,17 @@ type Config struct {
 	// peering and leader election hold it. Nil: never paused.
 	Pause *replicas.Standby
 	// Shards, when set, are the shards this replica serves (sharding,
-	// replicas.Sharder.Set): its watchers list and watch only the objects
-	// labelled with them, so that it never receives the others' (only a
-	// resource with global indices is watched whole, the others' objects
-	// going to those indices alone); and while it holds shard 0, it gives
-	// the objects of no shard their label (labeller.go). It may change only
-	// while Pause is paused and halted (replicas.Standby.WaitHalted):
-	// watchers read it when they start. Nil: every object.
-	Shards func() replicas.ShardSet
+	// replicas.Sharder.Serving): its watchers list and watch only the
+	// objects labelled with them, one watch per shard, so that it never
+	// receives the others' (only a resource with global indices is watched
+	// whole, the others' objects going to those indices alone); and while
+	// it holds shard 0, it gives the objects of no shard their label
+	// (labeller.go). The reactor follows its changes shard by shard: the
+	// watchers of the shards taken out stop (handlers finish, daemons and
+	// timers return, indices forget their objects) and it reports them
+	// halted (replicas.Serving.Halted); those of the shards added start;
+	// the others go on. Nil: every object.
+	Shards *replicas.Serving
 	// Hooks are told of the reactor's progress (readiness, metrics); nil:
 	// none.
 	Hooks Hooks

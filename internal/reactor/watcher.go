@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
@@ -41,6 +42,7 @@ type watcher struct {
 	*run
 	res       resources.Resource
 	resName   string // res as the logs and the metrics name it
+	key       string // the watch's, as the hooks name it (orchestrator.watches)
 	namespace string
 	// scope filters objects by namespace when the watch is wider than the
 	// operator's scope (namespace patterns); nil serves all.
@@ -88,7 +90,7 @@ type watcher struct {
 // the initial listing. set, when sharding, are the shards it serves.
 func newWatcher(r *run, res resources.Resource, ns string, scope resources.Namespaces, gate *sync.WaitGroup, set *replicas.ShardSet) *watcher {
 	w := &watcher{
-		run: r, res: res, resName: res.String(), namespace: ns,
+		run: r, res: res, resName: res.String(), namespace: ns, key: res.String() + "@" + ns,
 		changing: handling.ForResource(r.Registry.Changing(), res),
 		watching: handling.EventsFor(r.Registry.Events(), res),
 		indexers: indexersFor(r.Indexers, res),
@@ -101,11 +103,7 @@ func newWatcher(r *run, res resources.Resource, ns string, scope resources.Names
 	w.detector = handling.NewDetector(w.changing, &r.Settings.Persistence)
 	w.kept = handling.StoreOf(&r.Settings.Persistence)
 	w.conditions = conditionsOn(r.Settings.Persistence.Conditions, res)
-	for _, ix := range w.indexers {
-		if ix.Spec().Global {
-			w.globalIndexers = append(w.globalIndexers, ix)
-		}
-	}
+	w.globalIndexers = slices.DeleteFunc(slices.Clone(w.indexers), func(ix indexing.Indexer) bool { return !ix.Spec().Global })
 	for _, h := range w.spawning {
 		w.idleTimers = w.idleTimers || h.Idle > 0
 	}
@@ -152,8 +150,9 @@ func where(namespace string) string {
 
 // watch runs the informer until ctx ends, then joins the workers.
 func (w *watcher) watch(ctx context.Context) {
-	w.Logger.Debug(fmt.Sprintf("Starting the watch-stream for %s %s.", w.res, w.where()))
-	defer w.Logger.Debug(fmt.Sprintf("Stopping the watch-stream for %s %s.", w.res, w.where()))
+	// Kopf's lines, with the shard when the watch is one shard's.
+	w.Logger.Debug(fmt.Sprintf("Starting the watch-stream for %s.", described(w.key)))
+	defer w.Logger.Debug(fmt.Sprintf("Stopping the watch-stream for %s.", described(w.key)))
 	_ = w.informer.SetWatchErrorHandlerWithContext(func(ctx context.Context, r *cache.Reflector, err error) {
 		w.watchError(ctx, err)
 	})
@@ -189,9 +188,8 @@ func (w *watcher) watch(ctx context.Context) {
 	var wg sync.WaitGroup
 	wg.Go(func() { w.informer.RunWithContext(ctx) })
 	wg.Go(func() {
-		key := w.res.String() + "@" + w.namespace
 		if cache.WaitForCacheSync(ctx.Done(), reg.HasSynced) {
-			w.hooks().WatchSynced(key) // hook: readiness
+			w.hooks().WatchSynced(w.key) // hook: readiness
 		}
 	})
 	if w.indexed != nil {
@@ -203,6 +201,46 @@ func (w *watcher) watch(ctx context.Context) {
 	<-ctx.Done()
 	wg.Wait()
 	w.stop(ctx)
+	if errors.Is(context.Cause(ctx), errShardMoved) {
+		w.forget(ctx)
+	}
+}
+
+// forget takes the objects of a shard handed to another replica out of the
+// replica's own indices: they are that replica's now, and they come back
+// here with the shard's listing if it does (an index of this replica holds
+// its shards' objects only, once each). The global indices keep them. A
+// watch of every object (a resource with a global index), started again
+// with the new shards, forgets only the objects of the shards gone: it
+// lists the others again, and they stay indexed meanwhile.
+func (w *watcher) forget(ctx context.Context) {
+	own := slices.DeleteFunc(slices.Clone(w.indexers), func(ix indexing.Indexer) bool { return ix.Spec().Global })
+	if len(own) == 0 {
+		return
+	}
+	var now replicas.ShardSet
+	if w.shards != nil && w.Shards != nil {
+		now = w.Shards.Set()
+	}
+	for _, obj := range w.store.List() {
+		c, ok := obj.(*kube.Compact)
+		if !ok {
+			continue
+		}
+		u, err := c.Decode()
+		if err != nil {
+			continue
+		}
+		if w.shards != nil && (!w.shards.Owns(u.GetLabels()) || now.Owns(u.GetLabels())) {
+			continue // another replica's, or still this one's
+		}
+		ob := indexing.Observation{Deleted: true, Now: w.Clock.Now(), Cause: &handling.Cause{
+			Body: u.Object, Resource: w.res, Patch: &patch.Patch{}, Logger: w.localLogger(u),
+		}}
+		for _, ix := range own {
+			ix.Observe(ctx, ob)
+		}
+	}
 }
 
 // watchError reports a failed list or watch; client-go retries it with its
@@ -226,6 +264,12 @@ func (w *watcher) watchError(ctx context.Context, err error) {
 	default:
 		w.Logger.Log(ctx, levelOf(err, slog.LevelWarn), fmt.Sprintf("Cannot watch %s %s, retrying: %v", w.res, where, err))
 	}
+}
+
+// globallyIndexed: some of the resource's indexers are global
+// (kopfgo.Global), so its watch sees every object when sharding.
+func globallyIndexed(all []indexing.Indexer, res resources.Resource) bool {
+	return slices.ContainsFunc(indexersFor(all, res), func(ix indexing.Indexer) bool { return ix.Spec().Global })
 }
 
 func indexersFor(all []indexing.Indexer, res resources.Resource) []indexing.Indexer {

@@ -8,14 +8,15 @@
 //     "name@namespace" (PeeringConfig.Reason);
 //   - leader election: a replica that does not hold the Lease holds
 //     ElectionReason;
-//   - sharding: a replica that hands shards over, or holds none, holds
-//     ShardingReason.
+//   - sharding: a replica that holds no shard holds ShardingReason.
 //
-// The reactor follows the Standby (it halts and resumes its watchers) and
-// reports when everything it ran has stopped (Standby.Halted), which is
-// what sharding waits for before it hands a shard over. The reasons are
-// names, as in Kopf's operator pause (a set of named toggles), so that logs
-// and readiness can say why the operator waits.
+// The reactor follows the Standby: it halts and resumes its watchers. The
+// reasons are names, as in Kopf's operator pause (a set of named toggles),
+// so that logs and readiness can say why the operator waits. A handover of
+// shards needs no standby: the reactor follows the shards served (Serving)
+// shard by shard, and reports when the shards taken out have stopped
+// (Serving.Halted), which is what sharding waits for before it releases
+// their Leases.
 //
 // The modes live together because they are one concern, the replica's
 // part among its peers: they share the Standby, the Leases' timing and
@@ -60,12 +61,14 @@
 // after the mutating webhooks, so that a webhook can label an object at
 // its creation by the same rule as the coordinator). A replica
 // serves the objects of the shards whose Leases it holds,
-// "<name>-shard-<i>", and no other: its watchers list and watch with the
-// label selector "shard.kopfgo.dev/<name> in (i, j, ...)" (ShardSet), so
-// the API server sends it nothing of the other shards, and its CPU and
-// memory for the watch shrink with its share; indices are per replica too.
-// A resource with a global index is the exception: it is watched whole,
-// and the others' objects go to the global indices alone.
+// "<name>-shard-<i>", and no other: it watches each shard apart, per
+// resource and namespace, with the label selector
+// "shard.kopfgo.dev/<name> in (i)" (ShardSet), so the API server sends it
+// nothing of the other shards, its CPU and memory for the watch shrink
+// with its share, and a shard starts and stops alone; indices are per
+// replica too. A resource with a global index is the exception: it is
+// watched whole, the others' objects going to the global indices alone,
+// and its one watch starts again when the shards served change.
 //
 // The holder of shard 0 coordinates: it also watches the objects of no
 // shard, "shard.kopfgo.dev/<name> notin (0, ..., N-1)" (no label, or a
@@ -106,30 +109,30 @@
 //  1. acquire: the free shards' Leases are written, each with the
 //     resourceVersion read, so that of two replicas racing for one, one
 //     conflicts and gives up;
-//  2. halt: the replica holds ShardingReason in the Standby and waits
-//     until the reactor has halted (Standby.WaitHalted): every watcher
-//     stopped, handlers in flight finished, daemons and timers stopped and
-//     returned; the Leases held are renewed meanwhile;
-//  3. swap: the set of shards served changes (lost and released shards
-//     out, acquired ones in);
-//  4. release: the released shards' Leases are written with no holder;
-//  5. resume: the reason is dropped if any shard is held, and the reactor
-//     lists afresh with the selector of the new set, serving it (a replica
-//     with no shard stands by). The new holder of a released shard lists
-//     it only after acquiring its Lease, which comes free only at step 4.
+//  2. swap: the shards served change (Serving.Serve): lost and released
+//     shards out, acquired ones in. The reactor starts the watchers of
+//     the shards acquired, which list them, and stops those of the shards
+//     out; the watchers of the shards kept go on untouched: their objects
+//     are not listed again, their resume handlers not called again, their
+//     daemons and timers run on;
+//  3. halt: the replica waits until the reactor reports the change
+//     halted (Serving.WaitHalted): the stopped watchers have exited, their
+//     handlers in flight finished, their objects' daemons and timers
+//     stopped and returned, and the replica's indices have forgotten their
+//     objects; the Leases held are renewed meanwhile, and a shard lost
+//     then is taken out too (step 2 again);
+//  4. release: the released shards' Leases are written with no holder.
+//     The new holder of a released shard lists it only after acquiring its
+//     Lease, which comes free only now.
 //
-// A replica that cannot renew a Lease within the renew deadline counts the
-// shard lost and stops its work at once (steps 2, 3, 5); the others take it
-// only a lease duration after its last renewal, which is later. Handlers
-// in flight when a shard is lost that way are the at-least-once window that
-// the difference of the two durations bounds, as with leader election.
-// On exit, the operator releases every Lease after its reactor has stopped
-// and deletes its membership Lease.
-//
-// A change of the shards served restarts all of the replica's watches
-// (one selector per resource covers all its shards), not only the moved
-// shards': daemons and timers of the shards it keeps are stopped and
-// started again, and resume handlers run again for its objects.
+// A replica holds ShardingReason in the Standby while it holds no shard:
+// it stands by, not ready. A replica that cannot renew a Lease within the
+// renew deadline counts the shard lost and stops its work at once (steps
+// 2, 3); the others take it only a lease duration after its last renewal,
+// which is later. Handlers in flight when a shard is lost that way are the
+// at-least-once window that the difference of the two durations bounds, as
+// with leader election. On exit, the operator releases every Lease after
+// its reactor has stopped and deletes its membership Lease.
 //
 // # Peering
 //

@@ -11,7 +11,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	coordv1 "k8s.io/api/coordination/v1"
@@ -49,8 +48,8 @@ type ShardingConfig struct {
 	Timing
 	Clock  clock.WithTicker
 	Logger *slog.Logger
-	// Pause is the operator's: the replica holds ShardingReason in it while it
-	// hands shards over, and while it holds none.
+	// Pause is the operator's: the replica holds ShardingReason in it while
+	// it holds no shard.
 	Pause *Standby
 	// Held, if set, is told the shards held after every change.
 	Held func(shards []int)
@@ -98,9 +97,9 @@ func MemberLease(name, identity string) string {
 // shards and tells the reactor which objects are its own (Owns).
 type Sharder struct {
 	cfg ShardingConfig
-	// set are the shards whose objects the reactor serves; it changes
-	// only while the reactor is paused and halted.
-	set atomic.Pointer[ShardSet]
+	// serving are the shards whose objects the reactor serves: only
+	// shards whose Leases are held.
+	serving *Serving
 
 	mu sync.Mutex // the fields below, used by Run's goroutine and read by Held
 	// held are the shards' Leases this replica holds, as last written.
@@ -126,21 +125,16 @@ type sighting struct {
 
 // New makes a replica's sharder; it holds no shard until Run acquires some.
 func NewSharder(cfg ShardingConfig) *Sharder {
-	s := &Sharder{cfg: cfg.WithDefaults(), held: map[int]*held{}, seen: map[string]sighting{}}
-	s.serve(nil)
-	return s
+	return &Sharder{cfg: cfg.WithDefaults(), held: map[int]*held{}, seen: map[string]sighting{},
+		serving: NewServing(shardSet(cfg.Name, cfg.Shards, nil))}
 }
 
-// Set are the shards whose objects the reactor serves now
-// (reactor.Config.Shards): it changes only while the reactor is paused and
-// halted, so a watcher started reads the set it serves until it stops.
-func (s *Sharder) Set() ShardSet { return *s.set.Load() }
+// Serving are the shards whose objects the reactor serves
+// (reactor.Config.Shards), which it follows shard by shard.
+func (s *Sharder) Serving() *Serving { return s.serving }
 
-// serve makes shards (sorted) the set served.
-func (s *Sharder) serve(shards []int) {
-	set := shardSet(s.cfg.Name, s.cfg.Shards, shards)
-	s.set.Store(&set)
-}
+// Set are the shards whose objects the reactor serves now.
+func (s *Sharder) Set() ShardSet { return s.serving.Set() }
 
 // Run balances the shards every retry period until ctx ends, then releases
 // the Leases held and leaves: cancel ctx only once the reactor has stopped.
@@ -232,37 +226,31 @@ func (s *Sharder) round(ctx context.Context) (lost []int, plan ShardPlan, acquir
 }
 
 // handover changes the shards served, in the order that fences them
-// (doc.go): the shards acquired are already held; the reactor pauses and
-// halts (handlers finish, daemons and timers return) while the Leases are
-// renewed; then the reactor's filter changes; only then are the released
-// shards' Leases released; last the reactor resumes if any shard is held.
+// (doc.go): the shards acquired are already held, and are served at once;
+// the lost and released shards stop being served at once, and the reactor
+// reports when they have halted (handlers finish, daemons and timers
+// return) while the Leases are renewed; only then are the released
+// shards' Leases released. The shards kept are served throughout. The
+// replica stands by while it holds no shard.
 func (s *Sharder) handover(ctx context.Context, ticks <-chan time.Time, lost, release, acquired []int) {
-	s.cfg.Pause.Pause(ShardingReason)
-	if err := s.cfg.Pause.WaitHalted(ctx, ticks, func() {
-		rctx, cancel := s.bounded(ctx)
-		defer cancel()
-		lost = append(lost, s.renew(rctx)...)
-	}); err != nil {
-		return // the operator stops: leave releases everything after the reactor has stopped
-	}
-	s.mu.Lock()
-	for _, i := range lost {
-		delete(s.held, i)
-	}
-	var served []int
-	for i := range s.held {
-		if !slices.Contains(release, i) {
-			served = append(served, i)
-		}
-	}
-	slices.Sort(served)
-	s.serve(served)
-	s.mu.Unlock()
-	for _, i := range lost {
-		s.cfg.Logger.Warn(fmt.Sprintf("Lost shard %d of %d: its lease %s was not renewed in time; its objects are left to other replicas.", i, s.cfg.Shards, ShardLease(s.cfg.Name, i)))
+	s.drop(lost)
+	// Before the reactor resumes, so that it starts with the new set.
+	s.serving.Serve(s.kept(release))
+	if len(acquired) > 0 {
+		s.cfg.Pause.Resume(ShardingReason)
 	}
 	for _, i := range acquired {
 		s.cfg.Logger.Info(fmt.Sprintf("Acquired shard %d of %d (lease %s); serving its objects.", i, s.cfg.Shards, ShardLease(s.cfg.Name, i)))
+	}
+	if err := s.serving.WaitHalted(ctx, ticks, func() {
+		rctx, cancel := s.bounded(ctx)
+		defer cancel()
+		if more := s.renew(rctx); len(more) > 0 {
+			s.drop(more)
+			s.serving.Serve(s.kept(release))
+		}
+	}); err != nil {
+		return // the operator stops: leave releases everything after the reactor has stopped
 	}
 	rctx, cancel := s.bounded(ctx)
 	defer cancel()
@@ -276,9 +264,27 @@ func (s *Sharder) handover(ctx context.Context, ticks <-chan time.Time, lost, re
 	if s.cfg.Held != nil {
 		s.cfg.Held(held)
 	}
-	if len(held) > 0 {
-		s.cfg.Pause.Resume(ShardingReason)
+	if len(held) == 0 {
+		s.cfg.Pause.Pause(ShardingReason)
 	}
+}
+
+// drop forgets the lost shards: their work stops at once, and their Leases
+// are another replica's to take once expired.
+func (s *Sharder) drop(lost []int) {
+	s.mu.Lock()
+	for _, i := range lost {
+		delete(s.held, i)
+	}
+	s.mu.Unlock()
+	for _, i := range lost {
+		s.cfg.Logger.Warn(fmt.Sprintf("Lost shard %d of %d: its lease %s was not renewed in time; its objects are left to other replicas.", i, s.cfg.Shards, ShardLease(s.cfg.Name, i)))
+	}
+}
+
+// kept are the shards held but those to release: the shards to serve.
+func (s *Sharder) kept(release []int) []int {
+	return slices.DeleteFunc(s.Held(), func(i int) bool { return slices.Contains(release, i) })
 }
 
 // Held are the shards whose Leases this replica holds, sorted.
@@ -490,7 +496,7 @@ func (s *Sharder) leave(ctx context.Context) {
 	for _, i := range held {
 		s.release(ctx, i)
 	}
-	s.serve(nil)
+	s.serving.Serve(nil)
 	if len(held) > 0 {
 		s.cfg.Logger.Info(fmt.Sprintf("Released the shards %s on exit.", ints(held)))
 	}

@@ -77,12 +77,15 @@ func (j *journal) String() string {
 }
 
 // replica is one sharder with a stand-in for its reactor, which journals
-// every halt and, at that moment, which shards the reactor would serve.
+// every halt and every change of the shards it would serve.
 type replica struct {
 	name  string
 	s     *Sharder
 	pause *Standby
 	held  chan []int // what ShardingConfig.Held is told
+	// stopping, while locked, holds the stand-in's reports of shards
+	// taken out halted: their work is still stopping.
+	stopping sync.Mutex
 }
 
 type world struct {
@@ -146,18 +149,35 @@ func (w *world) replica(name string) *replica {
 		Held: func(shards []int) { r.held <- shards },
 	})
 	r.pause.Pause(ShardingReason) // as Run does
-	// The reactor's stand-in: halts at once, journalling what it served.
+	// The reactor's stand-in: halts at once (or once the test lets go of
+	// stopping), journalling what it serves.
 	w.wg.Go(func() {
+		var (
+			served    []int
+			standbys  int
+			wasPaused bool
+		)
 		for {
-			paused, period, changed := r.pause.Period()
-			if paused {
-				w.j.add("%s: halted #%d", name, period)
-				r.pause.Halted(period)
-			} else {
-				w.j.add("%s: resumed serving %v", name, r.serving(w.names))
+			paused, changed := r.pause.State()
+			set, version, moved := r.s.Serving().State()
+			if paused && !wasPaused {
+				standbys++
+				w.j.add("%s: standing by #%d", name, standbys)
 			}
+			wasPaused = paused
+			if !paused {
+				w.j.add("%s: serving %v", name, r.serving(w.names))
+			}
+			if slices.ContainsFunc(served, func(i int) bool { return !slices.Contains(set.Held, i) }) {
+				r.stopping.Lock()
+				r.stopping.Unlock() // empty on purpose: a barrier the test may hold
+			}
+			served = set.Held
+			w.j.add("%s: halted v%d", name, version)
+			r.s.Serving().Halted(version)
 			select {
 			case <-changed:
+			case <-moved:
 			case <-w.ctx.Done():
 				return
 			}
@@ -199,7 +219,7 @@ func TestHandoverReleasesAfterHaltingAndAcquiresBeforeServing(t *testing.T) {
 	if got := a.s.Held(); !slices.Equal(got, []int{0, 1, 2, 3}) {
 		t.Fatalf("a alone holds %v, want every shard", got)
 	}
-	w.before(`op-shard-3: holder "a"`, "a: resumed serving [0 1 2 3]")
+	w.before(`op-shard-3: holder "a"`, "a: serving [0 1 2 3]")
 
 	b := w.replica("b")
 	w.step(b) // b joins; every shard is held by a, alive
@@ -211,17 +231,21 @@ func TestHandoverReleasesAfterHaltingAndAcquiresBeforeServing(t *testing.T) {
 	if got := a.s.Held(); !slices.Equal(got, []int{0, 1}) {
 		t.Fatalf("a holds %v after b joined, want [0 1]", got)
 	}
-	// Released only once halted and no longer served.
-	w.before("a: halted #2", `op-shard-3: holder ""`)
-	w.before("a: halted #2", `op-shard-2: holder ""`)
-	w.before(`op-shard-2: holder ""`, "a: resumed serving [0 1]")
+	// Released only once no longer served and halted; the shards kept
+	// are served throughout: no pause of the whole replica.
+	w.before("a: serving [0 1]", "a: halted v2")
+	w.before("a: halted v2", `op-shard-3: holder ""`)
+	w.before("a: halted v2", `op-shard-2: holder ""`)
+	if i := w.j.index("a: standing by #2"); i >= 0 {
+		t.Errorf("a paused as a whole to hand shards over; journal:\n%s", w.j)
+	}
 
 	w.step(b) // b takes the released shards, then serves them
 	if got := b.s.Held(); !slices.Equal(got, []int{2, 3}) {
 		t.Fatalf("b holds %v, want [2 3]", got)
 	}
 	w.before(`op-shard-3: holder ""`, `op-shard-3: holder "b"`)
-	w.before(`op-shard-3: holder "b"`, "b: resumed serving [2 3]")
+	w.before(`op-shard-3: holder "b"`, "b: serving [2 3]")
 	if got := b.serving(w.names); !slices.Equal(got, []int{2, 3}) {
 		t.Errorf("b serves %v, want [2 3]", got)
 	}
@@ -238,7 +262,39 @@ func TestHandoverReleasesAfterHaltingAndAcquiresBeforeServing(t *testing.T) {
 	if got := b.s.Held(); !slices.Equal(got, []int{0, 1, 2, 3}) {
 		t.Fatalf("b holds %v after a's leases expired, want every shard; journal:\n%s", got, w.j)
 	}
-	w.before(`op-shard-0: holder "b"`, "b: resumed serving [0 1 2 3]")
+	w.before(`op-shard-0: holder "b"`, "b: serving [0 1 2 3]")
+}
+
+// A shard handed over is released only once the reactor reports it halted
+// (its handlers finished, its daemons and timers returned): not while its
+// work is still stopping, though it is no longer served.
+func TestReleaseWaitsForTheShardsWorkToStop(t *testing.T) {
+	w := newWorld(t)
+	a := w.replica("a")
+	w.step(a)
+	b := w.replica("b")
+	w.step(b)
+	w.clock.Step(DefaultRetryPeriod)
+
+	a.stopping.Lock() // the work of the shards a hands over takes its time
+	stepped := make(chan struct{})
+	go func() {
+		defer close(stepped)
+		w.step(a)
+	}()
+	w.j.await(t, "a: serving [0 1]") // shards 2 and 3 stopping
+	select {
+	case <-stepped:
+		t.Fatal("the handover ended before the shards handed over halted")
+	default:
+	}
+	if i := w.j.index(`op-shard-3: holder ""`); i >= 0 {
+		t.Fatalf("shard 3 released while its work was stopping; journal:\n%s", w.j)
+	}
+	a.stopping.Unlock()
+	<-stepped
+	w.before("a: halted v2", `op-shard-3: holder ""`)
+	w.before("a: halted v2", `op-shard-2: holder ""`)
 }
 
 func TestAShardNotRenewedInTimeIsLostAndStopped(t *testing.T) {

@@ -1,10 +1,8 @@
 package replicas
 
 import (
-	"context"
 	"slices"
 	"testing"
-	"time"
 
 	"go.uber.org/goleak"
 )
@@ -57,38 +55,5 @@ func TestNilStandbyIsNeverPaused(t *testing.T) {
 	paused, ch := s.State()
 	if paused || ch != nil || s.Reasons() != nil {
 		t.Fatalf("nil Standby: paused=%v changed=%v reasons=%v", paused, ch, s.Reasons())
-	}
-}
-
-func TestWaitHaltedWaitsForTheReportOfThePeriodInForce(t *testing.T) {
-	var s Standby
-	ctx := context.Background()
-	if err := s.WaitHalted(ctx, nil, nil); err == nil {
-		t.Fatal("WaitHalted on a switch not paused: nil, want an error")
-	}
-	s.Pause("sharding")
-	_, first, _ := s.Period()
-	s.Halted(first)
-	if err := s.WaitHalted(ctx, nil, nil); err != nil {
-		t.Fatalf("WaitHalted after the report: %v", err)
-	}
-	s.Resume("sharding")
-	s.Pause("sharding")
-	paused, second, _ := s.Period()
-	if !paused || second != first+1 {
-		t.Fatalf("Period: paused=%v period=%d, want paused in period %d", paused, second, first+1)
-	}
-	s.Halted(first) // a stale report
-	ticks := make(chan time.Time, 1)
-	ticks <- time.Time{}
-	ticked := 0
-	done := make(chan error, 1)
-	go func() { done <- s.WaitHalted(ctx, ticks, func() { ticked++ }) }()
-	s.Halted(second)
-	if err := <-done; err != nil {
-		t.Fatalf("WaitHalted: %v", err)
-	}
-	if ticked > 1 {
-		t.Errorf("tick called %d times, want at most once", ticked)
 	}
 }

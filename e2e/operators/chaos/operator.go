@@ -25,7 +25,9 @@
 // slow).
 //
 // KOPFGO_CHAOS_NO_TIMER (non-empty) leaves the timer out, for runs of many
-// objects that count other things.
+// objects that count other things. KOPFGO_CHAOS_RESUME (non-empty) adds a
+// resume handler, journalled as "ret resume", for runs that count how often
+// a replica resumes the objects it lists.
 package chaos
 
 import (
@@ -64,6 +66,9 @@ func init() {
 	kopfgo.On.Field("kopfexamples", "spec.field", field, kopfgo.ID("field_fn"))
 	kopfgo.On.Delete("kopfexamples", remove, kopfgo.ID("delete_fn"))
 	kopfgo.On.Daemon("kopfexamples", daemon, kopfgo.ID("daemon_fn"), kopfgo.CancellationTimeout(2*time.Second))
+	if os.Getenv("KOPFGO_CHAOS_RESUME") != "" {
+		kopfgo.On.Resume("kopfexamples", resume, kopfgo.ID("resume_fn"))
+	}
 	if os.Getenv("KOPFGO_CHAOS_NO_TIMER") == "" {
 		kopfgo.On.Timer("kopfexamples", timer, kopfgo.ID("timer_fn"), kopfgo.Interval(2*time.Second))
 	}
@@ -181,6 +186,11 @@ func sub(ctx context.Context, c *kopfgo.Change) (any, error) {
 	record("inv", "sub", c.Namespace, c.Name, "-")
 	work(ctx)
 	record("ret", "sub", c.Namespace, c.Name, "-")
+	return nil, nil
+}
+
+func resume(ctx context.Context, c *kopfgo.Change) (any, error) {
+	record("ret", "resume", c.Namespace, c.Name, "-")
 	return nil, nil
 }
 
