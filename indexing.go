@@ -40,12 +40,10 @@ func (o indexOnly) applyIndex(h *handling.Handler) { o(h) }
 // index holds the whole resource on every replica, so that a handler can
 // look up any object, e.g. a parent in another shard: every replica then
 // watches the whole resource (its watch cannot select its shards), at the
-// memory and CPU of every object's events on every replica; and that one
-// watch starts again when the replica's shards change, so the resource's
-// daemons and timers of the shards kept restart and its resume handlers
-// run again (other resources are watched per shard, and a handover leaves
-// the shards kept alone). Without sharding every index sees every object
-// anyway.
+// memory and CPU of every object's events on every replica. That one watch
+// goes on when the replica's shards change: a handover leaves the shards
+// kept alone, as for the resources watched per shard. Without sharding
+// every index sees every object anyway.
 func Global() IndexOption { return indexOnly(func(h *handling.Handler) { h.Global = true }) }
 
 // OnIndex registers an index of the resource's objects on r (kopfgo.On,

@@ -20,9 +20,25 @@ import (
 // before they start in the joiner, each object is resumed once by each of
 // its holders, and created once overall.
 func TestShardHandoverLeavesTheKeptShardsAlone(t *testing.T) {
+	testShardHandover(t, false)
+}
+
+// TestShardHandoverWithAGlobalIndexLeavesTheKeptShardsAlone: the same for a
+// resource with a global index (kopfgo.Global), which each replica watches
+// whole in one watch whose shards served change in place: the kept shards
+// are left alone as well, and each replica's global index holds every
+// object throughout.
+func TestShardHandoverWithAGlobalIndexLeavesTheKeptShardsAlone(t *testing.T) {
+	testShardHandover(t, true)
+}
+
+func testShardHandover(t *testing.T, withGlobal bool) {
 	ns := namespace(t)
 	rs := newShardedReplicas(t, ns, "kopfgo-keep")
 	rs.env = []string{"KOPFGO_CHAOS_RESUME=1"}
+	if withGlobal {
+		rs.env = append(rs.env, "KOPFGO_CHAOS_GLOBAL_INDEX=1")
+	}
 	// Leases long enough that none is lost on a loaded machine: a lost
 	// shard is stopped and served again, legitimately resumed again.
 	start := func(pod string) {
@@ -110,6 +126,21 @@ func TestShardHandoverLeavesTheKeptShardsAlone(t *testing.T) {
 	}
 	if got := slices.Sorted(maps.Keys(rs.creations())); !slices.Equal(got, names) {
 		t.Errorf("created %v, want %v", got, names)
+	}
+	if withGlobal {
+		// The daemons journal their replica's global index every second:
+		// after the handover, both replicas' last words say every object.
+		after := len(journalLines(t, rs.journal))
+		eventually(t, time.Minute, "both replicas' global index to hold every object after the handover", func() (bool, error) {
+			last := map[string]string{}
+			for _, f := range journalLines(t, rs.journal)[after:] {
+				if f[0] == "ret" && f[1] == "gindex" {
+					last[rs.podOf(f[4])] = f[3]
+				}
+			}
+			want := strconv.Itoa(n)
+			return last["replica-a"] == want && last["replica-b"] == want, fmt.Errorf("the global index's size by replica: %v, want %d each", last, n)
+		})
 	}
 }
 

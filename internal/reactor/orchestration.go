@@ -64,12 +64,14 @@ type orchestrator struct {
 	gated   chan struct{}
 }
 
-// running is a watcher that runs: serves is the set of shards it serves
-// whole, to start it again when the set changes ("": it serves no set, or
-// one shard, which never changes).
+// running is a watcher that runs, in ctx: serves is the label of the
+// shards of a watch of every object, which changes the shards it serves in
+// place (watcher.reshard; "": it serves no shards apart).
 type running struct {
+	ctx    context.Context
 	cancel context.CancelCauseFunc
 	serves string
+	w      *watcher
 }
 
 // errShardMoved stops the watchers of a shard that this replica no longer
@@ -234,6 +236,9 @@ func (o *orchestrator) reconcile() {
 	}
 	for key, r := range o.running {
 		if wt, ok := want[key]; ok && wt.serves == r.serves {
+			if wt.serves != "" { // the shards handed over stop alone, the others go on
+				o.stopped = append(o.stopped, r.w.reshard(r.ctx, wt.set.Held)...)
+			}
 			continue
 		}
 		switch {
@@ -289,9 +294,9 @@ type watchSpec struct {
 	res resources.Resource
 	ns  string
 	set *replicas.ShardSet
-	// serves is the set of shards a watch of every object serves (a
-	// resource with a global index): a change of it starts the watch
-	// again. "": a watch of every object without sharding, or of one shard.
+	// serves is the label of the shards a watch of every object serves
+	// apart (a resource with a global index): the shards served change in
+	// place. "": a watch of every object without sharding, or of one shard.
 	serves string
 }
 
@@ -299,15 +304,15 @@ type watchSpec struct {
 // object without sharding; one per shard served when sharding, so that a
 // shard handed over starts and stops alone, and the shards kept are
 // neither listed again nor handled twice. A resource with a global index
-// is the exception: its one watch sees every object (the others' go to the
-// global indices alone), and it starts again when the shards served change.
+// has one watch of every object (the others' go to the global indices
+// alone), which changes in place which shards it serves (shardserving.go).
 func (o *orchestrator) watches(res resources.Resource, ns string, set *replicas.ShardSet) []watchSpec {
 	key := res.String() + "@" + ns
 	if set == nil {
 		return []watchSpec{{key: key, res: res, ns: ns}}
 	}
 	if globallyIndexed(o.Indexers, res) {
-		return []watchSpec{{key: key, res: res, ns: ns, set: set, serves: set.Selector()}}
+		return []watchSpec{{key: key, res: res, ns: ns, set: set, serves: set.Label}}
 	}
 	out := make([]watchSpec, 0, len(set.Held))
 	for _, i := range set.Held {
@@ -325,19 +330,22 @@ func baseOf(key string) string {
 }
 
 // start starts a watch. A watch started again for its key (a resource
-// that seemed gone while the API server restarted, a set of shards
-// changed) waits until the previous one has exited, or each object's
+// that seemed gone while the API server restarted, a shard served again)
+// waits until the previous one has exited, or each object's
 // daemon would run twice at once. The caller holds o.mu.
 func (o *orchestrator) start(wt watchSpec) {
 	key := wt.key
 	ctx, cancel := context.WithCancelCause(o.ctx)
-	o.running[key] = running{cancel: cancel, serves: wt.serves}
 	var gate *sync.WaitGroup
 	if o.gating {
 		gate = &o.indexed
 	}
 	w := newWatcher(o.run, wt.res, wt.ns, o.scope, gate, wt.set)
 	w.key = key
+	o.running[key] = running{ctx: ctx, cancel: cancel, serves: wt.serves, w: w}
+	if wt.serves != "" {
+		w.reshard(ctx, wt.set.Held)
+	}
 	prev, done := o.exited[key], make(chan struct{})
 	o.exited[key] = done
 	if prev == nil {

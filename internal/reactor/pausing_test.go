@@ -360,12 +360,27 @@ func TestGlobalIndexSeesOtherShardsObjects(t *testing.T) {
 // stop with ErrOperatorPausing and leave the replica's indices, and the
 // reactor reports it halted only after they have returned; the shard kept
 // goes on untouched: its daemon is not restarted, its resume handler not
-// called again. A shard served again is listed and handled as new.
+// called again. A shard served again is listed and handled as new. So it
+// goes for a resource with a global index too, whose one watch of every
+// object changes in place which shards it serves: its global index keeps
+// every object throughout.
 func TestAShardHandedOverStopsAloneAndTheKeptOneGoesOn(t *testing.T) {
+	t.Run("per-shard watches", func(t *testing.T) { testAShardHandedOver(t, false) })
+	t.Run("a watch of every object for a global index", func(t *testing.T) { testAShardHandedOver(t, true) })
+}
+
+func testAShardHandedOver(t *testing.T, withGlobal bool) {
 	s := newScenario(t)
 	serving := replicas.NewServing(replicas.ShardSet{Label: testShardLabel, Shards: 2, Held: []int{0, 1}})
 	s.shards = serving
 	local := s.indexByName("local", false)
+	var global *indexing.Index[string, string]
+	if withGlobal {
+		global = s.indexByName("global", true)
+	}
+	globalHoldsBoth := func() bool {
+		return global == nil || len(global.Get("kex0")) == 1 && len(global.Get("kex1")) == 1
+	}
 	var resumed, starts counter
 	s.on(causes.Resume, "resume_fn", func(ctx context.Context, c *handlers.Change) (any, error) {
 		resumed.inc(c.Name)
@@ -410,6 +425,9 @@ func TestAShardHandedOverStopsAloneAndTheKeptOneGoesOn(t *testing.T) {
 	if len(local.Get("kex1")) != 0 || len(local.Get("kex0")) != 1 {
 		t.Errorf("the replica's index: kex0 %v, kex1 %v; want kex0 only", local.Get("kex0"), local.Get("kex1"))
 	}
+	if !globalHoldsBoth() {
+		t.Errorf("the global index after the handover: kex0 %v, kex1 %v; want both", global.Get("kex0"), global.Get("kex1"))
+	}
 
 	serving.Serve([]int{0, 1}) // shard 1 back
 	s.until("kex1 resumed and its daemon started again", func() bool {
@@ -419,15 +437,18 @@ func TestAShardHandedOverStopsAloneAndTheKeptOneGoesOn(t *testing.T) {
 	if r, n := resumed.get("kex0"), starts.get("kex0"); r != 1 || n != 1 {
 		t.Errorf("the kept kex0: resumed %d times, its daemon started %d times; want once each", r, n)
 	}
+	if !globalHoldsBoth() {
+		t.Errorf("the global index at the end: kex0 %v, kex1 %v; want both", global.Get("kex0"), global.Get("kex1"))
+	}
 	if strings.Contains(s.log.String(), "Pausing the watch-stream") {
 		t.Errorf("a handover paused the whole replica; log:\n%s", s.log)
 	}
 }
 
-// A resource with a global index keeps one watch of every object, which
-// starts again when the shards served change: its global index keeps every
-// object, and the replica's own index forgets the objects of the shard
-// handed over, and only them.
+// A resource with a global index keeps one watch of every object, whose
+// shards served change in place: its global index keeps every object, and
+// the replica's own index forgets the objects of the shard handed over,
+// and only them.
 func TestTheWatchOfAGlobalIndexForgetsOnlyTheShardsGone(t *testing.T) {
 	s := newScenario(t)
 	serving := replicas.NewServing(replicas.ShardSet{Label: testShardLabel, Shards: 2, Held: []int{0, 1}})
@@ -466,4 +487,86 @@ func (s *scenario) indexByName(id string, global bool) *indexing.Index[string, s
 	}
 	s.indexers = append(s.indexers, runner)
 	return index
+}
+
+// The watch of every object of a resource with a global index serves a
+// shard taken over in place: its objects, foreign until then (in the
+// global index only, never handled), are handled as newly listed and enter
+// the replica's own index; the kept shard's object is not handled again.
+func TestTheWatchOfAGlobalIndexServesAShardTakenOver(t *testing.T) {
+	s := newScenario(t)
+	serving := replicas.NewServing(replicas.ShardSet{Label: testShardLabel, Shards: 2, Held: []int{0}})
+	s.shards = serving
+	global, local := s.indexByName("global", true), s.indexByName("local", false)
+	var created counter
+	s.on(causes.Create, "create_fn", func(ctx context.Context, c *handlers.Change) (any, error) {
+		created.inc(c.Name)
+		return nil, nil
+	})
+	s.createLabelled("kex0", map[string]string{testShardLabel: "0"})
+	s.createLabelled("kex1", map[string]string{testShardLabel: "1"})
+	s.start()
+	s.until("kex0 handled, kex1 in the global index", func() bool {
+		return created.get("kex0") == 1 && len(global.Get("kex1")) == 1
+	})
+	if created.get("kex1") != 0 || len(local.Get("kex1")) != 0 {
+		t.Fatalf("another replica's kex1 was handled (%d) or indexed as the replica's own (%v)", created.get("kex1"), local.Get("kex1"))
+	}
+	serving.Serve([]int{0, 1})
+	s.until("kex1 handled after the takeover", func() bool {
+		_, ok := annotation(s.get("kex1"), "kopf.zalando.org/last-handled-configuration")
+		return ok && len(local.Get("kex1")) == 1
+	})
+	s.stop()
+	if c0, c1 := created.get("kex0"), created.get("kex1"); c0 != 1 || c1 != 1 {
+		t.Errorf("create handler calls: kex0 %d, kex1 %d; want 1 each", c0, c1)
+	}
+	if len(global.Get("kex0")) != 1 || len(global.Get("kex1")) != 1 || len(local.Get("kex0")) != 1 {
+		t.Errorf("indices at the end: global kex0 %v, kex1 %v; local kex0 %v", global.Get("kex0"), global.Get("kex1"), local.Get("kex0"))
+	}
+	if n := strings.Count(s.log.String(), "Starting the watch-stream for kopfexamples"); n != 1 {
+		t.Errorf("the watch started %d times, want once (the shards change in place); log:\n%s", n, s.log)
+	}
+}
+
+// A shard handed over and taken back at once, while its daemon still
+// stops, is served again only once that daemon has returned: never two
+// daemons of one object at once, though the watch of every object goes on.
+func TestAShardTakenBackWhileStoppingWaitsForItsDaemons(t *testing.T) {
+	s := newScenario(t)
+	serving := replicas.NewServing(replicas.ShardSet{Label: testShardLabel, Shards: 2, Held: []int{0, 1}})
+	s.shards = serving
+	s.indexByName("global", true)
+	var starts counter
+	release := make(chan struct{})
+	stopping := make(chan struct{}, 1)
+	s.daemon("monitor", func(ctx context.Context, sp *handlers.Spawn) (any, error) {
+		starts.inc(sp.Name)
+		s.poke()
+		<-ctx.Done()
+		if starts.get(sp.Name) == 1 {
+			stopping <- struct{}{}
+			<-release // a slow cleanup
+			sp.Logger.Info("The first daemon returns.")
+		}
+		return nil, nil
+	})
+	s.createLabelled("kex1", map[string]string{testShardLabel: "1"})
+	s.start()
+	s.until("the daemon started", func() bool { return starts.get("kex1") == 1 })
+	serving.Serve([]int{0})
+	<-stopping
+	serving.Serve([]int{0, 1})
+	close(release)
+	s.until("the daemon started again", func() bool { return starts.get("kex1") == 2 })
+	s.stop()
+	log := s.log.String()
+	returned := strings.Index(log, "The first daemon returns.")
+	again := strings.LastIndex(log, "Serving shard 1 of kopfexamples.v1.kopf.dev in 'default'.")
+	if returned < 0 || again < returned {
+		t.Errorf("shard 1 was served again before its first daemon returned; log:\n%s", log)
+	}
+	if n := starts.get("kex1"); n != 2 {
+		t.Errorf("the daemon started %d times, want 2", n)
+	}
 }

@@ -54,7 +54,8 @@ type Config struct {
 	// replicas.Sharder.Serving): its watchers list and watch only the
 	// objects labelled with them, one watch per shard, so that it never
 	// receives the others' (only a resource with global indices is watched
-	// whole, the others' objects going to those indices alone); and while
+	// whole, the others' objects going to those indices alone, and its
+	// watch serves each shard apart within it); and while
 	// it holds shard 0, it gives the objects of no shard their label
 	// (labeller.go). The reactor follows its changes shard by shard: the
 	// watchers of the shards taken out stop (handlers finish, daemons and

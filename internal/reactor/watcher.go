@@ -54,10 +54,17 @@ type watcher struct {
 	// globalIndexers are the indexers that also see the objects of other
 	// replicas' shards (kopfgo.Global).
 	globalIndexers []indexing.Indexer
-	// shards, when set, are the shards served by a watch of every object
-	// (sharding with global indices): the others' objects are only
-	// indexed globally. Nil: the watch selects the objects served.
-	shards   *replicas.ShardSet
+	// shardLabel, when set, is the label of the shards of a watch of
+	// every object (sharding with global indices, shardserving.go): it
+	// serves the objects of the shards in serving, and the others' are
+	// only indexed globally. "": the watch selects the objects served.
+	shardLabel string
+	// shardMu orders the watch's observations against the changes of
+	// serving, which it guards.
+	shardMu sync.Mutex
+	serving map[int]*served
+	// stopped are the done channels of each shard's latest serving.
+	stopped  map[int]chan struct{}
 	spawning []*handling.Spawning // daemons and timers (background.go)
 	// idleTimers: some timers idle, so essential changes are tracked.
 	idleTimers bool
@@ -117,7 +124,9 @@ func newWatcher(r *run, res resources.Resource, ns string, scope resources.Names
 	var selector string
 	if set != nil {
 		if len(w.globalIndexers) > 0 {
-			w.shards = set // global indices see every object: the watch is whole
+			// Global indices see every object: the watch is whole, and
+			// reshard says which shards it serves.
+			w.shardLabel, w.serving, w.stopped = set.Label, map[int]*served{}, map[int]chan struct{}{}
 		} else {
 			selector = set.Selector()
 		}
@@ -209,19 +218,16 @@ func (w *watcher) watch(ctx context.Context) {
 // forget takes the objects of a shard handed to another replica out of the
 // replica's own indices: they are that replica's now, and they come back
 // here with the shard's listing if it does (an index of this replica holds
-// its shards' objects only, once each). The global indices keep them. A
-// watch of every object (a resource with a global index), started again
-// with the new shards, forgets only the objects of the shards gone: it
-// lists the others again, and they stay indexed meanwhile.
+// its shards' objects only, once each). The global indices keep them: a
+// watch of every object (a resource with a global index) stops only when no
+// shard is left, and forgets the objects it served.
 func (w *watcher) forget(ctx context.Context) {
-	own := slices.DeleteFunc(slices.Clone(w.indexers), func(ix indexing.Indexer) bool { return ix.Spec().Global })
+	own := w.localIndexers()
 	if len(own) == 0 {
 		return
 	}
-	var now replicas.ShardSet
-	if w.shards != nil && w.Shards != nil {
-		now = w.Shards.Set()
-	}
+	w.shardMu.Lock()
+	defer w.shardMu.Unlock()
 	for _, obj := range w.store.List() {
 		c, ok := obj.(*kube.Compact)
 		if !ok {
@@ -231,15 +237,21 @@ func (w *watcher) forget(ctx context.Context) {
 		if err != nil {
 			continue
 		}
-		if w.shards != nil && (!w.shards.Owns(u.GetLabels()) || now.Owns(u.GetLabels())) {
-			continue // another replica's, or still this one's
+		if w.shardLabel != "" && w.servingOf(u.GetLabels()) == nil {
+			continue // another replica's
 		}
-		ob := indexing.Observation{Deleted: true, Now: w.Clock.Now(), Cause: &handling.Cause{
-			Body: u.Object, Resource: w.res, Patch: &patch.Patch{}, Logger: w.localLogger(u),
-		}}
-		for _, ix := range own {
-			ix.Observe(ctx, ob)
-		}
+		w.unindex(ctx, u, own)
+	}
+}
+
+// unindex feeds the indexers ixs the deletion of an object that leaves
+// them.
+func (w *watcher) unindex(ctx context.Context, u *unstructured.Unstructured, ixs []indexing.Indexer) {
+	ob := indexing.Observation{Deleted: true, Now: w.Clock.Now(), Cause: &handling.Cause{
+		Body: u.Object, Resource: w.res, Patch: &patch.Patch{}, Logger: w.localLogger(u),
+	}}
+	for _, ix := range ixs {
+		ix.Observe(ctx, ob)
 	}
 }
 
@@ -303,7 +315,7 @@ func (w *watcher) observe(ctx context.Context, obj any, typ handlers.EventType, 
 		return
 	}
 	var u *unstructured.Unstructured
-	if w.shards != nil {
+	if w.shardLabel != "" {
 		// A watch of every object, for the global indices: they alone see
 		// the objects of other replicas' shards, and of none yet.
 		var err error
@@ -311,20 +323,30 @@ func (w *watcher) observe(ctx context.Context, obj any, typ handlers.EventType, 
 			w.Logger.Error(fmt.Sprintf("Cannot read an observation of %s: %v", w.res, err))
 			return
 		}
-		if !w.shards.Owns(u.GetLabels()) {
+		w.shardMu.Lock()
+		defer w.shardMu.Unlock()
+		sv := w.servingOf(u.GetLabels())
+		if sv == nil {
 			w.indexForeign(ctx, u, deleted)
 			return
 		}
+		ctx = sv.ctx // its shard's work stops alone
 	}
-	if u == nil && (len(w.indexers) > 0 || len(w.watching) > 0 || (deleted && len(w.changing) > 0)) {
+	w.serve(ctx, c, u, w.indexers, typ, initial, deleted)
+}
+
+// serve passes an observation of an object served (c; u decoded, or nil)
+// to the indexers ixs and to its worker.
+func (w *watcher) serve(ctx context.Context, c *kube.Compact, u *unstructured.Unstructured, ixs []indexing.Indexer, typ handlers.EventType, initial, deleted bool) {
+	if u == nil && (len(ixs) > 0 || len(w.watching) > 0 || (deleted && len(w.changing) > 0)) {
 		var err error
 		if u, err = c.Decode(); err != nil {
 			w.Logger.Error(fmt.Sprintf("Cannot read an observation of %s: %v", w.res, err))
 			return
 		}
 	}
-	if len(w.indexers) > 0 {
-		w.index(ctx, u, deleted)
+	if len(ixs) > 0 {
+		w.index(ctx, u, ixs, deleted)
 	}
 	if w.indexersOnly() {
 		return // no worker needed
@@ -357,17 +379,17 @@ func (w *watcher) indexersOnly() bool {
 	return len(w.changing) == 0 && len(w.watching) == 0 && len(w.spawning) == 0
 }
 
-// index feeds one observation to the resource's indexers. It runs in the
+// index feeds one observation to the indexers ixs. It runs in the
 // informer's callback: indexers must be fast, and they never wait for a
 // worker, so that no limit on workers can deadlock the startup (compat: indices-worker-limit).
-func (w *watcher) index(ctx context.Context, u *unstructured.Unstructured, deleted bool) {
+func (w *watcher) index(ctx context.Context, u *unstructured.Unstructured, ixs []indexing.Indexer, deleted bool) {
 	key, err := cache.MetaNamespaceKeyFunc(u)
 	if err != nil {
 		return
 	}
 	uid := string(u.GetUID())
 	w.mu.Lock()
-	st := w.stateLocked(key, uid)
+	st := w.stateLocked(key, uid, servedIn(ctx))
 	if deleted && w.indexersOnly() {
 		delete(w.states, key) // no worker's notify forgets it
 	}
@@ -383,7 +405,7 @@ func (w *watcher) index(ctx context.Context, u *unstructured.Unstructured, delet
 		DefaultBackoff: w.Settings.Execution.DefaultBackoff,
 	}
 	hctx := w.handlerContext(ctx)
-	for _, ix := range w.indexers {
+	for _, ix := range ixs {
 		ix.Observe(hctx, ob)
 	}
 }

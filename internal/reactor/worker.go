@@ -29,6 +29,9 @@ type worker struct {
 	key   string
 	wake  chan struct{} // buffered(1): "there is news", coalescing observations
 	state *state
+	// serving is the shard the worker works for, when its watch serves
+	// shards apart (shardserving.go); nil otherwise.
+	serving *served
 	// queued are the observations waiting for the watching handlers, which
 	// see every observation rather than the latest state; guarded by the
 	// watcher's mu.
@@ -96,6 +99,9 @@ type state struct {
 	errors     int            // consecutive unexpected errors, for throttling
 	memo       *handlers.Memo // the user's Memo of the object
 	background *background    // daemons and timers (background.go)
+	// serving is the shard the object is served in, when its watch
+	// serves shards apart (shardserving.go); nil otherwise.
+	serving *served
 }
 
 // newState starts an object's state, its memo a shallow copy of the
@@ -243,7 +249,7 @@ func (w *watcher) stateOf(wk *worker, uid string) (*state, bool) {
 			return nil, false
 		}
 	}
-	wk.state = w.stateLocked(wk.key, uid)
+	wk.state = w.stateLocked(wk.key, uid, wk.serving)
 	return wk.state, true
 }
 
@@ -258,16 +264,17 @@ func (w *watcher) stored(key, uid string) bool {
 	return ok && c.UID == uid
 }
 
-// stateLocked returns the state of the object under key with uid: a new
-// object under an old name starts with a fresh state, and the old one's
-// daemons stop. Callers hold w.mu.
-func (w *watcher) stateLocked(key, uid string) *state {
+// stateLocked returns the state of the object under key with uid, served
+// in sv: a new object under an old name starts with a fresh state, and the
+// old one's daemons stop. Callers hold w.mu.
+func (w *watcher) stateLocked(key, uid string, sv *served) *state {
 	st := w.states[key]
 	if st == nil || st.uid != uid {
 		if st != nil {
 			st.forget()
 		}
 		st = w.newState(uid)
+		st.serving = sv
 		w.states[key] = st
 	}
 	return st
@@ -288,7 +295,7 @@ func (w *watcher) notify(ctx context.Context, c *kube.Compact, u *unstructured.U
 	if ctx.Err() != nil {
 		return
 	}
-	st := w.stateLocked(key, uid)
+	st := w.stateLocked(key, uid, servedIn(ctx))
 	st.mu.Lock()
 	if initial {
 		st.initial = true
@@ -326,7 +333,7 @@ func (w *watcher) poke(ctx context.Context, key string) {
 func (w *watcher) wakeLocked(ctx context.Context, key string, st *state, ob *observation) {
 	wk, ok := w.workers[key]
 	if !ok {
-		wk = &worker{key: key, wake: make(chan struct{}, 1), state: st}
+		wk = &worker{key: key, wake: make(chan struct{}, 1), state: st, serving: servedIn(ctx)}
 		w.workers[key] = wk
 	}
 	if ob != nil {
@@ -356,7 +363,7 @@ func (w *watcher) wakeLocked(ctx context.Context, key string, st *state, ob *obs
 		return
 	}
 	wk.held = true
-	w.wg.Go(func() { w.work(ctx, wk) })
+	w.goWork(ctx, wk)
 }
 
 // launch starts the goroutine of a worker whose turn for a pass slot has
@@ -370,8 +377,23 @@ func (w *watcher) launch(ctx context.Context, wk *worker) bool {
 		return false
 	}
 	wk.held = true
-	w.wg.Go(func() { w.work(ctx, wk) })
+	w.goWork(ctx, wk)
 	return true
+}
+
+// goWork starts the goroutine of a worker, which its shard's wait counts
+// too when its watch serves shards apart. Callers hold w.mu.
+func (w *watcher) goWork(ctx context.Context, wk *worker) {
+	sv := wk.serving
+	if sv == nil {
+		w.wg.Go(func() { w.work(ctx, wk) })
+		return
+	}
+	sv.wg.Add(1)
+	w.wg.Go(func() {
+		defer sv.wg.Done()
+		w.work(ctx, wk)
+	})
 }
 
 // slot takes the pass slot of the worker's next pass: the one granted to
@@ -655,29 +677,53 @@ func (w *watcher) stop(ctx context.Context) {
 	w.mu.Unlock() // empty on purpose: a barrier
 	w.wg.Wait()
 	w.pool.stop()
-	// The parked workers' timers stop outside w.mu: a fake clock runs a
-	// due timer's function (retireParked, which takes w.mu) under its own
-	// lock, which Stop takes too. With parked cleared first, a timer that
-	// fires meanwhile does nothing.
-	w.mu.Lock()
-	var timers []clock.Timer
-	for _, wk := range w.workers {
-		if wk.parked != nil {
-			timers = append(timers, wk.parked.timer)
-			wk.parked = nil
-		}
-	}
-	w.mu.Unlock()
-	for _, t := range timers {
-		t.Stop()
-	}
+	w.quiesce(func(*served) bool { return true }, false, haltReason(ctx))
+}
+
+// haltReason is what the daemons and timers of a watch (or of a shard
+// served apart) stopping in ctx see: a pause, the resource gone, or the
+// operator's exit.
+func haltReason(ctx context.Context) error {
 	reason := context.Cause(ctx)
 	if !errors.Is(reason, handlers.ErrOperatorPausing) && !errors.Is(reason, handlers.ErrResourceDeleted) {
 		reason = handlers.ErrOperatorExiting
 	}
+	return reason
+}
+
+// quiesce, once the workers of the objects served in the shards that
+// match have returned, stops their parked workers' retirement timers and
+// halts their daemons and timers with reason, and waits for them; drop
+// also forgets those workers and states (a shard handed over).
+func (w *watcher) quiesce(match func(*served) bool, drop bool, reason error) {
+	// The parked workers' timers stop outside w.mu: a fake clock runs a
+	// due timer's function (retireParked, which takes w.mu) under its own
+	// lock, which Stop takes too. With parked cleared first, a timer that
+	// fires meanwhile does nothing.
+	var (
+		timers []clock.Timer
+		waits  []func()
+	)
 	w.mu.Lock()
-	var waits []func()
-	for _, st := range w.states {
+	for key, wk := range w.workers {
+		if !match(wk.serving) {
+			continue
+		}
+		if wk.parked != nil {
+			timers = append(timers, wk.parked.timer)
+			wk.parked = nil
+		}
+		if drop {
+			delete(w.workers, key)
+		}
+	}
+	for key, st := range w.states {
+		if !match(st.serving) {
+			continue
+		}
+		if drop {
+			delete(w.states, key)
+		}
 		st.mu.Lock()
 		bg := st.background
 		st.mu.Unlock()
@@ -686,6 +732,9 @@ func (w *watcher) stop(ctx context.Context) {
 		}
 	}
 	w.mu.Unlock()
+	for _, t := range timers {
+		t.Stop()
+	}
 	for _, wait := range waits {
 		wait()
 	}

@@ -68,7 +68,8 @@
 // with its share, and a shard starts and stops alone; indices are per
 // replica too. A resource with a global index is the exception: it is
 // watched whole, the others' objects going to the global indices alone,
-// and its one watch starts again when the shards served change.
+// and its one watch changes in place which shards it serves, so that a
+// handover leaves its kept shards alone too.
 //
 // The holder of shard 0 coordinates: it also watches the objects of no
 // shard, "shard.kopfgo.dev/<name> notin (0, ..., N-1)" (no label, or a

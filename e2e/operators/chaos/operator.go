@@ -27,7 +27,11 @@
 // KOPFGO_CHAOS_NO_TIMER (non-empty) leaves the timer out, for runs of many
 // objects that count other things. KOPFGO_CHAOS_RESUME (non-empty) adds a
 // resume handler, journalled as "ret resume", for runs that count how often
-// a replica resumes the objects it lists.
+// a replica resumes the objects it lists. KOPFGO_CHAOS_GLOBAL_INDEX
+// (non-empty) adds a global index (kopfgo.Global) of the KopfExamples by
+// namespace, whose size each daemon journals as "ret gindex NS/NAME SIZE
+// PID" when it starts and every second after, for runs that check that a
+// sharded replica's global index holds every object.
 package chaos
 
 import (
@@ -66,6 +70,11 @@ func init() {
 	kopfgo.On.Field("kopfexamples", "spec.field", field, kopfgo.ID("field_fn"))
 	kopfgo.On.Delete("kopfexamples", remove, kopfgo.ID("delete_fn"))
 	kopfgo.On.Daemon("kopfexamples", daemon, kopfgo.ID("daemon_fn"), kopfgo.CancellationTimeout(2*time.Second))
+	if os.Getenv("KOPFGO_CHAOS_GLOBAL_INDEX") != "" {
+		byNamespace = kopfgo.OnIndex(kopfgo.On, "kopfexamples", func(ctx context.Context, o *kopfgo.Object) (map[string]string, error) {
+			return map[string]string{o.Namespace: o.Name}, nil
+		}, kopfgo.ID("by_namespace"), kopfgo.Global())
+	}
 	if os.Getenv("KOPFGO_CHAOS_RESUME") != "" {
 		kopfgo.On.Resume("kopfexamples", resume, kopfgo.ID("resume_fn"))
 	}
@@ -73,6 +82,10 @@ func init() {
 		kopfgo.On.Timer("kopfexamples", timer, kopfgo.ID("timer_fn"), kopfgo.Interval(2*time.Second))
 	}
 }
+
+// byNamespace is the global index of KOPFGO_CHAOS_GLOBAL_INDEX; nil
+// without it.
+var byNamespace *kopfgo.Index[string, string]
 
 var (
 	journalOnce sync.Once
@@ -224,6 +237,17 @@ func daemon(ctx context.Context, d *kopfgo.Spawn) (any, error) {
 		record("inv", "daemon-twice", d.Namespace, d.Name, "-")
 	}
 	record("inv", "daemon", d.Namespace, d.Name, "-")
+	if byNamespace != nil {
+		tick := time.NewTicker(time.Second)
+		defer tick.Stop()
+		for ctx.Err() == nil {
+			record("ret", "gindex", d.Namespace, d.Name, strconv.Itoa(len(byNamespace.Get(d.Namespace))))
+			select {
+			case <-ctx.Done():
+			case <-tick.C:
+			}
+		}
+	}
 	<-ctx.Done()
 	running.Delete(key)
 	record("ret", "daemon", d.Namespace, d.Name, "-")
