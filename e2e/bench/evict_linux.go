@@ -16,12 +16,12 @@ const fadvDontNeed = 4
 // the same way for every contender and every build.
 //
 // Why: an idle contender's RSS is about four fifths pages of its binary
-// (RssFile: 34 of 41 MB for kopfgo, 25 of 31 MB for the floor; see "An
+// (RssFile: 33 of 40 MB for kopfgo, 25 of 30 MB for the floor; see "An
 // idle operator's memory" in docs/performance.md), and how many of them a
-// process maps depends on how they came into the page cache: a binary
-// just written by go build is mapped in other chunks than one read from
-// disk. Two builds of the same code measured warm differed by 3 MB of RSS
-// (26.3 and 29.3 MB, the same after every restart); cold, by 0.4 MB.
+// process maps depends on how they came into the page cache (just written
+// by go build, or read from disk). Two builds that initialise the same
+// packages, their sections within 10 KB of each other, measured warm 3 MB
+// apart (25.7 and 28.6 MB, the same after every restart); cold, 0.4 MB.
 // The pages are synced first: dirty pages (a fresh build) are not
 // dropped. Pages that a running process maps (another replica of the
 // scale-out scenario) stay, as they would in a node's page cache.
