@@ -79,6 +79,13 @@ func TestProcReaders(t *testing.T) {
 	if rss < 64<<20 {
 		t.Errorf("peak RSS %d bytes after touching 64 MB", rss)
 	}
+	anon, err := anonRSS(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if anon < 64<<20 {
+		t.Errorf("anonymous RSS %d bytes with 64 MB of heap touched", anon)
+	}
 	_ = buf[len(buf)-1]
 }
 

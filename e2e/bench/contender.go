@@ -46,6 +46,9 @@ func startContenderWith(bin, name, kubeconfig, namespace, logPath string, profil
 	if profile != "" {
 		args = append(args, "-cpuprofile", profile+".cpu.pprof", "-memprofile", profile+".heap.pprof")
 	}
+	if err := evictPages(bin); err != nil {
+		return nil, err
+	}
 	logf, err := os.Create(logPath)
 	if err != nil {
 		return nil, err

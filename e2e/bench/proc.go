@@ -45,6 +45,11 @@ func peakRSS(pid int) (int64, error) { return statusBytes(pid, "VmHWM") }
 // currentRSS is the process's resident set size now (VmRSS) in bytes.
 func currentRSS(pid int) (int64, error) { return statusBytes(pid, "VmRSS") }
 
+// anonRSS is the part of the resident set that is the process's own
+// memory (RssAnon): heap, stacks, the runtime's structures; the rest of
+// VmRSS is pages of files, mostly the binary's.
+func anonRSS(pid int) (int64, error) { return statusBytes(pid, "RssAnon") }
+
 // statusBytes reads a "NAME: N kB" line of /proc/PID/status.
 func statusBytes(pid int, name string) (int64, error) {
 	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))

@@ -49,6 +49,9 @@ func (b *bench) scaleOne(ctx context.Context, name string) ([]result, error) {
 	if err != nil {
 		return nil, err
 	}
+	if anon, err := anonRSS(p.pid()); err == nil {
+		logf("scale: %s: RSS %.0f MB empty, of which %.0f MB anonymous (the rest: pages of the binary)", name, mb(empty), mb(anon))
+	}
 
 	logf("scale: %s: creating %d objects", name, n)
 	r := result{Scenario: "scale", Contender: name, Objects: n, EmptyRSSMB: mb(empty)}
