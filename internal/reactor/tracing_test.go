@@ -28,15 +28,21 @@ func spanAttrs(s sdktrace.ReadOnlySpan) map[attribute.Key]string {
 	return m
 }
 
+// tracedScenario is a scenario whose spans the recorder gets.
+func tracedScenario(t *testing.T) (*scenario, *tracetest.SpanRecorder) {
+	rec := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
+	s := newScenario(t)
+	s.tracer = tracing.New(tp)
+	return s, rec
+}
+
 // A pass is a span naming the object, linked to the trace of the object's
 // traceparent annotation; the handler's call is its child, and the
 // handler's ctx carries that call's span.
 func TestPassesAndHandlerCallsAreSpans(t *testing.T) {
-	rec := tracetest.NewSpanRecorder()
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
-	defer func() { _ = tp.Shutdown(context.Background()) }()
-	s := newScenario(t)
-	s.tracer = tracing.New(tp)
+	s, rec := tracedScenario(t)
 	var inHandler trace.SpanContext
 	var calls counter
 	s.on(causes.Create, "create_fn", func(ctx context.Context, c *handlers.Change) (any, error) {
@@ -87,11 +93,7 @@ func TestPassesAndHandlerCallsAreSpans(t *testing.T) {
 // nothing; the next pass, which calls a handler, is the first span, the
 // handler's span its child.
 func TestPassesWithNothingToDoMakeNoSpan(t *testing.T) {
-	rec := tracetest.NewSpanRecorder()
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
-	defer func() { _ = tp.Shutdown(context.Background()) }()
-	s := newScenario(t)
-	s.tracer = tracing.New(tp)
+	s, rec := tracedScenario(t)
 	updates, _ := s.handledWithUpdates("a")
 	s.start()
 	s.until("the listing's pass", func() bool { return s.log.Count(cycleFinished) == 1 })
