@@ -50,6 +50,7 @@ func (w *watcher) apply(ctx context.Context, u *unstructured.Unstructured, st *s
 	if pt.IsEmpty() && len(pt.Fns) == 0 {
 		return patched{}
 	}
+	ctx = w.acting(ctx)
 	w.kept.Untouch(u.Object, pt) // a real patch makes the touch-dummy unnecessary
 	logPatch(ctx, log, pt)
 	// The outcome of a handler that has run must reach the object even when
@@ -180,6 +181,7 @@ func (w *watcher) applyFinalizer(ctx context.Context, ps *pass, add bool) patche
 	fin := w.Settings.Persistence.Finalizer
 	pt, cur := ps.cause.Patch, ps.obj
 	giveUp := patched{throttled: true, delay: w.Settings.Queueing.ErrorDelays[0]}
+	ctx = w.acting(ctx) // a patch, and a re-read after a conflict
 	for attempt := 0; ; attempt++ {
 		pt.Meta()["resourceVersion"] = cur.GetResourceVersion()
 		// The list goes whole: after a conflict it is recomputed from the

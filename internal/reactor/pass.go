@@ -44,17 +44,29 @@ func (w *watcher) process(ctx context.Context, wk *worker) next {
 	}
 	step := plan.Pass(ps.facts)
 	if step.Action == plan.Handle {
-		w.trace(ctx, step)
 		step = plan.After(ps.facts, w.handle(ctx, ps, step.Reason))
 	}
-	return w.act(ctx, ps, step)
+	n := w.act(ctx, ps, step)
+	w.trace(ctx, step)
+	return n
 }
 
-// trace names the step on the pass's span.
+// trace names the step on the pass's span, after the step: the span starts
+// only once the pass acts (acting), which may be in the step itself.
 func (w *watcher) trace(ctx context.Context, step plan.Step) {
 	if w.Tracer != nil {
 		tracing.Step(ctx, step.Action)
 	}
+}
+
+// acting starts the pass's span when tracing is on, for what the pass does
+// next: a handler call or an API request, the span's children. A pass that
+// does neither (an object already handled, a stale body) makes no span.
+func (w *watcher) acting(ctx context.Context) context.Context {
+	if w.Tracer == nil {
+		return ctx
+	}
+	return tracing.Act(ctx)
 }
 
 // read gathers the facts of a pass. The body must be consistent first: not
@@ -144,7 +156,7 @@ func (w *watcher) consistent(ctx context.Context, ps *pass) bool {
 	ps.log.Debug(fmt.Sprintf("The operator's own patch (resourceVersion %s) has not come back within the consistency timeout; re-reading the object.", expected))
 	st.fly()
 	st.mu.Unlock()
-	fresh, err := w.reread(ctx, u)
+	fresh, err := w.reread(w.acting(ctx), u)
 	st.mu.Lock()
 	if err != nil {
 		// Going on with the cached state would run the handlers again
@@ -200,7 +212,6 @@ func (w *watcher) goodbye(ctx context.Context, wk *worker) {
 // act carries out a step of the plan (any but Handle, which process runs)
 // and says when the next pass comes.
 func (w *watcher) act(ctx context.Context, ps *pass, step plan.Step) next {
-	w.trace(ctx, step)
 	switch step.Action {
 	case plan.Wait:
 		return next{wait: step.Wait}

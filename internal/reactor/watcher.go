@@ -10,7 +10,6 @@ import (
 	"sync"
 	"time"
 
-	"go.opentelemetry.io/otel/trace"
 	"golang.org/x/time/rate"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -26,6 +25,7 @@ import (
 	"github.com/kopfgo/kopfgo/internal/pyrepr"
 	"github.com/kopfgo/kopfgo/internal/replicas"
 	"github.com/kopfgo/kopfgo/internal/resources"
+	"github.com/kopfgo/kopfgo/internal/tracing"
 	"github.com/kopfgo/kopfgo/patch"
 )
 
@@ -455,6 +455,9 @@ func (w *watcher) dispatch(ctx context.Context, wk *worker) {
 	obs := wk.queued
 	wk.queued = nil
 	w.mu.Unlock()
+	if len(obs) > 0 {
+		ctx = w.acting(ctx)
+	}
 	hctx := w.handlerContext(ctx)
 	for _, ob := range obs {
 		if ctx.Err() != nil {
@@ -515,7 +518,7 @@ func (w *watcher) localLogger(u *unstructured.Unstructured) *slog.Logger {
 func (w *watcher) handlerContext(ctx context.Context) context.Context {
 	if w.handlerCtx != nil {
 		if w.Tracer != nil { // the pass's span goes along
-			return trace.ContextWithSpan(w.handlerCtx, trace.SpanFromContext(ctx))
+			return tracing.Within(w.handlerCtx, ctx)
 		}
 		return w.handlerCtx
 	}

@@ -9,7 +9,6 @@ import (
 	"sync"
 	"time"
 
-	"go.opentelemetry.io/otel/trace"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/clock"
@@ -564,20 +563,21 @@ func (w *watcher) pass(ctx context.Context, wk *worker) (n next, queued bool) {
 		w.hooks().QueueWait(w.Clock.Since(news)) // hook: queue wait
 	}
 	w.pool.run(func() {
-		ctx, span := w.passSpan(ctx, wk)
+		ctx, end := w.passSpan(ctx, wk)
 		w.dispatch(ctx, wk)
 		w.goodbye(ctx, wk)
 		n = w.process(ctx, wk)
-		if span != nil {
-			span.End()
+		if end != nil {
+			end()
 		}
 	})
 	return n, false
 }
 
-// passSpan starts the span of a pass over the worker's object when tracing
-// is on; nil when it is off, or when the object is gone.
-func (w *watcher) passSpan(ctx context.Context, wk *worker) (context.Context, trace.Span) {
+// passSpan prepares the span of a pass over the worker's object when
+// tracing is on, which the pass starts once it acts (acting); the function
+// ends it. Nil when tracing is off, or when the object is gone.
+func (w *watcher) passSpan(ctx context.Context, wk *worker) (context.Context, func()) {
 	if w.Tracer == nil {
 		return ctx, nil
 	}

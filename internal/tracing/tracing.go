@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"time"
 
 	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
 	"go.opentelemetry.io/otel/attribute"
@@ -69,25 +70,62 @@ type Object struct {
 	Annotations map[string]string
 }
 
-// Pass starts the span of a pass over an object. When the object carries a
-// traceparent annotation, the span is linked to that span context, not a
-// child of it: the annotation stays on the object and every later pass
-// (retries, the operator's own status updates, changes by others) would
-// otherwise join the client's trace, long after the client's operation
-// ended; OpenTelemetry's guidance for work a message triggers
-// asynchronously is a link to the message's creation context.
-func (t *Tracer) Pass(ctx context.Context, o Object) (context.Context, trace.Span) {
-	opts := []trace.SpanStartOption{
+// Pass prepares the span of a pass over an object: the span starts only
+// once the pass acts (Act), with the pass's start as its start, and the
+// returned function ends it if it has started. Most passes over a settled
+// object (those of a restart, of a resync) find nothing to do, and a span
+// each would be most of what tracing costs then.
+//
+// When the object carries a traceparent annotation, the span is linked to
+// that span context, not a child of it: the annotation stays on the object
+// and every later pass (retries, the operator's own status updates,
+// changes by others) would otherwise join the client's trace, long after
+// the client's operation ended; OpenTelemetry's guidance for work a
+// message triggers asynchronously is a link to the message's creation
+// context.
+func (t *Tracer) Pass(ctx context.Context, o Object) (context.Context, func()) {
+	p := &pass{tracer: t.tracer, opts: []trace.SpanStartOption{
+		trace.WithTimestamp(time.Now()),
 		trace.WithSpanKind(trace.SpanKindInternal),
 		trace.WithAttributes(
 			AttrResource.String(o.Resource), AttrNamespace.String(o.Namespace),
 			AttrName.String(o.Name), AttrUID.String(o.UID),
 		),
-	}
+	}}
 	if sc := t.Remote(o.Annotations); sc.IsValid() {
-		opts = append(opts, trace.WithLinks(trace.Link{SpanContext: sc}))
+		p.opts = append(p.opts, trace.WithLinks(trace.Link{SpanContext: sc}))
 	}
-	return t.tracer.Start(ctx, PassSpan, opts...)
+	return context.WithValue(ctx, passKey{}, p), p.end
+}
+
+// pass is the span of a pass, nil until the pass acts. Only the pass's
+// own goroutine starts and ends it.
+type pass struct {
+	tracer trace.Tracer
+	opts   []trace.SpanStartOption
+	span   trace.Span
+}
+
+type passKey struct{}
+
+func (p *pass) end() {
+	if p.span != nil {
+		p.span.End()
+	}
+}
+
+// Act starts the span of ctx's pass unless it has started, and returns
+// ctx with it, for what the pass does next: a handler call or an API
+// request is the span's child. A ctx without a pass is returned as it is.
+func Act(ctx context.Context) context.Context {
+	p, _ := ctx.Value(passKey{}).(*pass)
+	if p == nil {
+		return ctx
+	}
+	if p.span == nil {
+		_, p.span = p.tracer.Start(ctx, PassSpan, p.opts...)
+	}
+	return trace.ContextWithSpan(ctx, p.span)
 }
 
 // Remote is the span context of an object's traceparent (and tracestate)
@@ -103,14 +141,32 @@ func (t *Tracer) Remote(annotations map[string]string) trace.SpanContext {
 	return trace.SpanContextFromContext(t.prop.Extract(context.Background(), carrier))
 }
 
-// Step names what the pass did (the plan's step) on the pass's span.
-func Step(ctx context.Context, step fmt.Stringer) {
-	trace.SpanFromContext(ctx).SetAttributes(AttrStep.String(step.String()))
+// Within is ctx with the pass of from and its span, for work of the pass
+// in a context that does not derive from the pass's own (handlers run in
+// a context of their own).
+func Within(ctx, from context.Context) context.Context {
+	span := trace.SpanFromContext(from)
+	if p, _ := from.Value(passKey{}).(*pass); p != nil {
+		ctx = context.WithValue(ctx, passKey{}, p)
+		if p.span != nil {
+			span = p.span
+		}
+	}
+	return trace.ContextWithSpan(ctx, span)
 }
 
-// Handler starts the span of one handler call; End ends it.
+// Step names what the pass did (the plan's step) on the pass's span, if
+// it has started.
+func Step(ctx context.Context, step fmt.Stringer) {
+	if p, _ := ctx.Value(passKey{}).(*pass); p != nil && p.span != nil {
+		p.span.SetAttributes(AttrStep.String(step.String()))
+	}
+}
+
+// Handler starts the span of one handler call, a child of the pass's span
+// (which the call starts, if it is the pass's first act); End ends it.
 func (t *Tracer) Handler(ctx context.Context, id, cause string, retry int) (context.Context, trace.Span) {
-	return t.tracer.Start(ctx, HandlerSpan+" "+id,
+	return t.tracer.Start(Act(ctx), HandlerSpan+" "+id,
 		trace.WithSpanKind(trace.SpanKindInternal),
 		trace.WithAttributes(AttrHandler.String(id), AttrCause.String(cause), AttrRetry.Int(retry)),
 	)

@@ -9,6 +9,7 @@ import (
 
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace"
 )
 
 func env(kv map[string]string) func(string) string { return func(k string) string { return kv[k] } }
@@ -87,9 +88,9 @@ func TestTransportTracesRequestsInSpansOnly(t *testing.T) {
 		resp.Body.Close()
 	}
 	get(context.Background())
-	ctx, pass := tr.Pass(context.Background(), Object{Resource: "kopfexamples.v1.kopf.dev", Name: "kex1"})
-	get(ctx)
-	pass.End()
+	ctx, end := tr.Pass(context.Background(), Object{Resource: "kopfexamples.v1.kopf.dev", Name: "kex1"})
+	get(Act(ctx))
+	end()
 	spans := rec.Ended()
 	if len(spans) != 2 {
 		t.Fatalf("%d spans, want the pass and one request", len(spans))
@@ -105,3 +106,47 @@ func TestTransportTracesRequestsInSpansOnly(t *testing.T) {
 		t.Errorf("a nil provider must give a nil Tracer that leaves the transport alone")
 	}
 }
+
+// A pass's span starts when the pass first acts, once however often it
+// acts, and a pass that never acts makes none.
+func TestPassSpanStartsWhenThePassActs(t *testing.T) {
+	rec := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+	defer func() { _ = tp.Shutdown(context.Background()) }()
+	tr := New(tp)
+	o := Object{Resource: "kopfexamples.v1.kopf.dev", Namespace: "default", Name: "kex1", UID: "uid-kex1"}
+
+	ctx, end := tr.Pass(context.Background(), o)
+	Step(ctx, stringer("nothing"))
+	end()
+	if n := len(rec.Ended()); n != 0 {
+		t.Fatalf("a pass that did not act ended %d spans, want none", n)
+	}
+
+	ctx, end = tr.Pass(context.Background(), o)
+	first := trace.SpanFromContext(Act(ctx))
+	second := trace.SpanFromContext(Act(ctx))
+	Step(ctx, stringer("store"))
+	end()
+	spans := rec.Ended()
+	if len(spans) != 1 || spans[0].Name() != PassSpan || !first.SpanContext().Equal(second.SpanContext()) ||
+		spans[0].SpanContext().SpanID() != first.SpanContext().SpanID() {
+		t.Fatalf("a pass that acted twice ended %d spans, want its one span for both", len(spans))
+	}
+	var step string
+	for _, kv := range spans[0].Attributes() {
+		if kv.Key == AttrStep {
+			step = kv.Value.Emit()
+		}
+	}
+	if step != "store" {
+		t.Errorf("the pass span's step = %q, want the one named after it started", step)
+	}
+	if Act(context.Background()) != context.Background() {
+		t.Errorf("Act outside a pass changed the context")
+	}
+}
+
+type stringer string
+
+func (s stringer) String() string { return string(s) }
