@@ -33,11 +33,11 @@ type FlowControl struct {
 	// Disabled sends every request at once, as Kopf does.
 	Disabled bool
 	// InitialWrites and MaxWrites bound the writes (POST, PUT, PATCH,
-	// DELETE) in flight. Default 16 and 64.
+	// DELETE) in flight. Default 16 and 32.
 	InitialWrites int
 	MaxWrites     int
 	// InitialReads and MaxReads bound the reads (GET and LIST). Default 16
-	// and 64.
+	// and 32.
 	InitialReads int
 	MaxReads     int
 }
