@@ -97,9 +97,17 @@
 // its quota releases its highest shards; one under it acquires free shards
 // (never one held by a live replica). A Lease is live while it keeps
 // changing: as in client-go's leader election, a replica judges expiry by
-// its own clock, a lease duration after it last saw the Lease change.
-// When a replica dies, its Leases expire and the others take its shards
-// within a lease duration and a retry period; when one joins, the others
+// its own clock, a lease duration after the Lease was renewed. When it was
+// renewed is its renewTime where that falls between the list that saw it
+// change and the list before (the clocks agree), else the nearer of the
+// two, and never more than half of the lease duration's excess over the
+// renew deadline before now: a holder whose clock lags still gives the
+// Lease up (its renew deadline) before the others take it. Client-go dates
+// a change by when it saw it, which added up to a retry period to every
+// handover. A replica wakes when the next Lease it knows of expires, not
+// at its next tick. When a replica dies, its Leases expire and the others
+// take its shards a lease duration after its last renewal (the bench's
+// scale-out handover measures it); when one joins, the others
 // see its membership and release shards down to their quotas, and it
 // acquires them.
 //

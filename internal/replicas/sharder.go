@@ -106,11 +106,15 @@ type Sharder struct {
 	held map[int]*held
 	// member is this replica's membership Lease, as last written.
 	member *coordv1.Lease
-	// seen is when each Lease was last seen to change, on this replica's
-	// clock: as client-go's leader election, a Lease expires a lease
-	// duration after it was last seen to change, whatever the clocks of
-	// other replicas say.
+	// seen is when each Lease was last renewed, on this replica's clock:
+	// as with client-go's leader election, a Lease expires a lease
+	// duration after it was last seen to change, but dated by its
+	// renewTime where that falls between the list that saw it change and
+	// the one before (renewedAt), so that the expiry does not wait for
+	// when this replica happened to look.
 	seen map[string]sighting
+	// listSent is when the last list of the Leases was sent.
+	listSent time.Time
 }
 
 type held struct {
@@ -120,7 +124,8 @@ type held struct {
 
 type sighting struct {
 	holder, renewed string
-	at              time.Time
+	at              time.Time     // renewed then, on our clock
+	duration        time.Duration // the Lease's own
 }
 
 // New makes a replica's sharder; it holds no shard until Run acquires some.
@@ -149,11 +154,27 @@ func (s *Sharder) Run(ctx context.Context) error {
 	defer ticker.Stop()
 	for {
 		s.step(ctx, ticker.C())
+		// A round at the moment another replica's Lease expires, not at
+		// the next tick after it: a dead replica's shards are taken a
+		// lease duration after its last renewal, not up to a retry period
+		// later.
+		var expiry clock.Timer
+		var expired <-chan time.Time
+		if at, ok := s.nextExpiry(); ok {
+			expiry = s.cfg.Clock.NewTimer(at.Sub(s.cfg.Clock.Now()))
+			expired = expiry.C()
+		}
 		select {
 		case <-ctx.Done():
+		case <-ticker.C():
+		case <-expired:
+		}
+		if expiry != nil {
+			expiry.Stop()
+		}
+		if ctx.Err() != nil {
 			s.leave(context.WithoutCancel(ctx))
 			return nil
-		case <-ticker.C():
 		}
 	}
 }
@@ -307,6 +328,7 @@ func (s *Sharder) shardOf(name string) (int, bool) {
 // list reads the sharding's Leases and notes when each changed. The
 // caller does not hold s.mu.
 func (s *Sharder) list(ctx context.Context) ([]coordv1.Lease, error) {
+	sent := s.cfg.Clock.Now()
 	list, err := s.cfg.Leases.Leases(s.cfg.Namespace).List(ctx, metav1.ListOptions{LabelSelector: ShardingLabel + "=" + s.cfg.Name})
 	if err != nil {
 		return nil, err
@@ -314,33 +336,91 @@ func (s *Sharder) list(ctx context.Context) ([]coordv1.Lease, error) {
 	now := s.cfg.Clock.Now()
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	// A Lease changed since the last list was written after that list
+	// was sent.
+	since := s.listSent
+	if since.IsZero() {
+		since = now.Add(-s.cfg.LeaseDuration)
+	}
+	s.listSent = sent
 	listed := map[string]bool{}
 	for _, l := range list.Items {
-		s.sight(&l, now)
+		s.sightBetween(&l, since, now)
 		listed[l.Name] = true
 	}
 	maps.DeleteFunc(s.seen, func(name string, _ sighting) bool { return !listed[name] }) // deleted Leases
 	return list.Items, nil
 }
 
-// sight notes a Lease as read or written. The caller holds s.mu.
-func (s *Sharder) sight(l *coordv1.Lease, now time.Time) {
-	sg := sighting{holder: ptr.Deref(l.Spec.HolderIdentity, "")}
+// sight notes a Lease as written now. The caller holds s.mu.
+func (s *Sharder) sight(l *coordv1.Lease, now time.Time) { s.sightBetween(l, now, now) }
+
+// sightBetween notes a Lease read at now, which if it changed since it
+// was last seen was written after since. The caller holds s.mu.
+func (s *Sharder) sightBetween(l *coordv1.Lease, since, now time.Time) {
+	sg := sighting{holder: ptr.Deref(l.Spec.HolderIdentity, ""), duration: time.Duration(ptr.Deref(l.Spec.LeaseDurationSeconds, 0)) * time.Second}
+	var renewTime time.Time
 	if l.Spec.RenewTime != nil {
+		renewTime = l.Spec.RenewTime.Time
 		sg.renewed = l.Spec.RenewTime.UTC().Format(time.RFC3339Nano)
 	}
 	if old, ok := s.seen[l.Name]; ok && old.holder == sg.holder && old.renewed == sg.renewed {
 		return
 	}
-	sg.at = now
+	sg.at = renewedAt(renewTime, since, now, (s.cfg.LeaseDuration-s.cfg.RenewDeadline)/2)
 	s.seen[l.Name] = sg
 }
 
-// expired: the Lease has not changed for its duration. The caller holds
-// s.mu.
+// renewedAt is when, on this replica's clock, a Lease seen to change at now
+// and not before since was renewed, given the renewTime its holder wrote.
+// Where the clocks agree that is the renewTime itself, so that a dead
+// replica's Lease expires a lease duration after its last renewal rather
+// than after this replica happened to see it; a renewTime outside
+// [since, now] is a clock that disagrees, and its nearest end is taken.
+// Never earlier than margin before now: a holder whose clock lags far
+// behind, seen for the first time, is given its Lease until at least a
+// lease duration minus margin from now, while it gives it up after its
+// renew deadline, margin being half the difference.
+func renewedAt(renewTime, since, now time.Time, margin time.Duration) time.Time {
+	since = later(since, now.Add(-margin))
+	switch {
+	case renewTime.Before(since):
+		return since
+	case renewTime.After(now):
+		return now
+	}
+	return renewTime
+}
+
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
+
+// nextExpiry is when the next Lease held by another replica expires, if
+// one is held.
+func (s *Sharder) nextExpiry() (time.Time, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var next time.Time
+	for _, sg := range s.seen {
+		if sg.holder == "" || sg.holder == s.cfg.Identity || sg.duration <= 0 {
+			continue
+		}
+		if at := sg.at.Add(sg.duration); next.IsZero() || at.Before(next) {
+			next = at
+		}
+	}
+	return next, !next.IsZero()
+}
+
+// expired: the Lease has not been renewed for its duration. The caller
+// holds s.mu.
 func (s *Sharder) expired(l coordv1.Lease, now time.Time) bool {
-	d := time.Duration(ptr.Deref(l.Spec.LeaseDurationSeconds, 0)) * time.Second
-	return !now.Before(s.seen[l.Name].at.Add(d))
+	sg := s.seen[l.Name]
+	return !now.Before(sg.at.Add(sg.duration))
 }
 
 // spec is a Lease's spec held by this replica from now.

@@ -350,3 +350,101 @@ func TestRunReleasesEverythingOnExit(t *testing.T) {
 }
 
 func metavOpts() metav1.ListOptions { return metav1.ListOptions{} }
+
+func TestRenewedAt(t *testing.T) {
+	now := time.Date(2026, 11, 26, 10, 0, 0, 0, time.UTC)
+	since := now.Add(-2 * time.Second)
+	margin := 2500 * time.Millisecond
+	for _, tc := range []struct {
+		name      string
+		renewTime time.Time
+		since     time.Time
+		want      time.Time
+	}{
+		{"clocks agree: the renewTime", now.Add(-time.Second), since, now.Add(-time.Second)},
+		{"renewed just as the list was sent", since, since, since},
+		{"a holder's clock behind: when the previous list was sent", now.Add(-time.Minute), since, since},
+		{"a holder's clock ahead: now", now.Add(time.Minute), since, now},
+		{"no renewTime: the earliest it could be", time.Time{}, since, since},
+		{"first seen, a clock far behind: no earlier than the margin", now.Add(-time.Hour), now.Add(-15 * time.Second), now.Add(-margin)},
+		{"first seen, clocks agreeing within the margin", now.Add(-2 * time.Second), now.Add(-15 * time.Second), now.Add(-2 * time.Second)},
+		{"first seen, renewed longer ago than the margin", now.Add(-10 * time.Second), now.Add(-15 * time.Second), now.Add(-margin)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := renewedAt(tc.renewTime, tc.since, now, margin); !got.Equal(tc.want) {
+				t.Errorf("renewedAt = now%+v, want now%+v", got.Sub(now), tc.want.Sub(now))
+			}
+		})
+	}
+}
+
+// A replica that dies is replaced as soon as its Leases expire, a lease
+// duration after its last renewal: not at the next of the survivor's
+// rounds after that, and not a lease duration after the survivor first
+// happened to see them.
+func TestADeadReplicasShardsAreTakenWhenItsLeasesExpire(t *testing.T) {
+	w := newWorld(t)
+	a := w.replica("a")
+	w.step(a) // a holds every shard, renewed now; then a dies
+	died := w.clock.Now()
+
+	// b starts 1.5s later: its ticks fall half a second off a's renewals
+	// and off their expiry.
+	w.clock.Step(1500 * time.Millisecond)
+	b := w.replica("b")
+	lists := func() int {
+		n := 0
+		for _, a := range w.clients.Actions() {
+			if a.GetVerb() == "list" && a.GetResource().Resource == "leases" {
+				n++
+			}
+		}
+		return n
+	}
+	ctx, cancel := context.WithCancel(w.ctx)
+	done := make(chan error, 1)
+	go func() { done <- b.s.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+	})
+	failure := time.NewTimer(30 * time.Second) // a failure detector
+	defer failure.Stop()
+	awaitRound := func(n int) {
+		t.Helper()
+		// A round is over once b has listed and waits again on its
+		// ticker and the expiry's timer.
+		for lists() < n || w.clock.Waiters() < 2 {
+			select {
+			case <-failure.C:
+				t.Fatalf("b's round %d never ends (lists %d, clock waiters %d)", n, lists(), w.clock.Waiters())
+			case <-time.After(time.Millisecond):
+			}
+		}
+	}
+	awaitRound(1)
+	if got := b.s.Held(); len(got) != 0 {
+		t.Fatalf("b took %v from a live replica", got)
+	}
+
+	// A moment before a's Leases expire, b's rounds take nothing.
+	w.clock.SetTime(died.Add(DefaultLeaseDuration - time.Millisecond))
+	awaitRound(2)
+	if got := b.s.Held(); len(got) != 0 {
+		t.Fatalf("b took %v before a's leases expired", got)
+	}
+	// As they expire, b takes every shard, though no tick of its is due
+	// before half a second later.
+	w.clock.SetTime(died.Add(DefaultLeaseDuration))
+	for {
+		select {
+		case got := <-b.held:
+			if slices.Equal(got, []int{0, 1, 2, 3}) {
+				w.before(`op-shard-0: holder "b"`, "b: serving [0 1 2 3]")
+				return
+			}
+		case <-failure.C:
+			t.Fatalf("b holds %v a lease duration after a's last renewal, want every shard; journal:\n%s", b.s.Held(), w.j)
+		}
+	}
+}
