@@ -228,8 +228,12 @@ func (b *bench) scaleOutOne(ctx context.Context, contender string, can abilities
 		if err != nil {
 			return result{}, err
 		}
+		anon, err := anonRSS(ps[i].pid())
+		if err != nil {
+			return result{}, err
+		}
 		r.Replicas = append(r.Replicas, replicaFigures{WatchEvents: received - events[i], CPUSeconds: one.CPUSeconds, PeakRSSMB: one.PeakRSSMB,
-			ShardLabels: s.ShardLabels - ph.stats.shardLabels, LabelsUncounted: !s.CountsShardLabels})
+			AnonRSSMB: float64(anon) / (1 << 20), ShardLabels: s.ShardLabels - ph.stats.shardLabels, LabelsUncounted: !s.CountsShardLabels})
 		r.CPUSeconds += one.CPUSeconds
 		r.PeakRSSMB = max(r.PeakRSSMB, one.PeakRSSMB)
 		r.Writes += one.Writes
@@ -330,6 +334,10 @@ type replicaFigures struct {
 	WatchEvents float64 `json:"watchEvents"`
 	CPUSeconds  float64 `json:"cpuSeconds"`
 	PeakRSSMB   float64 `json:"peakRssMB"`
+	// AnonRSSMB is its anonymous memory (RssAnon) once the burst is
+	// handled: its own, without the pages of its binary, which replicas
+	// on one node share and peak RSS counts in each.
+	AnonRSSMB float64 `json:"anonRssMB,omitempty"`
 	// ShardLabels are the label patches it made (the coordinator's, for
 	// objects created without the label); LabelsUncounted: its probe
 	// (an older revision's) does not count them.
