@@ -400,8 +400,11 @@ func later(a, b time.Time) time.Time {
 }
 
 // nextExpiry is when the next Lease held by another replica expires, if
-// one is held.
+// one is held and not expired yet: one that has expired (a dead replica's
+// membership until it is deleted, a shard another replica is to take) is
+// the rounds' business, not a reason to wake.
 func (s *Sharder) nextExpiry() (time.Time, bool) {
+	now := s.cfg.Clock.Now()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var next time.Time
@@ -409,7 +412,7 @@ func (s *Sharder) nextExpiry() (time.Time, bool) {
 		if sg.holder == "" || sg.holder == s.cfg.Identity || sg.duration <= 0 {
 			continue
 		}
-		if at := sg.at.Add(sg.duration); next.IsZero() || at.Before(next) {
+		if at := sg.at.Add(sg.duration); at.After(now) && (next.IsZero() || at.Before(next)) {
 			next = at
 		}
 	}

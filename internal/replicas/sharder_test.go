@@ -448,3 +448,29 @@ func TestADeadReplicasShardsAreTakenWhenItsLeasesExpire(t *testing.T) {
 		}
 	}
 }
+
+// A Lease of another replica that has expired and is still there (a dead
+// replica's membership until it is deleted, a shard for a third replica
+// to take) is no reason to wake: the next expiry is in the future, or there
+// is none, else the sharder would go round without pause.
+func TestNextExpiryIsInTheFuture(t *testing.T) {
+	w := newWorld(t)
+	s := w.replica("b").s
+	now := w.clock.Now()
+	s.seen = map[string]sighting{
+		"op-member-a": {holder: "a", at: now.Add(-time.Minute), duration: DefaultLeaseDuration},
+		"op-shard-0":  {holder: "a", at: now.Add(-DefaultLeaseDuration), duration: DefaultLeaseDuration},
+		"op-shard-1":  {holder: "b", at: now, duration: DefaultLeaseDuration},
+		"op-shard-2":  {holder: "", at: now, duration: time.Second},
+		"op-member-c": {holder: "c", at: now.Add(-5 * time.Second), duration: DefaultLeaseDuration},
+		"op-shard-3":  {holder: "c", at: now.Add(-3 * time.Second), duration: DefaultLeaseDuration},
+	}
+	if at, ok := s.nextExpiry(); !ok || !at.Equal(now.Add(10*time.Second)) {
+		t.Errorf("nextExpiry = now%+v, %v; want now+10s (c's membership)", at.Sub(now), ok)
+	}
+	delete(s.seen, "op-member-c")
+	delete(s.seen, "op-shard-3")
+	if at, ok := s.nextExpiry(); ok {
+		t.Errorf("nextExpiry = now%+v with only expired, own and free Leases; want none", at.Sub(now))
+	}
+}
