@@ -8,7 +8,10 @@ import (
 	"strconv"
 	"time"
 
+	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/ptr"
 
 	"github.com/kopfgo/kopfgo/e2e/bench/probe"
 	"github.com/kopfgo/kopfgo/e2e/cluster"
@@ -50,6 +53,9 @@ func (b *bench) backlogShed(ctx context.Context) ([]result, error) {
 	}
 	shed.round = b.round
 	if shed.kubeconfig, _, err = c.ServiceAccount(ctx, "bench-operators", "contender"); err != nil {
+		return nil, err
+	}
+	if err := fixedSeats(ctx, c, "bench-operators", "contender"); err != nil {
 		return nil, err
 	}
 	if err := shed.warmup(ctx); err != nil {
@@ -180,5 +186,63 @@ func (r *result) sofar(p *process) error {
 	}
 	r.CPUSeconds, r.PeakRSSMB, r.Writes, r.Calls = cpu.Seconds(), mb(rss), s.Writes, s.Calls
 	r.CPUPerObjectMs = r.CPUSeconds * 1000 / float64(r.Objects)
+	return nil
+}
+
+// contenderShares are the nominal shares of the contenders' priority
+// level: with the default levels' 245 shares and -shed-inflight 20 plus
+// -shed-mutating 10, about 19 of the 30 seats, what the service accounts'
+// level (workload-low) borrows up to once it is busy.
+const contenderShares = 400
+
+// fixedSeats puts the contenders' service account in a priority level of
+// its own whose seats are fixed: none lent while it is idle, none borrowed.
+// In workload-low, where service accounts go by default, APF lends an idle
+// level's seats away and gives them back only after 10-15 s of demand, so
+// whichever contender ran first on the round's fresh cluster drained its
+// first seconds at 2-3 seats, and the second found the level warm.
+func fixedSeats(ctx context.Context, c *cluster.Cluster, namespace, account string) error {
+	k, err := kubernetes.NewForConfig(c.RESTConfig())
+	if err != nil {
+		return err
+	}
+	const name = "bench-contenders"
+	pl := &flowcontrolv1.PriorityLevelConfiguration{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: flowcontrolv1.PriorityLevelConfigurationSpec{
+			Type: flowcontrolv1.PriorityLevelEnablementLimited,
+			Limited: &flowcontrolv1.LimitedPriorityLevelConfiguration{
+				NominalConcurrencyShares: ptr.To[int32](contenderShares),
+				LendablePercent:          ptr.To[int32](0),
+				BorrowingLimitPercent:    ptr.To[int32](0),
+				// workload-low's queues: the same shedding as before.
+				LimitResponse: flowcontrolv1.LimitResponse{
+					Type:    flowcontrolv1.LimitResponseTypeQueue,
+					Queuing: &flowcontrolv1.QueuingConfiguration{Queues: 128, HandSize: 6, QueueLengthLimit: 50},
+				},
+			},
+		},
+	}
+	if _, err := k.FlowcontrolV1().PriorityLevelConfigurations().Create(ctx, pl, metav1.CreateOptions{}); err != nil {
+		return fmt.Errorf("creating the contenders' priority level: %w", err)
+	}
+	fs := &flowcontrolv1.FlowSchema{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: flowcontrolv1.FlowSchemaSpec{
+			PriorityLevelConfiguration: flowcontrolv1.PriorityLevelConfigurationReference{Name: name},
+			MatchingPrecedence:         500, // before service-accounts (9000)
+			DistinguisherMethod:        &flowcontrolv1.FlowDistinguisherMethod{Type: flowcontrolv1.FlowDistinguisherMethodByUserType},
+			Rules: []flowcontrolv1.PolicyRulesWithSubjects{{
+				Subjects: []flowcontrolv1.Subject{{Kind: flowcontrolv1.SubjectKindServiceAccount,
+					ServiceAccount: &flowcontrolv1.ServiceAccountSubject{Namespace: namespace, Name: account}}},
+				ResourceRules: []flowcontrolv1.ResourcePolicyRule{{Verbs: []string{"*"}, APIGroups: []string{"*"}, Resources: []string{"*"},
+					ClusterScope: true, Namespaces: []string{"*"}}},
+				NonResourceRules: []flowcontrolv1.NonResourcePolicyRule{{Verbs: []string{"*"}, NonResourceURLs: []string{"*"}}},
+			}},
+		},
+	}
+	if _, err := k.FlowcontrolV1().FlowSchemas().Create(ctx, fs, metav1.CreateOptions{}); err != nil {
+		return fmt.Errorf("creating the contenders' flow schema: %w", err)
+	}
 	return nil
 }

@@ -192,7 +192,13 @@ func (r *report) print(w io.Writer) {
 		if len(rows) == 0 {
 			continue
 		}
-		fmt.Fprintf(w, "\n%s\n", title(sc, rows[0], r.Params))
+		// The title's figures are of a contender that ran: one that
+		// failed before its start has none.
+		first := rows[0]
+		if i := slices.IndexFunc(rows, func(x result) bool { return x.Error == "" }); i >= 0 {
+			first = rows[i]
+		}
+		fmt.Fprintf(w, "\n%s\n", title(sc, first, r.Params))
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 		switch sc {
 		case "burst", "updates":
@@ -373,7 +379,7 @@ func title(sc string, x result, p map[string]any) string {
 	case "backlog":
 		return fmt.Sprintf("backlog: %d unhandled objects present before the contender starts; from its start until all are handled", x.Objects)
 	case "backlog-shed":
-		return fmt.Sprintf("backlog-shed: the backlog against an API server with --max-requests-inflight=%v --max-mutating-requests-inflight=%v, the contenders as a service account", p["shedInflight"], p["shedMutating"])
+		return fmt.Sprintf("backlog-shed: the backlog against an API server with --max-requests-inflight=%v --max-mutating-requests-inflight=%v, the contenders as a service account in an APF priority level of fixed seats (%d shares, no lending or borrowing)", p["shedInflight"], p["shedMutating"], contenderShares)
 	case "scaleout":
 		return fmt.Sprintf("scaleout: kopfgo sharded over 1, 2 and 4 replicas (%d shards; ×1: to the same contender with one replica), %d objects created at once; until all are handled; then a replica SIGKILLed (the last one not serving the label webhook) and %d objects created, until they are handled. The label webhook is the replica whose webhook the API server calls to label new objects with their shard; label patches are the coordinator's, for objects that came without the label", scaleOutShards, x.Objects, handoverObjects)
 	}
