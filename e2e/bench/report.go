@@ -325,7 +325,6 @@ func times(v, base float64) string {
 	return fmt.Sprintf("%.2f", v/base)
 }
 
-// perReplica is one figure of each replica, "a / b / c".
 // oneAnon is a single replica's RssAnon after the burst (0 where not
 // measured: the ratios are then +Inf or NaN).
 func oneAnon(one result) float64 {
@@ -335,6 +334,7 @@ func oneAnon(one result) float64 {
 	return one.Replicas[0].AnonRSSMB
 }
 
+// perReplica is one figure of each replica, "a / b / c".
 func perReplica(rs []replicaFigures, format string, of func(replicaFigures) float64) string {
 	if len(rs) == 0 {
 		return "-"

@@ -337,11 +337,8 @@ func (s *Sharder) list(ctx context.Context) ([]coordv1.Lease, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	// A Lease changed since the last list was written after that list
-	// was sent.
+	// was sent (before the first list, renewedAt's margin bounds it).
 	since := s.listSent
-	if since.IsZero() {
-		since = now.Add(-s.cfg.LeaseDuration)
-	}
 	s.listSent = sent
 	listed := map[string]bool{}
 	for _, l := range list.Items {
