@@ -24,6 +24,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/kopfgo/kopfgo/e2e/bench/probe"
+	"github.com/kopfgo/kopfgo/internal/conventions"
 )
 
 // scaleOutReplicas are the numbers of kopfgo replicas the scale-out
@@ -47,9 +48,15 @@ const scaleOutShards = 12
 // replicas all write it, and the last one's URL is the one the API server
 // calls. A contender whose bench operator predates the webhook (or the
 // sharding) runs without it (or is left out), and the results say so.
+//
+// With the floor among the contenders, the floor's burst is split over 1,
+// 2 and 4 processes first (scaleOutFloor): the ratios to one process that
+// a bare client-go program gets by the same split.
 func (b *bench) scaleOut(ctx context.Context) ([]result, error) {
 	var names []string
+	floor := false
 	for _, name := range b.contenders() {
+		floor = floor || name == "floor"
 		if name == "kopfgo" || strings.HasPrefix(name, "kopfgo@") {
 			names = append(names, name)
 		}
@@ -58,6 +65,15 @@ func (b *bench) scaleOut(ctx context.Context) ([]result, error) {
 		return nil, errors.New("scaleout: the scenario runs kopfgo; add kopfgo or kopfgo@REV to -contenders")
 	}
 	var out []result
+	if floor {
+		for _, replicas := range scaleOutReplicas {
+			r, err := b.scaleOutFloor(ctx, replicas)
+			if err != nil {
+				return out, fmt.Errorf("scaleout, the floor over %d processes: %w", replicas, err)
+			}
+			out = append(out, r)
+		}
+	}
 	for _, name := range names {
 		can := b.benchOperator(name)
 		if !can.shards {
@@ -185,67 +201,21 @@ func (b *bench) scaleOutOne(ctx context.Context, contender string, can abilities
 		}
 	}
 
-	logf("scaleout: %s: creating %d objects", name, n)
-	t.phase("value", n)
-	marks := make([]phase, len(ps))
-	events := make([]float64, len(ps))
-	for i, p := range ps {
-		if marks[i], err = b.mark(p); err != nil {
-			return result{}, err
-		}
-		if events[i], err = watchEvents(ctx, metrics[i]); err != nil {
-			return result{}, err
-		}
-	}
 	calls, err := b.webhookCalls(ctx, managed)
 	if err != nil {
 		return result{}, err
 	}
-	profiles := b.profileWindow(ctx, ps, "burst", scaleOutProfileWindow(n))
-	begin := time.Now()
-	if err := b.parallel(ctx, n, func(ctx context.Context, i int) error { return b.create(ctx, ns, i, false) }); err != nil {
-		return result{}, err
-	}
-	created := time.Since(begin)
-	last, err := t.wait(ctx, handledTimeout)
+	events := func(i int) (float64, error) { return watchEvents(ctx, metrics[i]) }
+	r, profiles, err := b.scaleOutBurst(ctx, name, ns, t, ps, events, func(ctx context.Context, i int) error { return b.create(ctx, ns, i, false) })
 	if err != nil {
 		return result{}, err
 	}
-	r := result{Scenario: "scaleout", Contender: name, Objects: n, Seconds: last.Sub(begin).Seconds(), DriverSeconds: created.Seconds(), Webhook: webhook}
-	r.PerSecond = float64(n) / r.Seconds
-	// Each replica's figures, and summed (peak RSS: the largest).
-	for i, ph := range marks {
-		var one result
-		one.Objects = n
-		if _, err := ph.finish(ctx, &one, last); err != nil {
-			return result{}, err
-		}
-		received, err := watchEvents(ctx, metrics[i])
-		if err != nil {
-			return result{}, err
-		}
-		s, err := ps[i].stats()
-		if err != nil {
-			return result{}, err
-		}
-		anon, err := anonRSS(ps[i].pid())
-		if err != nil {
-			return result{}, err
-		}
-		r.Replicas = append(r.Replicas, replicaFigures{WatchEvents: received - events[i], CPUSeconds: one.CPUSeconds, PeakRSSMB: one.PeakRSSMB,
-			AnonRSSMB: float64(anon) / (1 << 20), ShardLabels: s.ShardLabels - ph.stats.shardLabels, LabelsUncounted: !s.CountsShardLabels})
-		r.CPUSeconds += one.CPUSeconds
-		r.PeakRSSMB = max(r.PeakRSSMB, one.PeakRSSMB)
-		r.Writes += one.Writes
-		r.Calls += one.Calls
-	}
+	r.Webhook = webhook
 	after, err := b.webhookCalls(ctx, managed)
 	if err != nil {
 		return result{}, err
 	}
 	r.WebhookCalls, r.WebhookFailOpen = after.calls-calls.calls, after.failOpen-calls.failOpen
-	r.CPUPerObjectMs = r.CPUSeconds * 1000 / float64(n)
-	r.WritesPerObject = float64(r.Writes) / float64(n)
 	logf("scaleout: %s: %.0f objects/s, %.2f ms CPU per object, %.2f writes per object, label patches per replica %s, the label webhook called %d times (%d failed open)",
 		name, r.PerSecond, r.CPUPerObjectMs, r.WritesPerObject, shardLabels(r.Replicas), r.WebhookCalls, r.WebhookFailOpen)
 	profiles.wait()
@@ -258,6 +228,137 @@ func (b *bench) scaleOutOne(ctx context.Context, contender string, can abilities
 		profiles.wait()
 		logf("scaleout: %s: objects created at replica-%d's SIGKILL handled %.1fs after it (its shards taken after %.1fs)", name, victim, r.HandoverSeconds, r.HandoverLeasesSeconds)
 	}
+	return r, nil
+}
+
+// scaleOutBurst creates the n objects of the burst in ns with create,
+// waits until the tracker t has seen them all handled by the replicas ps,
+// and measures each replica over it (events tells the watch events replica
+// i has received so far); the CPU profiles of -profile are being taken
+// when it returns.
+func (b *bench) scaleOutBurst(ctx context.Context, name, ns string, t *tracker, ps []*process, events func(i int) (float64, error), create func(ctx context.Context, i int) error) (result, *profiles, error) {
+	n := b.o.n
+	logf("scaleout: %s: creating %d objects", name, n)
+	t.phase("value", n)
+	marks := make([]phase, len(ps))
+	before := make([]float64, len(ps))
+	for i, p := range ps {
+		var err error
+		if marks[i], err = b.mark(p); err != nil {
+			return result{}, nil, err
+		}
+		if before[i], err = events(i); err != nil {
+			return result{}, nil, err
+		}
+	}
+	profiles := b.profileWindow(ctx, ps, "burst", scaleOutProfileWindow(n))
+	begin := time.Now()
+	if err := b.parallel(ctx, n, create); err != nil {
+		return result{}, profiles, err
+	}
+	created := time.Since(begin)
+	last, err := t.wait(ctx, handledTimeout)
+	if err != nil {
+		return result{}, profiles, err
+	}
+	r := result{Scenario: "scaleout", Contender: name, Objects: n, Seconds: last.Sub(begin).Seconds(), DriverSeconds: created.Seconds()}
+	r.PerSecond = float64(n) / r.Seconds
+	// Each replica's figures, and summed (peak RSS: the largest).
+	for i, ph := range marks {
+		var one result
+		one.Objects = n
+		if _, err := ph.finish(ctx, &one, last); err != nil {
+			return result{}, profiles, err
+		}
+		received, err := events(i)
+		if err != nil {
+			return result{}, profiles, err
+		}
+		s, err := ps[i].stats()
+		if err != nil {
+			return result{}, profiles, err
+		}
+		anon, err := anonRSS(ps[i].pid())
+		if err != nil {
+			return result{}, profiles, err
+		}
+		r.Replicas = append(r.Replicas, replicaFigures{WatchEvents: received - before[i], CPUSeconds: one.CPUSeconds, PeakRSSMB: one.PeakRSSMB,
+			AnonRSSMB: float64(anon) / (1 << 20), ShardLabels: s.ShardLabels - ph.stats.shardLabels, LabelsUncounted: !s.CountsShardLabels})
+		r.CPUSeconds += one.CPUSeconds
+		r.PeakRSSMB = max(r.PeakRSSMB, one.PeakRSSMB)
+		r.Writes += one.Writes
+		r.Calls += one.Calls
+	}
+	r.CPUPerObjectMs = r.CPUSeconds * 1000 / float64(n)
+	r.WritesPerObject = float64(r.Writes) / float64(n)
+	return r, profiles, nil
+}
+
+// scaleOutFloor is the floor's burst split over replicas the way kopfgo's
+// sharding splits it, without the sharding itself: each of the floors
+// watches the objects of its own shards (a label selector, shards dealt
+// round-robin, fixed), and the objects are created with their shard's
+// label (kopfgo's hash of their names). What it costs a bare client-go
+// program to split one workload over processes, by the same watch
+// selectors, is the floor of kopfgo's ratios to one replica.
+func (b *bench) scaleOutFloor(ctx context.Context, replicas int) (result, error) {
+	name := fmt.Sprintf("floor×%d", replicas)
+	ns := b.name(fmt.Sprintf("bench-scaleout-floor-%d", replicas))
+	if err := b.namespace(ctx, ns); err != nil {
+		return result{}, err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	t, err := b.watch(ctx, ns)
+	if err != nil {
+		return result{}, err
+	}
+	var ps []*process
+	defer func() {
+		for _, p := range ps {
+			p.stop()
+		}
+	}()
+	for i := range replicas {
+		var held []string
+		for s := i; s < scaleOutShards; s += replicas {
+			held = append(held, strconv.Itoa(s))
+		}
+		env := []string{"KOPFGO_BENCH_SELECTOR=" + shardLabel + " in (" + strings.Join(held, ",") + ")"}
+		file := b.name(fmt.Sprintf("floor-scaleout-%d-%s", replicas, podName(i)))
+		p, err := startContenderWith(b.bins["floor"], "floor", b.kubeconfig, ns, filepath.Join(b.work, file+".log"), "", env)
+		if err != nil {
+			return result{}, err
+		}
+		ps = append(ps, p)
+	}
+	for _, p := range ps {
+		if _, err := p.waitWatching(time.Minute); err != nil {
+			return result{}, err
+		}
+		if _, err := p.quiet(ctx, time.Now(), idleWindow, idleTimeout); err != nil {
+			return result{}, err
+		}
+	}
+	events := func(i int) (float64, error) {
+		s, err := ps[i].stats()
+		return float64(s.WatchEvents), err
+	}
+	create := func(ctx context.Context, i int) error {
+		obj, err := object(i, false)
+		if err != nil {
+			return err
+		}
+		obj.SetLabels(map[string]string{shardLabel: strconv.Itoa(conventions.Shard(ns, obj.GetName(), scaleOutShards))})
+		_, err = b.dyn.Resource(probe.GVR).Namespace(ns).Create(ctx, obj, metav1.CreateOptions{})
+		return err
+	}
+	r, profiles, err := b.scaleOutBurst(ctx, name, ns, t, ps, events, create)
+	if err != nil {
+		return result{}, err
+	}
+	profiles.wait()
+	logf("scaleout: %s: %.0f objects/s, %.2f ms CPU per object, %.2f writes per object", name, r.PerSecond, r.CPUPerObjectMs, r.WritesPerObject)
 	return r, nil
 }
 

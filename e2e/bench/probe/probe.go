@@ -48,6 +48,10 @@ type Stats struct {
 	// either way).
 	ShardLabels       int64 `json:"shardLabels"`
 	CountsShardLabels bool  `json:"countsShardLabels"`
+	// WatchEvents are the watch events of the watched resource the
+	// contender counted (Event): the floor's, in the scale-out scenario;
+	// kopfgo reports its own in its metrics.
+	WatchEvents int64 `json:"watchEvents"`
 }
 
 // ShardLabelPrefix begins the label of kopfgo's sharding,
@@ -58,16 +62,19 @@ const ShardLabelPrefix = "shard.kopfgo.dev/"
 // Probe counts a contender's requests and calls. Its methods are safe for
 // concurrent use.
 type Probe struct {
-	writes, calls, watchStarted, shardLabels atomic.Int64
+	writes, calls, watchStarted, shardLabels, events atomic.Int64
 }
 
 // Call counts one handler call.
 func (p *Probe) Call() { p.calls.Add(1) }
 
+// Event counts one watch event received.
+func (p *Probe) Event() { p.events.Add(1) }
+
 // Stats returns the counters so far.
 func (p *Probe) Stats() Stats {
 	return Stats{Writes: p.writes.Load(), Calls: p.calls.Load(), WatchStarted: p.watchStarted.Load(),
-		ShardLabels: p.shardLabels.Load(), CountsShardLabels: true}
+		ShardLabels: p.shardLabels.Load(), CountsShardLabels: true, WatchEvents: p.events.Load()}
 }
 
 // Instrument makes every client built from cfg count its requests here.
