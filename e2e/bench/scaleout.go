@@ -61,8 +61,8 @@ func (b *bench) scaleOut(ctx context.Context) ([]result, error) {
 			names = append(names, name)
 		}
 	}
-	if len(names) == 0 {
-		return nil, errors.New("scaleout: the scenario runs kopfgo; add kopfgo or kopfgo@REV to -contenders")
+	if len(names) == 0 && !floor {
+		return nil, errors.New("scaleout: the scenario runs kopfgo and the floor; add kopfgo, kopfgo@REV or floor to -contenders")
 	}
 	var out []result
 	if floor {
