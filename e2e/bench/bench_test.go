@@ -2,6 +2,7 @@ package main
 
 import (
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -164,6 +165,34 @@ func TestSummarizeRounds(t *testing.T) {
 	}
 	if !strings.Contains(cost, "median +25.0% (rounds: +25.0%, +50.0%, +10.0%)") {
 		t.Errorf("tracing's cost note = %q in %q", cost, r.Notes)
+	}
+}
+
+// A scale-out row's ratio by round is to its own single replica of the
+// round (the floor's rows included), never to a "floor" row, which the
+// scenario has not.
+func TestSummarizeScaleOutRounds(t *testing.T) {
+	res := func(round int, contender string, cpu float64) result {
+		return result{Scenario: "scaleout", Contender: contender, Round: round, Objects: 10, Calls: 10, Writes: 20, CPUSeconds: cpu}
+	}
+	r := report{Params: map[string]any{"rounds": 2}, Results: []result{
+		res(1, "floor×1", 1.0), res(1, "floor×4", 1.4), res(1, "kopfgo×1", 2.0), res(1, "kopfgo×4", 3.0),
+		res(2, "floor×1", 2.0), res(2, "floor×4", 3.0), res(2, "kopfgo×1", 1.0), res(2, "kopfgo×4", 1.75),
+	}}
+	r.ratios()
+	r.summarize()
+	want := []string{
+		"scaleout, floor×4: CPU (all) × one replica's by round: 1.40, 1.50",
+		"scaleout, kopfgo×4: CPU (all) × one replica's by round: 1.50, 1.75",
+	}
+	var got []string
+	for _, n := range r.Notes {
+		if strings.HasPrefix(n, "scaleout, ") {
+			got = append(got, n)
+		}
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("notes = %q, want %q", got, want)
 	}
 }
 

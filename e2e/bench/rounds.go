@@ -34,7 +34,14 @@ func (r *report) summarize() {
 		m := medianResult(groups[k])
 		medians[k] = m
 		r.Medians = append(r.Medians, m)
-		if k.contender != "floor" {
+		switch {
+		case k.scenario == "scaleout":
+			// Its ratios are to the same contender's single replica.
+			if !strings.HasSuffix(k.contender, "×1") {
+				r.Notes = append(r.Notes, fmt.Sprintf("%s, %s: CPU (all) × one replica's by round: %s", k.scenario, k.contender,
+					joinRatios(groups[k], func(x result) float64 { return x.CPUSeconds / oneReplica(r.Results, x).CPUSeconds })))
+			}
+		case k.contender != "floor":
 			r.Notes = append(r.Notes, fmt.Sprintf("%s, %s: CPU per object ×floor by round: %s", k.scenario, k.contender,
 				joinRatios(groups[k], func(x result) float64 { return x.Ratios["cpuPerObject"] })))
 		}
