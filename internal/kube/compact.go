@@ -510,7 +510,7 @@ type zcodec struct {
 const window = 1 << 17
 
 // maxDict: a larger first object is no dictionary (it would be held for
-// the informer's lifetime); objects stay uncompressed until a smaller one
+// the client's lifetime); objects stay uncompressed until a smaller one
 // comes. A dictionary grows by learning only up to this size too.
 const maxDict = 32 << 10
 

@@ -11,12 +11,14 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/klauspost/compress/zstd"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/kopfgo/kopfgo/internal/resources"
 	"github.com/kopfgo/kopfgo/internal/unjson"
 )
 
@@ -427,5 +429,41 @@ func TestCodecLearnsBoundedly(t *testing.T) {
 		if out, err := c.JSON(); err != nil || string(out) != raw[i] {
 			t.Fatalf("object %d decompressed to %.80s (%v)", i, out, err)
 		}
+	}
+}
+
+// The lists and watches of one resource compress with one codec, whatever
+// their namespace or label selector (a namespace or a shard watched apart):
+// the objects of the second list compress against the first list's
+// dictionary, and decode with its decoder. Another resource has its own.
+func TestListWatchesOfAResourceShareItsCodec(t *testing.T) {
+	cfg, _ := apiServer(t, response{code: 200, body: podList})
+	c := newTestClient(t, cfg)
+	nodes := resources.Resource{Version: "v1", Plural: "nodes", Kind: "Node"}
+	decoders := func(lw *cache.ListWatch) []*zstd.Decoder {
+		t.Helper()
+		obj, err := lw.ListWithContextFunc(context.Background(), metav1.ListOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []*zstd.Decoder
+		for _, item := range obj.(*CompactList).Items {
+			if item.dec == nil {
+				t.Fatalf("%s is not compressed", item.Name)
+			}
+			out = append(out, item.dec)
+		}
+		return out
+	}
+	first := decoders(c.ListWatch(pods, "ns1", WatchOptions{Compact: true}))
+	shard := decoders(c.ListWatch(pods, "ns2", WatchOptions{Compact: true, LabelSelector: "shard in (3)"}))
+	other := decoders(c.ListWatch(nodes, "", WatchOptions{Compact: true}))
+	for i := range shard {
+		if shard[i] != first[0] {
+			t.Errorf("item %d of another namespace's shard decodes with a codec of its own, not the resource's", i)
+		}
+	}
+	if other[0] == first[0] {
+		t.Error("another resource's objects decode with the pods' codec")
 	}
 }

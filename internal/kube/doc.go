@@ -33,8 +33,8 @@
 // objects were 57 of the 75 MB of live heap, and kopfgo's RSS grew by 5.9
 // KB per object (make bench -scenarios scale, 2026-11-25). Compact, the
 // live heap was 37 MB and the growth 3.3 KB per object; with the JSON
-// compressed against the first object of its ListWatch (compact.go's
-// codec), 22 MB (README's Performance section has the tables). The codec
+// compressed against the first object of its resource (compact.go's
+// codec, one per resource for all its namespaces and shards), 22 MB (README's Performance section has the tables). The codec
 // learns the shapes objects take later (handled: the diff-base, results,
 // conditions), against which they compress to a third of what they keep
 // against an unhandled first object (TestCodecLearnsTheHandledShape).
