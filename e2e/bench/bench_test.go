@@ -178,12 +178,13 @@ func TestSummarizeScaleOutRounds(t *testing.T) {
 	r := report{Params: map[string]any{"rounds": 2}, Results: []result{
 		res(1, "floor×1", 1.0), res(1, "floor×4", 1.4), res(1, "kopfgo×1", 2.0), res(1, "kopfgo×4", 3.0),
 		res(2, "floor×1", 2.0), res(2, "floor×4", 3.0), res(2, "kopfgo×1", 1.0), res(2, "kopfgo×4", 1.75),
+		res(3, "kopfgo×4", 2.0), // its single replica failed: no ratio
 	}}
 	r.ratios()
 	r.summarize()
 	want := []string{
 		"scaleout, floor×4: CPU (all) × one replica's by round: 1.40, 1.50",
-		"scaleout, kopfgo×4: CPU (all) × one replica's by round: 1.50, 1.75",
+		"scaleout, kopfgo×4: CPU (all) × one replica's by round: 1.50, 1.75, -",
 	}
 	var got []string
 	for _, n := range r.Notes {

@@ -38,8 +38,11 @@ func (r *report) summarize() {
 		case k.scenario == "scaleout":
 			// Its ratios are to the same contender's single replica.
 			if !strings.HasSuffix(k.contender, "×1") {
-				r.Notes = append(r.Notes, fmt.Sprintf("%s, %s: CPU (all) × one replica's by round: %s", k.scenario, k.contender,
-					joinRatios(groups[k], func(x result) float64 { return x.CPUSeconds / oneReplica(r.Results, x).CPUSeconds })))
+				var by []string
+				for _, x := range groups[k] {
+					by = append(by, times(x.CPUSeconds, oneReplica(r.Results, x).CPUSeconds)) // "-" without one
+				}
+				r.Notes = append(r.Notes, fmt.Sprintf("%s, %s: CPU (all) × one replica's by round: %s", k.scenario, k.contender, strings.Join(by, ", ")))
 			}
 		case k.contender != "floor":
 			r.Notes = append(r.Notes, fmt.Sprintf("%s, %s: CPU per object ×floor by round: %s", k.scenario, k.contender,

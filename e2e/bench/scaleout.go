@@ -235,7 +235,7 @@ func (b *bench) scaleOutOne(ctx context.Context, contender string, can abilities
 // waits until the tracker t has seen them all handled by the replicas ps,
 // and measures each replica over it (events tells the watch events replica
 // i has received so far); the CPU profiles of -profile are being taken
-// when it returns.
+// when it returns (on an error, they end with ctx).
 func (b *bench) scaleOutBurst(ctx context.Context, name, ns string, t *tracker, ps []*process, events func(i int) (float64, error), create func(ctx context.Context, i int) error) (result, *profiles, error) {
 	n := b.o.n
 	logf("scaleout: %s: creating %d objects", name, n)
@@ -254,12 +254,12 @@ func (b *bench) scaleOutBurst(ctx context.Context, name, ns string, t *tracker, 
 	profiles := b.profileWindow(ctx, ps, "burst", scaleOutProfileWindow(n))
 	begin := time.Now()
 	if err := b.parallel(ctx, n, create); err != nil {
-		return result{}, profiles, err
+		return result{}, nil, err
 	}
 	created := time.Since(begin)
 	last, err := t.wait(ctx, handledTimeout)
 	if err != nil {
-		return result{}, profiles, err
+		return result{}, nil, err
 	}
 	r := result{Scenario: "scaleout", Contender: name, Objects: n, Seconds: last.Sub(begin).Seconds(), DriverSeconds: created.Seconds()}
 	r.PerSecond = float64(n) / r.Seconds
@@ -268,19 +268,19 @@ func (b *bench) scaleOutBurst(ctx context.Context, name, ns string, t *tracker, 
 		var one result
 		one.Objects = n
 		if _, err := ph.finish(ctx, &one, last); err != nil {
-			return result{}, profiles, err
+			return result{}, nil, err
 		}
 		received, err := events(i)
 		if err != nil {
-			return result{}, profiles, err
+			return result{}, nil, err
 		}
 		s, err := ps[i].stats()
 		if err != nil {
-			return result{}, profiles, err
+			return result{}, nil, err
 		}
 		anon, err := anonRSS(ps[i].pid())
 		if err != nil {
-			return result{}, profiles, err
+			return result{}, nil, err
 		}
 		r.Replicas = append(r.Replicas, replicaFigures{WatchEvents: received - before[i], CPUSeconds: one.CPUSeconds, PeakRSSMB: one.PeakRSSMB,
 			AnonRSSMB: float64(anon) / (1 << 20), ShardLabels: s.ShardLabels - ph.stats.shardLabels, LabelsUncounted: !s.CountsShardLabels})
