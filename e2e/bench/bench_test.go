@@ -91,7 +91,7 @@ func TestProcReaders(t *testing.T) {
 }
 
 func TestOptionsValidate(t *testing.T) {
-	ok := options{n: 1, restartN: 1, rate: 1, duration: time.Second, creators: 1, rounds: 1, scaleN: 1, backlogN: 1, shedInflight: 1, shedMutating: 1,
+	ok := options{n: 1, restartN: 1, rate: 1, duration: time.Second, creators: 1, rounds: 1, scaleN: 1, backlogN: 1, shedInflight: 1, shedMutating: 1, shards: 12,
 		scenarios: []string{"burst", "backlog", "backlog-shed"}, contenders: []string{"floor", "kopfgo@a83e75b"}}
 	if err := ok.validate(); err != nil {
 		t.Fatal(err)
@@ -107,6 +107,8 @@ func TestOptionsValidate(t *testing.T) {
 		"negative churn":      func(o *options) { o.churn = -time.Second },
 		"zero backlog":        func(o *options) { o.backlogN = 0 },
 		"zero shed limit":     func(o *options) { o.shedMutating = 0 },
+		"shards unshared":     func(o *options) { o.shards = 6 },
+		"zero shards":         func(o *options) { o.shards = 0 },
 	} {
 		o := ok
 		mutate(&o)

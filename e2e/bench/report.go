@@ -99,7 +99,7 @@ func (o options) params() map[string]any {
 		"scenarios": o.scenarios, "contenders": o.contenders, "creators": o.creators,
 		"profiling": o.profileDir != "", "idleWindow": idleWindow.String(), "rounds": o.rounds,
 		"scaleN": o.scaleN, "churnRate": o.churnRate, "churn": o.churn.String(), "prebuilt": o.prebuilt,
-		"backlogN": o.backlogN, "shedInflight": o.shedInflight, "shedMutating": o.shedMutating,
+		"backlogN": o.backlogN, "shedInflight": o.shedInflight, "shedMutating": o.shedMutating, "shards": o.shards,
 	}
 }
 
@@ -392,7 +392,7 @@ func title(sc string, x result, p map[string]any) string {
 	case "backlog-shed":
 		return fmt.Sprintf("backlog-shed: the backlog against an API server with --max-requests-inflight=%v --max-mutating-requests-inflight=%v, the contenders as a service account in an APF priority level of fixed seats (%d shares, no lending or borrowing)", p["shedInflight"], p["shedMutating"], contenderShares)
 	case "scaleout":
-		return fmt.Sprintf("scaleout: kopfgo sharded over 1, 2 and 4 replicas (%d shards; ×1: to the same contender with one replica), %d objects created at once; until all are handled; then a replica SIGKILLed (the last one not serving the label webhook) and %d objects created, until they are handled. The label webhook is the replica whose webhook the API server calls to label new objects with their shard; label patches are the coordinator's, for objects that came without the label. floor×N: N bare client-go floors, each watching its shards' objects by the same label selectors, the objects created labelled; no Leases, no webhook, no handover", scaleOutShards, x.Objects, handoverObjects)
+		return fmt.Sprintf("scaleout: kopfgo sharded over 1, 2 and 4 replicas (%v shards; ×1: to the same contender with one replica), %d objects created at once; until all are handled; then a replica SIGKILLed (the last one, or the one before if the last alone serves the label webhook) and %d objects created, until they are handled. The label webhook labels new objects with their shard: all replicas behind one address as behind a Service (each connection of the API server's to the next replica; the KB each was sent over the burst is its share), or the replica whose URL the configuration holds; label patches are the coordinator's, for objects that came without the label. floor×N: N bare client-go floors, each watching its shards' objects by the same label selectors, the objects created labelled; no Leases, no webhook, no handover", p["shards"], x.Objects, handoverObjects)
 	}
 	return sc
 }

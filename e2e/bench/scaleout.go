@@ -28,11 +28,9 @@ import (
 )
 
 // scaleOutReplicas are the numbers of kopfgo replicas the scale-out
-// scenario compares, and scaleOutShards the shards they share (a multiple
-// of each).
+// scenario compares; they share -shards shards (a multiple of each gives
+// each replica an equal share).
 var scaleOutReplicas = []int{1, 2, 4}
-
-const scaleOutShards = 12
 
 // scaleOut is the burst with kopfgo sharded over 1, 2 and 4 replicas
 // (--shards): N objects created at once, until all are handled, against the
@@ -176,7 +174,7 @@ func (b *bench) scaleOutOne(ctx context.Context, contender string, can abilities
 			return result{}, err
 		}
 		metrics = append(metrics, addr)
-		env := []string{"KOPFGO_BENCH_SHARDS=" + strconv.Itoa(scaleOutShards), "POD_NAME=" + pod, "KOPFGO_BENCH_METRICS_ADDR=" + addr}
+		env := []string{"KOPFGO_BENCH_SHARDS=" + strconv.Itoa(b.o.shards), "POD_NAME=" + pod, "KOPFGO_BENCH_METRICS_ADDR=" + addr}
 		switch {
 		case svc != nil:
 			env = append(env, "KOPFGO_BENCH_WEBHOOK="+managed, "KOPFGO_BENCH_WEBHOOK_ADDR="+hooks[i], "KOPFGO_BENCH_WEBHOOK_HOST="+svc.ln.Addr().String(),
@@ -364,7 +362,7 @@ func (b *bench) scaleOutFloor(ctx context.Context, replicas int) (result, error)
 	}()
 	for i := range replicas {
 		var held []string
-		for s := i; s < scaleOutShards; s += replicas {
+		for s := i; s < b.o.shards; s += replicas {
 			held = append(held, strconv.Itoa(s))
 		}
 		env := []string{"KOPFGO_BENCH_SELECTOR=" + shardLabel + " in (" + strings.Join(held, ",") + ")"}
@@ -392,7 +390,7 @@ func (b *bench) scaleOutFloor(ctx context.Context, replicas int) (result, error)
 		if err != nil {
 			return err
 		}
-		obj.SetLabels(map[string]string{shardLabel: strconv.Itoa(conventions.Shard(ns, obj.GetName(), scaleOutShards))})
+		obj.SetLabels(map[string]string{shardLabel: strconv.Itoa(conventions.Shard(ns, obj.GetName(), b.o.shards))})
 		_, err = b.dyn.Resource(probe.GVR).Namespace(ns).Create(ctx, obj, metav1.CreateOptions{})
 		return err
 	}
@@ -602,10 +600,10 @@ func watchEvents(ctx context.Context, addr string) (float64, error) {
 // shardsBalanced waits until the replicas hold every shard's Lease, each
 // its share, and tells when it saw them so.
 func (b *bench) shardsBalanced(ctx context.Context, ns string, replicas int) (time.Time, error) {
-	return b.shardLeases(ctx, ns, fmt.Sprintf("the %d replicas to balance the %d shards", replicas, scaleOutShards), func(held map[string]int) bool {
+	return b.shardLeases(ctx, ns, fmt.Sprintf("the %d replicas to balance the %d shards", replicas, b.o.shards), func(held map[string]int) bool {
 		balanced := len(held) == replicas
 		for _, c := range held {
-			balanced = balanced && c == scaleOutShards/replicas
+			balanced = balanced && c == b.o.shards/replicas
 		}
 		return balanced
 	})
@@ -621,7 +619,7 @@ func (b *bench) shardsTaken(ctx context.Context, ns, gone string) (time.Time, er
 				n += c
 			}
 		}
-		return n == scaleOutShards
+		return n == b.o.shards
 	})
 }
 
