@@ -108,32 +108,57 @@ func (s *service) bytesIn() []int64 {
 	return out
 }
 
-// sameAddrs are n+1 addresses with one port, free on each: the service's
-// on 127.0.0.1, and its n backends' on 127.0.0.2, 127.0.0.3, … (the
-// loopback network is all of 127/8), for webhook servers whose URL,
-// built from their own port, must name the service's.
-func sameAddrs(n int) (front string, backends []string, err error) {
+// sameAddrs are n+1 addresses with one port, free on each: the service's,
+// on an address of this machine's that is not a loopback one where there
+// is one, and its n backends' on 127.0.0.2, 127.0.0.3, … (the loopback
+// network is all of 127/8), for webhook servers whose URL, built from
+// their own port, must name the service's. The API server calls a webhook
+// on a loopback address over HTTP/2, one connection for all its calls,
+// which would all go to one replica; any other address, as a Service's,
+// over HTTP/1.1, a connection per call in flight (k8s.io/apiserver's
+// pkg/util/webhook, isLocalHost). spread is false if the service had to
+// take a loopback address.
+func sameAddrs(n int) (front string, backends []string, spread bool, err error) {
+	host := frontHost()
 	for range 20 {
 		first, err := freeAddr()
 		if err != nil {
-			return "", nil, err
+			return "", nil, false, err
 		}
 		_, port, _ := net.SplitHostPort(first)
+		front = net.JoinHostPort(host, port)
 		backends = backends[:0]
 		free := true
-		for i := range n {
-			addr := net.JoinHostPort("127.0.0."+strconv.Itoa(2+i), port)
+		for i := range n + 1 {
+			addr := front
+			if i > 0 {
+				addr = net.JoinHostPort("127.0.0."+strconv.Itoa(1+i), port)
+				backends = append(backends, addr)
+			}
 			l, err := net.Listen("tcp", addr)
 			if err != nil {
 				free = false
 				break
 			}
 			_ = l.Close()
-			backends = append(backends, addr)
 		}
 		if free {
-			return first, backends, nil
+			return front, backends, host != "127.0.0.1", nil
 		}
 	}
-	return "", nil, errors.New("no port is free on 127.0.0.1 and the backends' addresses at once")
+	return "", nil, false, errors.New("no port is free on the service's address and the backends' at once")
+}
+
+// frontHost is the first IPv4 address of this machine's that is not a
+// loopback one, or 127.0.0.1.
+func frontHost() string {
+	addrs, err := net.InterfaceAddrs()
+	if err == nil {
+		for _, a := range addrs {
+			if ip, ok := a.(*net.IPNet); ok && ip.IP.To4() != nil && !ip.IP.IsLoopback() && ip.IP.IsGlobalUnicast() {
+				return ip.IP.String()
+			}
+		}
+	}
+	return "127.0.0.1"
 }
