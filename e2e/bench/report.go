@@ -221,7 +221,7 @@ func (r *report) print(w io.Writer) {
 					x.KBPerObject, x.ChurnCPUPerObjectMs, ratio(x, "churnCpuPerObject"), churnRSS(x.ChurnRSSMB))
 			}
 		case "scaleout":
-			fmt.Fprintln(tw, "replicas\tseconds\tobjects/s\tCPU s (sum)\t×1\tCPU ms/object\tpeak RSS MB (largest)\twrites/object\tcalls\twatch events per replica\tCPU s per replica\t×1\tpeak RSS MB per replica\t×1\tRssAnon MB per replica\t×1\tlabel patches per replica\tlabel webhook\twebhook calls (failed open)\twebhook KB per replica\thandover after SIGKILL s (shards taken)\t")
+			fmt.Fprintln(tw, "replicas\tseconds\tobjects/s\tCPU s (sum)\t×1\tCPU ms/object\tpeak RSS MB (largest)\twrites/object\tcalls\twatch events per replica\tCPU s per replica\t×1\tidle CPU ms/s per replica\tpeak RSS MB per replica\t×1\tRssAnon MB per replica\t×1\tlabel patches per replica\tlabel webhook\twebhook calls (failed open)\twebhook KB per replica\thandover after SIGKILL s (shards taken)\t")
 			for _, x := range rows {
 				if x.Error != "" {
 					continue // in the notes
@@ -235,11 +235,12 @@ func (r *report) print(w io.Writer) {
 				if webhook == "" {
 					webhook = "-"
 				}
-				fmt.Fprintf(tw, "%s\t%.2f\t%.0f\t%.2f\t%s\t%.2f\t%.0f\t%.2f\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d (%d)\t%s\t%s\t\n", x.Contender, x.Seconds, x.PerSecond,
+				fmt.Fprintf(tw, "%s\t%.2f\t%.0f\t%.2f\t%s\t%.2f\t%.0f\t%.2f\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d (%d)\t%s\t%s\t\n", x.Contender, x.Seconds, x.PerSecond,
 					x.CPUSeconds, times(x.CPUSeconds, one.CPUSeconds), x.CPUPerObjectMs, x.PeakRSSMB, x.WritesPerObject, x.Calls,
 					perReplica(x.Replicas, "%.0f", func(f replicaFigures) float64 { return f.WatchEvents }),
 					perReplica(x.Replicas, "%.2f", func(f replicaFigures) float64 { return f.CPUSeconds }),
 					perReplica(x.Replicas, "%.2f", func(f replicaFigures) float64 { return f.CPUSeconds / one.CPUSeconds }),
+					perReplica(x.Replicas, "%.1f", func(f replicaFigures) float64 { return f.IdleCPUMsPerS }),
 					perReplica(x.Replicas, "%.0f", func(f replicaFigures) float64 { return f.PeakRSSMB }),
 					perReplica(x.Replicas, "%.2f", func(f replicaFigures) float64 { return f.PeakRSSMB / one.PeakRSSMB }),
 					perReplica(x.Replicas, "%.0f", func(f replicaFigures) float64 { return f.AnonRSSMB }),

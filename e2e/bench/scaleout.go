@@ -282,6 +282,10 @@ func (b *bench) scaleOutOne(ctx context.Context, contender string, can abilities
 // when it returns (on an error, they end with ctx).
 func (b *bench) scaleOutBurst(ctx context.Context, name, ns string, t *tracker, ps []*process, events func(i int) (float64, error), create func(ctx context.Context, i int) error) (result, *profiles, error) {
 	n := b.o.n
+	idle, err := idleCPU(ctx, ps, scaleOutIdle)
+	if err != nil {
+		return result{}, nil, err
+	}
 	logf("scaleout: %s: creating %d objects", name, n)
 	t.phase("value", n)
 	marks := make([]phase, len(ps))
@@ -327,7 +331,7 @@ func (b *bench) scaleOutBurst(ctx context.Context, name, ns string, t *tracker, 
 			return result{}, nil, err
 		}
 		r.Replicas = append(r.Replicas, replicaFigures{WatchEvents: received - before[i], CPUSeconds: one.CPUSeconds, PeakRSSMB: one.PeakRSSMB,
-			AnonRSSMB: float64(anon) / (1 << 20), ShardLabels: s.ShardLabels - ph.stats.shardLabels, LabelsUncounted: !s.CountsShardLabels})
+			AnonRSSMB: float64(anon) / (1 << 20), ShardLabels: s.ShardLabels - ph.stats.shardLabels, LabelsUncounted: !s.CountsShardLabels, IdleCPUMsPerS: idle[i]})
 		r.CPUSeconds += one.CPUSeconds
 		r.PeakRSSMB = max(r.PeakRSSMB, one.PeakRSSMB)
 		r.Writes += one.Writes
@@ -336,6 +340,46 @@ func (b *bench) scaleOutBurst(ctx context.Context, name, ns string, t *tracker, 
 	r.CPUPerObjectMs = r.CPUSeconds * 1000 / float64(n)
 	r.WritesPerObject = float64(r.Writes) / float64(n)
 	return r, profiles, nil
+}
+
+// scaleOutIdle is how long the replicas' CPU is measured before a burst,
+// with nothing to do: what a replica costs whatever its share (its Leases,
+// the runtime's own work), which the burst's CPU includes for as long as
+// the burst lasts.
+const scaleOutIdle = 10 * time.Second
+
+// idleCPU is each process's CPU over d, in ms per second.
+func idleCPU(ctx context.Context, ps []*process, d time.Duration) ([]float64, error) {
+	read := func() ([]time.Duration, error) {
+		out := make([]time.Duration, len(ps))
+		for i, p := range ps {
+			var err error
+			if out[i], err = cpuTime(p.pid()); err != nil {
+				return nil, fmt.Errorf("%s: %w", p.name, err)
+			}
+		}
+		return out, nil
+	}
+	before, err := read()
+	if err != nil {
+		return nil, err
+	}
+	begin := time.Now()
+	select {
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case <-time.After(d):
+	}
+	after, err := read()
+	if err != nil {
+		return nil, err
+	}
+	secs := time.Since(begin).Seconds()
+	out := make([]float64, len(ps))
+	for i := range ps {
+		out[i] = float64((after[i] - before[i]).Milliseconds()) / secs
+	}
+	return out, nil
 }
 
 // scaleOutFloor is the floor's burst split over replicas the way kopfgo's
@@ -488,6 +532,9 @@ type replicaFigures struct {
 	// (an older revision's) does not count them.
 	ShardLabels     int64 `json:"shardLabels"`
 	LabelsUncounted bool  `json:"labelsUncounted,omitempty"`
+	// IdleCPUMsPerS is its CPU before the burst, with nothing to do, in
+	// ms per second (scaleOutIdle).
+	IdleCPUMsPerS float64 `json:"idleCpuMsPerS"`
 	// WebhookKB is what the API server sent its webhook server over the
 	// burst, through the service in front of the replicas (0 without it):
 	// its share of the label webhook's reviews.
