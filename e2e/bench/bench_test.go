@@ -91,7 +91,7 @@ func TestProcReaders(t *testing.T) {
 }
 
 func TestOptionsValidate(t *testing.T) {
-	ok := options{n: 1, restartN: 1, rate: 1, duration: time.Second, creators: 1, rounds: 1, scaleN: 1, backlogN: 1, shedInflight: 1, shedMutating: 1,
+	ok := options{n: 1, restartN: 1, rate: 1, duration: time.Second, creators: 1, rounds: 1, scaleN: 1, backlogN: 1, shedInflight: 1, shedMutating: 1, shards: 12,
 		scenarios: []string{"burst", "backlog", "backlog-shed"}, contenders: []string{"floor", "kopfgo@a83e75b"}}
 	if err := ok.validate(); err != nil {
 		t.Fatal(err)
@@ -107,6 +107,8 @@ func TestOptionsValidate(t *testing.T) {
 		"negative churn":      func(o *options) { o.churn = -time.Second },
 		"zero backlog":        func(o *options) { o.backlogN = 0 },
 		"zero shed limit":     func(o *options) { o.shedMutating = 0 },
+		"shards unshared":     func(o *options) { o.shards = 6 },
+		"zero shards":         func(o *options) { o.shards = 0 },
 	} {
 		o := ok
 		mutate(&o)
@@ -276,7 +278,8 @@ func TestScaleOutReport(t *testing.T) {
 	r := report{Params: map[string]any{"rounds": 1}, Results: []result{
 		{Scenario: "scaleout", Contender: "kopfgo@old", Error: "its bench operator has no sharding"},
 		res("kopfgo×1", "replica-0's", 100, 0, replicaFigures{CPUSeconds: 2, PeakRSSMB: 50, AnonRSSMB: 20}),
-		res("kopfgo×2", "replica-1's", 100, 3, replicaFigures{CPUSeconds: 1.5, PeakRSSMB: 40, AnonRSSMB: 7, ShardLabels: 3}, replicaFigures{CPUSeconds: 1, PeakRSSMB: 25, AnonRSSMB: 6}),
+		res("kopfgo×2", "all, behind one address", 100, 3, replicaFigures{CPUSeconds: 1.5, PeakRSSMB: 40, AnonRSSMB: 7, ShardLabels: 3, WebhookKB: 1200, IdleCPUMsPerS: 3.5},
+			replicaFigures{CPUSeconds: 1, PeakRSSMB: 25, AnonRSSMB: 6, WebhookKB: 1180, IdleCPUMsPerS: 2}),
 		res("kopfgo@abc×1", "none: the bench operator of kopfgo@abc has no KOPFGO_BENCH_WEBHOOK", 0, 0,
 			replicaFigures{CPUSeconds: 4, PeakRSSMB: 60, LabelsUncounted: true}),
 		res("kopfgo@abc×2", "none: the bench operator of kopfgo@abc has no KOPFGO_BENCH_WEBHOOK", 0, 0,
@@ -304,8 +307,10 @@ func TestScaleOutReport(t *testing.T) {
 	r.print(&out)
 	table, _, _ := strings.Cut(out.String(), "Note:")
 	for _, want := range []string{
-		"1.25",                                                                                                             // kopfgo×2's sum, to kopfgo×1's
-		"0.75 / 0.50  ", "0.80 / 0.50  ", "7 / 6  ", "0.35 / 0.30  ", "3 / 0  ", "replica-1's  ", "100 (3)", "17.0 (15.5)", // kopfgo×2's replicas, to kopfgo×1
+		"1.25",                                                                                                                         // kopfgo×2's sum, to kopfgo×1's
+		"0.75 / 0.50  ", "0.80 / 0.50  ", "7 / 6  ", "0.35 / 0.30  ", "3 / 0  ", "all, behind one address  ", "100 (3)", "17.0 (15.5)", // kopfgo×2's replicas, to kopfgo×1
+		"1200 / 1180  ",            // the reviews' KB each of kopfgo×2's replicas was sent
+		"3.5 / 2.0  ",              // their CPU when idle
 		"0.75 / 0.25  ", "? / ?  ", // kopfgo@abc×2's CPU, to kopfgo@abc×1's; its labels not counted
 		"100 objects created at once", // the title's, of a contender that ran, though the first failed
 	} {

@@ -78,6 +78,8 @@ type options struct {
 	// shedInflight and shedMutating are the API server's in-flight limits
 	// in the backlog-shed scenario.
 	shedInflight, shedMutating int
+	// shards are the shards of the scale-out scenario (-shards).
+	shards int
 	// prebuilt are contenders' binaries given rather than built (-prebuilt).
 	prebuilt map[string]string
 }
@@ -98,6 +100,7 @@ func main() {
 	flag.IntVar(&o.shedInflight, "shed-inflight", 20, "the API server's --max-requests-inflight in the backlog-shed scenario")
 	flag.IntVar(&o.shedMutating, "shed-mutating", 10, "the API server's --max-mutating-requests-inflight in the backlog-shed scenario")
 	flag.StringVar(&contenders, "contenders", strings.Join(contenderNames, ","), "comma-separated contenders to run; the floor is needed for ratios")
+	flag.IntVar(&o.shards, "shards", 12, "shards in the scaleout scenario, a multiple of 4 (1, 2 and 4 replicas each hold an equal share; each shard is one watch of a replica)")
 	flag.IntVar(&o.creators, "creators", 16, "concurrent requests of the driver when it creates or updates objects")
 	flag.StringVar(&o.out, "json", "bench.json", "write the results here as JSON (empty: do not)")
 	flag.StringVar(&o.profileDir, "profile", "", "write CPU and heap profiles of every contender run to this directory (profiling costs some CPU itself)")
@@ -159,8 +162,11 @@ func (o options) validate() error {
 		return fmt.Errorf("nothing to run: give at least one scenario and one contender")
 	}
 	if o.n <= 0 || o.restartN <= 0 || o.rate <= 0 || o.duration <= 0 || o.creators <= 0 || o.rounds <= 0 || o.scaleN <= 0 || o.churnRate < 0 || o.churn < 0 ||
-		o.backlogN <= 0 || o.shedInflight <= 0 || o.shedMutating <= 0 {
-		return fmt.Errorf("-n, -restart-n, -rate, -duration, -creators, -rounds, -scale-n, -backlog-n, -shed-inflight and -shed-mutating must be positive, -churn-rate and -churn not negative")
+		o.backlogN <= 0 || o.shedInflight <= 0 || o.shedMutating <= 0 || o.shards <= 0 {
+		return fmt.Errorf("-n, -restart-n, -rate, -duration, -creators, -rounds, -scale-n, -backlog-n, -shed-inflight, -shed-mutating and -shards must be positive, -churn-rate and -churn not negative")
+	}
+	if o.shards%4 != 0 {
+		return fmt.Errorf("-shards %d: give a multiple of 4, so that 1, 2 and 4 replicas each hold an equal share", o.shards)
 	}
 	return nil
 }

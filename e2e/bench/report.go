@@ -99,7 +99,7 @@ func (o options) params() map[string]any {
 		"scenarios": o.scenarios, "contenders": o.contenders, "creators": o.creators,
 		"profiling": o.profileDir != "", "idleWindow": idleWindow.String(), "rounds": o.rounds,
 		"scaleN": o.scaleN, "churnRate": o.churnRate, "churn": o.churn.String(), "prebuilt": o.prebuilt,
-		"backlogN": o.backlogN, "shedInflight": o.shedInflight, "shedMutating": o.shedMutating,
+		"backlogN": o.backlogN, "shedInflight": o.shedInflight, "shedMutating": o.shedMutating, "shards": o.shards,
 	}
 }
 
@@ -221,7 +221,7 @@ func (r *report) print(w io.Writer) {
 					x.KBPerObject, x.ChurnCPUPerObjectMs, ratio(x, "churnCpuPerObject"), churnRSS(x.ChurnRSSMB))
 			}
 		case "scaleout":
-			fmt.Fprintln(tw, "replicas\tseconds\tobjects/s\tCPU s (sum)\t×1\tCPU ms/object\tpeak RSS MB (largest)\twrites/object\tcalls\twatch events per replica\tCPU s per replica\t×1\tpeak RSS MB per replica\t×1\tRssAnon MB per replica\t×1\tlabel patches per replica\tlabel webhook\twebhook calls (failed open)\thandover after SIGKILL s (shards taken)\t")
+			fmt.Fprintln(tw, "replicas\tseconds\tobjects/s\tCPU s (sum)\t×1\tCPU ms/object\tpeak RSS MB (largest)\twrites/object\tcalls\twatch events per replica\tCPU s per replica\t×1\tidle CPU ms/s per replica\tpeak RSS MB per replica\t×1\tRssAnon MB per replica\t×1\tlabel patches per replica\tlabel webhook\twebhook calls (failed open)\twebhook KB per replica\thandover after SIGKILL s (shards taken)\t")
 			for _, x := range rows {
 				if x.Error != "" {
 					continue // in the notes
@@ -235,16 +235,17 @@ func (r *report) print(w io.Writer) {
 				if webhook == "" {
 					webhook = "-"
 				}
-				fmt.Fprintf(tw, "%s\t%.2f\t%.0f\t%.2f\t%s\t%.2f\t%.0f\t%.2f\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d (%d)\t%s\t\n", x.Contender, x.Seconds, x.PerSecond,
+				fmt.Fprintf(tw, "%s\t%.2f\t%.0f\t%.2f\t%s\t%.2f\t%.0f\t%.2f\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d (%d)\t%s\t%s\t\n", x.Contender, x.Seconds, x.PerSecond,
 					x.CPUSeconds, times(x.CPUSeconds, one.CPUSeconds), x.CPUPerObjectMs, x.PeakRSSMB, x.WritesPerObject, x.Calls,
 					perReplica(x.Replicas, "%.0f", func(f replicaFigures) float64 { return f.WatchEvents }),
 					perReplica(x.Replicas, "%.2f", func(f replicaFigures) float64 { return f.CPUSeconds }),
 					perReplica(x.Replicas, "%.2f", func(f replicaFigures) float64 { return f.CPUSeconds / one.CPUSeconds }),
+					perReplica(x.Replicas, "%.1f", func(f replicaFigures) float64 { return f.IdleCPUMsPerS }),
 					perReplica(x.Replicas, "%.0f", func(f replicaFigures) float64 { return f.PeakRSSMB }),
 					perReplica(x.Replicas, "%.2f", func(f replicaFigures) float64 { return f.PeakRSSMB / one.PeakRSSMB }),
 					perReplica(x.Replicas, "%.0f", func(f replicaFigures) float64 { return f.AnonRSSMB }),
 					perReplica(x.Replicas, "%.2f", func(f replicaFigures) float64 { return f.AnonRSSMB / oneAnon(one) }),
-					shardLabels(x.Replicas), webhook, x.WebhookCalls, x.WebhookFailOpen, handover)
+					shardLabels(x.Replicas), webhook, x.WebhookCalls, x.WebhookFailOpen, webhookShares(x.Replicas), handover)
 			}
 		case "backlog", "backlog-shed":
 			fmt.Fprintln(tw, "contender\tdrain s\t×floor\tCPU s\t×floor\tpeak RSS MB\t×floor\tcalls\twrites sent\tpatches made\tfailed requests by code\tload average after\t")
@@ -303,6 +304,17 @@ func scaleOutNotes(x result) []string {
 			x.Contender, x.WebhookCalls, x.Objects, x.WebhookFailOpen, labels)}
 	}
 	return nil
+}
+
+// webhookShares are the KB each replica's webhook server was sent over
+// the burst behind the service, "a / b / c", or "-" without the service.
+func webhookShares(rs []replicaFigures) string {
+	for _, f := range rs {
+		if f.WebhookKB > 0 {
+			return perReplica(rs, "%.0f", func(f replicaFigures) float64 { return f.WebhookKB })
+		}
+	}
+	return "-"
 }
 
 // oneReplica is the scale-out row of x's contender with one replica (the
@@ -381,7 +393,7 @@ func title(sc string, x result, p map[string]any) string {
 	case "backlog-shed":
 		return fmt.Sprintf("backlog-shed: the backlog against an API server with --max-requests-inflight=%v --max-mutating-requests-inflight=%v, the contenders as a service account in an APF priority level of fixed seats (%d shares, no lending or borrowing)", p["shedInflight"], p["shedMutating"], contenderShares)
 	case "scaleout":
-		return fmt.Sprintf("scaleout: kopfgo sharded over 1, 2 and 4 replicas (%d shards; ×1: to the same contender with one replica), %d objects created at once; until all are handled; then a replica SIGKILLed (the last one not serving the label webhook) and %d objects created, until they are handled. The label webhook is the replica whose webhook the API server calls to label new objects with their shard; label patches are the coordinator's, for objects that came without the label. floor×N: N bare client-go floors, each watching its shards' objects by the same label selectors, the objects created labelled; no Leases, no webhook, no handover", scaleOutShards, x.Objects, handoverObjects)
+		return fmt.Sprintf("scaleout: kopfgo sharded over 1, 2 and 4 replicas (%v shards; ×1: to the same contender with one replica), %d objects created at once; until all are handled; then a replica SIGKILLed (the last one, or the one before if the last alone serves the label webhook) and %d objects created, until they are handled. The label webhook labels new objects with their shard: all replicas behind one address as behind a Service (each connection of the API server's to the next replica; the KB each was sent over the burst is its share), or the replica whose URL the configuration holds; label patches are the coordinator's, for objects that came without the label. floor×N: N bare client-go floors, each watching its shards' objects by the same label selectors, the objects created labelled; no Leases, no webhook, no handover", p["shards"], x.Objects, handoverObjects)
 	}
 	return sc
 }

@@ -28,11 +28,9 @@ import (
 )
 
 // scaleOutReplicas are the numbers of kopfgo replicas the scale-out
-// scenario compares, and scaleOutShards the shards they share (a multiple
-// of each).
+// scenario compares; they share -shards shards (a multiple of each gives
+// each replica an equal share).
 var scaleOutReplicas = []int{1, 2, 4}
-
-const scaleOutShards = 12
 
 // scaleOut is the burst with kopfgo sharded over 1, 2 and 4 replicas
 // (--shards): N objects created at once, until all are handled, against the
@@ -44,10 +42,15 @@ const scaleOutShards = 12
 //
 // The replicas serve kopfgo's webhooks and manage one webhook
 // configuration, which labels each new object with its shard at creation
-// (2 writes per object, and nothing for the coordinator to label): the
-// replicas all write it, and the last one's URL is the one the API server
-// calls. A contender whose bench operator predates the webhook (or the
-// sharding) runs without it (or is left out), and the results say so.
+// (2 writes per object, and nothing for the coordinator to label). They
+// serve it behind one address, as behind a Service (service.go: each
+// connection of the API server's to the next replica), with one
+// certificate kept in a Secret, so that the reviews spread over them as
+// in a cluster. A contender whose bench operator cannot be put behind one
+// address serves it on an address of each replica's own: the replicas all
+// write the configuration, and the last one's URL is the one the API
+// server calls. A contender whose bench operator predates the webhook (or
+// the sharding) runs without it (or is left out), and the results say so.
 //
 // With the floor among the contenders, the floor's burst is split over 1,
 // 2 and 4 processes first (scaleOutFloor): the ratios to one process that
@@ -98,6 +101,9 @@ func (b *bench) scaleOut(ctx context.Context) ([]result, error) {
 type abilities struct {
 	shards  bool // KOPFGO_BENCH_SHARDS and KOPFGO_BENCH_METRICS_ADDR
 	webhook bool // KOPFGO_BENCH_WEBHOOK: the label at creation
+	// service: KOPFGO_BENCH_WEBHOOK_HOST and _SECRET, the replicas'
+	// webhooks behind one address (a Service, the bench's service).
+	service bool
 	// known is false for a prebuilt binary, whose source is not here: it
 	// is run as if it could, and its webhook looked for.
 	known bool
@@ -105,7 +111,7 @@ type abilities struct {
 
 func (b *bench) benchOperator(name string) abilities {
 	if _, ok := b.o.prebuilt[name]; ok {
-		return abilities{shards: true, webhook: true}
+		return abilities{shards: true, webhook: true, service: true}
 	}
 	src := repoRoot
 	if rev, ok := strings.CutPrefix(name, "kopfgo@"); ok {
@@ -119,6 +125,7 @@ func (b *bench) benchOperator(name string) abilities {
 	return abilities{
 		shards:  has("KOPFGO_BENCH_SHARDS") && has("KOPFGO_BENCH_METRICS_ADDR"),
 		webhook: has("KOPFGO_BENCH_WEBHOOK"),
+		service: has("KOPFGO_BENCH_WEBHOOK_HOST") && has("KOPFGO_BENCH_WEBHOOK_SECRET"),
 		known:   true,
 	}
 }
@@ -145,6 +152,24 @@ func (b *bench) scaleOutOne(ctx context.Context, contender string, can abilities
 	}()
 	managed := base + ".bench.kopf.dev" // the webhook configurations' name, this run's own
 	var metrics, hooks []string         // each replica's metrics and webhook addresses
+	var svc *service                    // in front of the webhooks, where the replicas can be put behind one
+	if can.webhook && can.service {
+		front, backends, spread, err := sameAddrs(replicas)
+		if err != nil {
+			return result{}, err
+		}
+		if !spread {
+			logf("scaleout: %s: this machine has no address but loopback ones: the API server calls the webhook's service there over HTTP/2, one connection, so one replica answers every review", name)
+		}
+		if svc, err = newService(front, backends); err != nil {
+			return result{}, err
+		}
+		var wg sync.WaitGroup
+		defer wg.Wait()
+		wg.Go(func() { svc.run(ctx) })
+		defer cancel() // before the Wait: the service ends with ctx
+		hooks = backends
+	}
 	for i := range replicas {
 		pod := podName(i)
 		addr, err := freeAddr()
@@ -152,8 +177,12 @@ func (b *bench) scaleOutOne(ctx context.Context, contender string, can abilities
 			return result{}, err
 		}
 		metrics = append(metrics, addr)
-		env := []string{"KOPFGO_BENCH_SHARDS=" + strconv.Itoa(scaleOutShards), "POD_NAME=" + pod, "KOPFGO_BENCH_METRICS_ADDR=" + addr}
-		if can.webhook {
+		env := []string{"KOPFGO_BENCH_SHARDS=" + strconv.Itoa(b.o.shards), "POD_NAME=" + pod, "KOPFGO_BENCH_METRICS_ADDR=" + addr}
+		switch {
+		case svc != nil:
+			env = append(env, "KOPFGO_BENCH_WEBHOOK="+managed, "KOPFGO_BENCH_WEBHOOK_ADDR="+hooks[i], "KOPFGO_BENCH_WEBHOOK_HOST="+svc.ln.Addr().String(),
+				"KOPFGO_BENCH_WEBHOOK_SANS="+strings.Join(hostsOf(hooks), ","), "KOPFGO_BENCH_WEBHOOK_SECRET="+base+"-webhook")
+		case can.webhook:
 			hook, err := freeAddr()
 			if err != nil {
 				return result{}, err
@@ -181,8 +210,14 @@ func (b *bench) scaleOutOne(ctx context.Context, contender string, can abilities
 	webhook := "none: the bench operator of " + contender + " has no KOPFGO_BENCH_WEBHOOK"
 	victim := len(ps) - 1 // SIGKILLed after the burst: the last replica not serving the webhook
 	if can.webhook {
-		i, err := b.labelWebhook(ctx, ns, managed, hooks)
+		front := ""
+		if svc != nil {
+			front = svc.ln.Addr().String()
+		}
+		i, err := b.labelWebhook(ctx, ns, managed, front, hooks)
 		switch {
+		case err == nil && i < 0:
+			webhook = "all, behind one address"
 		case err == nil:
 			webhook = podName(i) + "'s"
 			if i == victim {
@@ -206,9 +241,18 @@ func (b *bench) scaleOutOne(ctx context.Context, contender string, can abilities
 		return result{}, err
 	}
 	events := func(i int) (float64, error) { return watchEvents(ctx, metrics[i]) }
+	var sent []int64
+	if svc != nil {
+		sent = svc.bytesIn()
+	}
 	r, profiles, err := b.scaleOutBurst(ctx, name, ns, t, ps, events, func(ctx context.Context, i int) error { return b.create(ctx, ns, i, false) })
 	if err != nil {
 		return result{}, err
+	}
+	if svc != nil {
+		for i, n := range svc.bytesIn() {
+			r.Replicas[i].WebhookKB = float64(n-sent[i]) / 1024
+		}
 	}
 	r.Webhook = webhook
 	after, err := b.webhookCalls(ctx, managed)
@@ -238,6 +282,10 @@ func (b *bench) scaleOutOne(ctx context.Context, contender string, can abilities
 // when it returns (on an error, they end with ctx).
 func (b *bench) scaleOutBurst(ctx context.Context, name, ns string, t *tracker, ps []*process, events func(i int) (float64, error), create func(ctx context.Context, i int) error) (result, *profiles, error) {
 	n := b.o.n
+	idle, err := idleCPU(ctx, ps, scaleOutIdle)
+	if err != nil {
+		return result{}, nil, err
+	}
 	logf("scaleout: %s: creating %d objects", name, n)
 	t.phase("value", n)
 	marks := make([]phase, len(ps))
@@ -283,7 +331,7 @@ func (b *bench) scaleOutBurst(ctx context.Context, name, ns string, t *tracker, 
 			return result{}, nil, err
 		}
 		r.Replicas = append(r.Replicas, replicaFigures{WatchEvents: received - before[i], CPUSeconds: one.CPUSeconds, PeakRSSMB: one.PeakRSSMB,
-			AnonRSSMB: float64(anon) / (1 << 20), ShardLabels: s.ShardLabels - ph.stats.shardLabels, LabelsUncounted: !s.CountsShardLabels})
+			AnonRSSMB: float64(anon) / (1 << 20), ShardLabels: s.ShardLabels - ph.stats.shardLabels, LabelsUncounted: !s.CountsShardLabels, IdleCPUMsPerS: idle[i]})
 		r.CPUSeconds += one.CPUSeconds
 		r.PeakRSSMB = max(r.PeakRSSMB, one.PeakRSSMB)
 		r.Writes += one.Writes
@@ -292,6 +340,46 @@ func (b *bench) scaleOutBurst(ctx context.Context, name, ns string, t *tracker, 
 	r.CPUPerObjectMs = r.CPUSeconds * 1000 / float64(n)
 	r.WritesPerObject = float64(r.Writes) / float64(n)
 	return r, profiles, nil
+}
+
+// scaleOutIdle is how long the replicas' CPU is measured before a burst,
+// with nothing to do: what a replica costs whatever its share (its Leases,
+// the runtime's own work), which the burst's CPU includes for as long as
+// the burst lasts.
+const scaleOutIdle = 10 * time.Second
+
+// idleCPU is each process's CPU over d, in ms per second.
+func idleCPU(ctx context.Context, ps []*process, d time.Duration) ([]float64, error) {
+	read := func() ([]time.Duration, error) {
+		out := make([]time.Duration, len(ps))
+		for i, p := range ps {
+			var err error
+			if out[i], err = cpuTime(p.pid()); err != nil {
+				return nil, fmt.Errorf("%s: %w", p.name, err)
+			}
+		}
+		return out, nil
+	}
+	before, err := read()
+	if err != nil {
+		return nil, err
+	}
+	begin := time.Now()
+	select {
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case <-time.After(d):
+	}
+	after, err := read()
+	if err != nil {
+		return nil, err
+	}
+	secs := time.Since(begin).Seconds()
+	out := make([]float64, len(ps))
+	for i := range ps {
+		out[i] = float64((after[i] - before[i]).Milliseconds()) / secs
+	}
+	return out, nil
 }
 
 // scaleOutFloor is the floor's burst split over replicas the way kopfgo's
@@ -321,7 +409,7 @@ func (b *bench) scaleOutFloor(ctx context.Context, replicas int) (result, error)
 	}()
 	for i := range replicas {
 		var held []string
-		for s := i; s < scaleOutShards; s += replicas {
+		for s := i; s < b.o.shards; s += replicas {
 			held = append(held, strconv.Itoa(s))
 		}
 		env := []string{"KOPFGO_BENCH_SELECTOR=" + shardLabel + " in (" + strings.Join(held, ",") + ")"}
@@ -349,7 +437,7 @@ func (b *bench) scaleOutFloor(ctx context.Context, replicas int) (result, error)
 		if err != nil {
 			return err
 		}
-		obj.SetLabels(map[string]string{shardLabel: strconv.Itoa(conventions.Shard(ns, obj.GetName(), scaleOutShards))})
+		obj.SetLabels(map[string]string{shardLabel: strconv.Itoa(conventions.Shard(ns, obj.GetName(), b.o.shards))})
 		_, err = b.dyn.Resource(probe.GVR).Namespace(ns).Create(ctx, obj, metav1.CreateOptions{})
 		return err
 	}
@@ -444,6 +532,22 @@ type replicaFigures struct {
 	// (an older revision's) does not count them.
 	ShardLabels     int64 `json:"shardLabels"`
 	LabelsUncounted bool  `json:"labelsUncounted,omitempty"`
+	// IdleCPUMsPerS is its CPU before the burst, with nothing to do, in
+	// ms per second (scaleOutIdle).
+	IdleCPUMsPerS float64 `json:"idleCpuMsPerS"`
+	// WebhookKB is what the API server sent its webhook server over the
+	// burst, through the service in front of the replicas (0 without it):
+	// its share of the label webhook's reviews.
+	WebhookKB float64 `json:"webhookKB,omitempty"`
+}
+
+// hostsOf are the hosts of HOST:PORT addresses.
+func hostsOf(addrs []string) []string {
+	out := make([]string, len(addrs))
+	for i, a := range addrs {
+		out[i], _, _ = net.SplitHostPort(a)
+	}
+	return out
 }
 
 // shardLabels are the replicas' label patches, "a / b / c" ("?" where not
@@ -546,10 +650,10 @@ func watchEvents(ctx context.Context, addr string) (float64, error) {
 // shardsBalanced waits until the replicas hold every shard's Lease, each
 // its share, and tells when it saw them so.
 func (b *bench) shardsBalanced(ctx context.Context, ns string, replicas int) (time.Time, error) {
-	return b.shardLeases(ctx, ns, fmt.Sprintf("the %d replicas to balance the %d shards", replicas, scaleOutShards), func(held map[string]int) bool {
+	return b.shardLeases(ctx, ns, fmt.Sprintf("the %d replicas to balance the %d shards", replicas, b.o.shards), func(held map[string]int) bool {
 		balanced := len(held) == replicas
 		for _, c := range held {
-			balanced = balanced && c == scaleOutShards/replicas
+			balanced = balanced && c == b.o.shards/replicas
 		}
 		return balanced
 	})
@@ -565,7 +669,7 @@ func (b *bench) shardsTaken(ctx context.Context, ns, gone string) (time.Time, er
 				n += c
 			}
 		}
-		return n == scaleOutShards
+		return n == b.o.shards
 	})
 }
 
@@ -607,8 +711,9 @@ func (b *bench) shardLeases(ctx context.Context, ns, what string, done func(held
 // and an object created in ns as a dry run (which runs the mutating
 // webhooks and stores nothing) comes back labelled. It returns the index
 // of the replica (of addrs, their webhook servers') whose URL the
-// configuration holds: the replicas all write it, the last one's stays.
-func (b *bench) labelWebhook(ctx context.Context, ns, managed string, addrs []string) (int, error) {
+// configuration holds (the replicas all write it, the last one's stays),
+// or -1 if the URL is the front ("" for none) that is in front of them all.
+func (b *bench) labelWebhook(ctx context.Context, ns, managed, front string, addrs []string) (int, error) {
 	k, err := kubernetes.NewForConfig(b.c.RESTConfig())
 	if err != nil {
 		return 0, err
@@ -632,12 +737,18 @@ func (b *bench) labelWebhook(ctx context.Context, ns, managed string, addrs []st
 				why = fmt.Errorf("the label webhook's URL %s is none of the replicas' (%v)", *h.ClientConfig.URL, addrs)
 				if u, err := url.Parse(*h.ClientConfig.URL); err == nil {
 					named = slices.Index(addrs, u.Host)
+					if front != "" && u.Host == front {
+						named = len(addrs) // all of them
+					}
 				}
 			}
 		}
 		if named >= 0 {
 			u, err := b.dyn.Resource(probe.GVR).Namespace(ns).Create(ctx, obj, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
 			if err == nil && u.GetLabels()[shardLabel] != "" {
+				if named == len(addrs) {
+					return -1, nil
+				}
 				return named, nil
 			}
 			why = fmt.Errorf("an object created as a dry run comes without the label (%v)", err)

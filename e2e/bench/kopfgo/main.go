@@ -8,7 +8,11 @@
 // KOPFGO_BENCH_WEBHOOK=NAME with KOPFGO_BENCH_WEBHOOK_ADDR=127.0.0.1:PORT
 // makes it serve its webhooks there and manage the webhook configurations
 // NAME: with sharding, the built-in webhook that labels new objects with
-// their shard at creation.
+// their shard at creation. Replicas behind one address, as behind a Service
+// (the scale-out scenario's round-robin proxy), are given it as
+// KOPFGO_BENCH_WEBHOOK_HOST=HOST:PORT, the certificate's other names as
+// KOPFGO_BENCH_WEBHOOK_SANS=A,B,…, and the Secret that keeps the
+// certificate they share as KOPFGO_BENCH_WEBHOOK_SECRET=NAME.
 package main
 
 import (
@@ -18,6 +22,7 @@ import (
 	"net"
 	"os"
 	"strconv"
+	"strings"
 
 	"github.com/kopfgo/kopfgo"
 	"github.com/kopfgo/kopfgo/e2e/bench/probe"
@@ -45,9 +50,15 @@ func main() {
 			opts.Sharding.Name, opts.Sharding.Namespace = "bench", c.Namespace
 		}
 		if v := os.Getenv("KOPFGO_BENCH_WEBHOOK"); v != "" { // the scale-out scenario's label at creation
-			if opts.Settings.Admission, err = webhook(v, os.Getenv("KOPFGO_BENCH_WEBHOOK_ADDR")); err != nil {
-				fmt.Fprintln(os.Stderr, "kopfgo: KOPFGO_BENCH_WEBHOOK_ADDR:", err)
+			if opts.Settings.Admission, err = webhook(v, os.Getenv("KOPFGO_BENCH_WEBHOOK_ADDR"), os.Getenv("KOPFGO_BENCH_WEBHOOK_HOST")); err != nil {
+				fmt.Fprintln(os.Stderr, "kopfgo: KOPFGO_BENCH_WEBHOOK_ADDR or _HOST:", err)
 				os.Exit(2)
+			}
+			if sans := os.Getenv("KOPFGO_BENCH_WEBHOOK_SANS"); sans != "" {
+				opts.Settings.Admission.Server.ExtraSANs = strings.Split(sans, ",")
+			}
+			if secret := os.Getenv("KOPFGO_BENCH_WEBHOOK_SECRET"); secret != "" {
+				opts.Settings.Admission.CertSecret = c.Namespace + "/" + secret
 			}
 		}
 		if os.Getenv("KOPFGO_BENCH_DEBUG") == "1" { // to investigate, not to measure
@@ -73,8 +84,10 @@ func main() {
 
 // webhook serves the webhooks on addr (HOST:PORT; the API server of the
 // bench's cluster runs on this machine and calls it there) and manages the
-// webhook configurations of that name.
-func webhook(managed, addr string) (kopfgo.AdmissionSettings, error) {
+// webhook configurations of that name. A front ("" for none) is the
+// address in front of the replicas that the configurations name instead;
+// its port must be addr's, as a webhook's URL takes the server's port.
+func webhook(managed, addr, front string) (kopfgo.AdmissionSettings, error) {
 	host, port, err := net.SplitHostPort(addr)
 	if err != nil {
 		return kopfgo.AdmissionSettings{}, err
@@ -83,5 +96,16 @@ func webhook(managed, addr string) (kopfgo.AdmissionSettings, error) {
 	if err != nil {
 		return kopfgo.AdmissionSettings{}, err
 	}
-	return kopfgo.AdmissionSettings{Server: &kopfgo.WebhookServer{Addr: host, Port: p}, Managed: managed}, nil
+	server := &kopfgo.WebhookServer{Addr: host, Port: p}
+	if front != "" {
+		fhost, fport, err := net.SplitHostPort(front)
+		if err != nil {
+			return kopfgo.AdmissionSettings{}, err
+		}
+		if fport != port {
+			return kopfgo.AdmissionSettings{}, fmt.Errorf("the front %s and the server %s listen on different ports; give them one", front, addr)
+		}
+		server.Host = fhost
+	}
+	return kopfgo.AdmissionSettings{Server: server, Managed: managed}, nil
 }
