@@ -208,7 +208,12 @@ func (b *bench) scaleOutOne(ctx context.Context, contender string, can abilities
 		}
 	}
 	webhook := "none: the bench operator of " + contender + " has no KOPFGO_BENCH_WEBHOOK"
-	victim := len(ps) - 1 // SIGKILLed after the burst: the last replica not serving the webhook
+	// SIGKILLed after the burst: the last replica, or the one before if the
+	// last alone serves the webhook. Behind the service, the killed one's
+	// share of the reviews then fails open (the service, like kube-proxy
+	// until the EndpointSlice drops a dead pod, still deals it
+	// connections), and the coordinator labels those objects.
+	victim := len(ps) - 1
 	if can.webhook {
 		front := ""
 		if svc != nil {
