@@ -184,7 +184,7 @@ func (r *run) admission(ctx context.Context) error {
 	component.Ready(ctx)
 	return admission.Run(r.clients(ctx), admission.Config{
 		Handlers: hs, Settings: settings, Client: client, Logger: r.logger, Memo: r.op.memo,
-		Namespace: own, Clock: r.clock,
+		Namespace: own, Clock: r.clock, Observe: r.obs.admissionRequest(),
 	})
 }
 

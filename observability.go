@@ -98,6 +98,15 @@ func (obs *observability) ShardsHeld(held []int) {
 	}
 }
 
+// admissionRequest is what the webhook server tells of each request: nil
+// without metrics.
+func (obs *observability) admissionRequest() func(webhook string, status int, d time.Duration) {
+	if obs.metrics == nil {
+		return nil
+	}
+	return obs.metrics.AdmissionRequest
+}
+
 func (obs *observability) WatchEvent(resource, typ string) {
 	if obs.metrics != nil {
 		obs.metrics.WatchEvent(resource, typ)

@@ -5,6 +5,8 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"net/http"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -37,7 +39,8 @@ func TestShardLabelAtCreation(t *testing.T) {
 	label := conventions.ShardLabel(name)
 	managed := fmt.Sprintf("s%d.auto.kopf.dev", time.Now().UnixNano()%1e9)
 	deleteConfigs(t, managed)
-	opts := kopfgo.Options{}
+	metricsAddr := fmt.Sprintf("127.0.0.1:%d", freePortOn(t, "127.0.0.1"))
+	opts := kopfgo.Options{MetricsAddr: metricsAddr}
 	opts.Settings.Admission = kopfgo.AdmissionSettings{Server: &kopfgo.WebhookServer{Addr: "127.0.0.1"}, Managed: managed}
 	opts.Sharding = kopfgo.Sharding{Shards: shards, Name: name, Namespace: ns, RetryPeriod: time.Second}
 	var mu sync.Mutex
@@ -122,6 +125,31 @@ func TestShardLabelAtCreation(t *testing.T) {
 		}
 		creators[obj] = owners(u)
 	}
+	// The operator's metrics count the reviews it answered, by webhook:
+	// the labelling's, and the user's handler's, each at least once per
+	// object created since they are called (the probes may add some).
+	code, body := scrape(t, "http://"+metricsAddr+"/metrics")
+	if code != http.StatusOK {
+		t.Fatalf("/metrics: HTTP %d", code)
+	}
+	for _, webhook := range []string{"shard.kopfgo.dev/" + resource, "mutate"} {
+		series := regexp.MustCompile(`(?m)^kopfgo_admission_requests_total\{code="200",webhook="` + regexp.QuoteMeta(webhook) + `"\} (\d+)$`)
+		m := series.FindStringSubmatch(body)
+		if m == nil {
+			var ours []string
+			for _, line := range strings.Split(body, "\n") {
+				if strings.HasPrefix(line, "kopfgo_admission_requests_total") {
+					ours = append(ours, line)
+				}
+			}
+			t.Errorf("no kopfgo_admission_requests_total of the webhook %q with code 200 among:\n%s", webhook, strings.Join(ours, "\n"))
+			continue
+		}
+		if n, _ := strconv.Atoi(m[1]); n < len(names) {
+			t.Errorf("kopfgo_admission_requests_total{webhook=%q} = %d, want at least the %d objects created", webhook, n, len(names))
+		}
+	}
+
 	// generateName: no name at admission, so no label; the coordinator
 	// labels the object afterwards, by its name.
 	gen := gateObj(gvr, "", map[string]any{"field": "gen"}, nil)

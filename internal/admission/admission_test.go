@@ -11,14 +11,17 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	jsonpatch "github.com/evanphx/json-patch/v5"
+	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/kopfgo/kopfgo/internal/config"
 	"github.com/kopfgo/kopfgo/internal/handlers"
@@ -360,5 +363,47 @@ func TestResolverKnowsServedResourcesOnly(t *testing.T) {
 	}
 	if got := r.served(); len(got) != 1 || got[0].Plural != "kopfexamples" {
 		t.Errorf("served = %v", got)
+	}
+}
+
+// Every request reaches Observe once, with the webhook it named (unknown
+// names folded into one label), the status answered, and the time the
+// answer took on the engine's clock.
+func TestEngineObservesEveryRequest(t *testing.T) {
+	clk := clocktesting.NewFakePassiveClock(time.Unix(1_700_000_000, 0))
+	check := handler(t, handlers.Validating, "check", func(ctx context.Context, a *handlers.Admission) error {
+		clk.SetTime(clk.Now().Add(7 * time.Millisecond)) // the handler's own time
+		return &handlers.AdmissionError{Message: "no", Code: 422}
+	}, nil)
+	boom := handler(t, handlers.Validating, "boom", func(ctx context.Context, a *handlers.Admission) error { panic("boom") }, func(h *handling.AdmissionHandler) { h.IgnoreFailures = true })
+	type seen struct {
+		webhook string
+		status  int
+		d       time.Duration
+	}
+	var got []seen
+	e := engine(check, boom)
+	e.Root, e.Clock = "/hooks", clk
+	e.Observe = func(webhook string, status int, d time.Duration) { got = append(got, seen{webhook, status, d}) }
+	for _, rq := range []struct{ method, path, body string }{
+		{http.MethodPost, "/hooks/check", string(reviewJSON("CREATE", obj, false))}, // rejected: still a 200
+		{http.MethodPost, "/hooks/no-such-handler", string(reviewJSON("CREATE", obj, false))},
+		{http.MethodPost, "/hooks/check", `{"request": `},
+		{http.MethodGet, "/hooks/check", ""},
+		{http.MethodPost, "/hooks/boom", string(reviewJSON("CREATE", obj, false))},
+		{http.MethodPost, "/hooks", string(reviewJSON("DELETE", obj, false))}, // the root: every handler, boom's failure fails it
+	} {
+		e.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest(rq.method, rq.path, strings.NewReader(rq.body)))
+	}
+	want := []seen{
+		{"check", 200, 7 * time.Millisecond},
+		{"unknown", 200, 0},
+		{"check", 400, 0},
+		{"check", 405, 0},
+		{"boom", 500, 0},
+		{"", 500, 7 * time.Millisecond},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("observed %+v,\nwant %+v", got, want)
 	}
 }

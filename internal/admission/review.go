@@ -10,8 +10,10 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/wI2L/jsondiff"
+	"k8s.io/utils/clock"
 
 	"github.com/kopfgo/kopfgo/internal/handlers"
 	"github.com/kopfgo/kopfgo/internal/handling"
@@ -70,6 +72,13 @@ type Engine struct {
 	// Root is the server's root path; the segment after it names the
 	// webhook (handler id).
 	Root string
+	// Observe, when set, is told of every request: the webhook it named
+	// (a handler's id, "" for the root, "unknown" for a name no handler
+	// has, so that a caller cannot grow the labels), the HTTP status
+	// answered, and how long the answer took.
+	Observe func(webhook string, status int, d time.Duration)
+	// Clock times the answers for Observe; nil: the real clock.
+	Clock clock.PassiveClock
 }
 
 // ServeHTTP answers one review. Errors of the call itself are HTTP errors
@@ -77,32 +86,59 @@ type Engine struct {
 // the handlers' verdict is an HTTP 200 AdmissionReview, rejections included,
 // as Kubernetes expects.
 func (e *Engine) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	// r.URL.Path is already unescaped: "check%2Fspec.x" is "check/spec.x".
+	webhook := strings.Trim(strings.TrimPrefix(r.URL.Path, e.Root), "/")
+	status := http.StatusOK
+	if e.Observe != nil {
+		clk := e.Clock
+		if clk == nil {
+			clk = clock.RealClock{}
+		}
+		start := clk.Now()
+		defer func() { e.Observe(e.known(webhook), status, clk.Since(start)) }() // after the recovery below
+	}
+	fail := func(msg string, code int) {
+		status = code
+		http.Error(w, msg, code)
+	}
 	defer func() {
 		// The handlers' panics are caught where they run; this is for
 		// kopfgo's own: the request fails, never the operator.
 		if v := recover(); v != nil {
 			e.Logger.Error(fmt.Sprintf("Admission request failed: panic: %v", v))
-			http.Error(w, "internal error of the webhook server", http.StatusInternalServerError)
+			fail("internal error of the webhook server", http.StatusInternalServerError)
 		}
 	}()
 	if r.Method != http.MethodPost {
-		http.Error(w, "admission reviews are POSTed", http.StatusMethodNotAllowed)
+		fail("admission reviews are POSTed", http.StatusMethodNotAllowed)
 		return
 	}
 	data, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxReviewBytes))
 	if err != nil {
-		http.Error(w, fmt.Sprintf("cannot read the request: %v", err), http.StatusBadRequest)
+		fail(fmt.Sprintf("cannot read the request: %v", err), http.StatusBadRequest)
 		return
 	}
-	// r.URL.Path is already unescaped: "check%2Fspec.x" is "check/spec.x".
-	webhook := strings.Trim(strings.TrimPrefix(r.URL.Path, e.Root), "/")
-	resp, status, err := e.Answer(r.Context(), data, webhook, r.Header, r.TLS)
+	resp, code, err := e.Answer(r.Context(), data, webhook, r.Header, r.TLS)
 	if err != nil {
-		http.Error(w, err.Error(), status)
+		fail(err.Error(), code)
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")
 	_, _ = w.Write(resp)
+}
+
+// known is the webhook as Observe is told it: a handler's id, "" for the
+// root, or "unknown".
+func (e *Engine) known(webhook string) string {
+	if webhook == "" {
+		return ""
+	}
+	for _, h := range e.Handlers {
+		if h.ID == webhook {
+			return webhook
+		}
+	}
+	return "unknown"
 }
 
 // Answer decodes a review, runs the handlers and encodes the response. An

@@ -33,8 +33,11 @@ type Config struct {
 	// Namespace is the operator's own (the pod's): that of the
 	// certificates' Secret unless CertSecret or the Service names one.
 	Namespace string
-	// Clock times the certificates' rotation; nil: the real clock.
+	// Clock times the certificates' rotation and the answers; nil: the
+	// real clock.
 	Clock clock.Clock
+	// Observe, when set, is told of every request (Engine.Observe).
+	Observe func(webhook string, status int, d time.Duration)
 }
 
 // ErrNoServer is Kopf's start failure for admission handlers without a
@@ -80,6 +83,7 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	srv.Handler = &Engine{
 		Handlers: cfg.Handlers, Resolve: res.resolve, Logger: cfg.Logger, Memo: cfg.Memo, Root: srv.Config.Path,
+		Observe: cfg.Observe, Clock: cfg.Clock,
 	}
 	configs := make(chan ClientConfig, 1)
 	publish := func(cc ClientConfig) {

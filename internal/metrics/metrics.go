@@ -62,6 +62,10 @@ type Metrics struct {
 	shards      prometheus.Gauge
 	paused      prometheus.Gauge
 
+	admissionOnce     sync.Once
+	admissionRequests *prometheus.CounterVec
+	admissionDuration *prometheus.HistogramVec
+
 	flowOnce     sync.Once
 	flowWaited   *prometheus.CounterVec
 	flowWait     *prometheus.HistogramVec
@@ -240,6 +244,30 @@ func (m *Metrics) ShardsHeld(n int) {
 		m.reg.MustRegister(m.shards)
 	})
 	m.shards.Set(float64(n))
+}
+
+// AdmissionRequest counts a request to the admission webhook server in
+// kopfgo_admission_requests_total and times it in
+// kopfgo_admission_request_duration_seconds, registered on the first
+// call: only operators that serve webhooks have them. webhook is the
+// handler id the request's path named ("" for the root, "unknown" for
+// none of them), status the HTTP status answered: 200 for every verdict,
+// rejections included.
+func (m *Metrics) AdmissionRequest(webhook string, status int, d time.Duration) {
+	m.admissionOnce.Do(func() {
+		m.admissionRequests = prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "kopfgo_admission_requests_total",
+			Help: "Admission reviews the webhook server answered, by webhook (the handler id in the path; \"\" for the root, \"unknown\" for no handler's) and HTTP code (200 for every verdict, rejections included).",
+		}, []string{"webhook", "code"})
+		m.admissionDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "kopfgo_admission_request_duration_seconds",
+			Help:    "How long the webhook server took to answer admission reviews, by webhook (as kopfgo_admission_requests_total).",
+			Buckets: []float64{.0005, .001, .005, .01, .05, .1, .5, 1, 5, 10, 30},
+		}, []string{"webhook"})
+		m.reg.MustRegister(m.admissionRequests, m.admissionDuration)
+	})
+	m.admissionRequests.WithLabelValues(webhook, strconv.Itoa(status)).Inc()
+	m.admissionDuration.WithLabelValues(webhook).Observe(d.Seconds())
 }
 
 func boolValue(b bool) float64 {

@@ -3,6 +3,7 @@ package metrics
 import (
 	"context"
 	"errors"
+	"math"
 	"net/url"
 	"os"
 	"regexp"
@@ -88,6 +89,41 @@ kopfgo_shards_held 2
 `
 	if err := testutil.GatherAndCompare(m.reg, strings.NewReader(want), "kopfgo_shards_held"); err != nil {
 		t.Error(err)
+	}
+}
+
+// The admission metrics appear with the first request, counted by
+// webhook and code, and timed by webhook.
+func TestAdmissionRequests(t *testing.T) {
+	m := New(Options{})
+	if n, err := testutil.GatherAndCount(m.reg, "kopfgo_admission_requests_total"); err != nil || n != 0 {
+		t.Fatalf("kopfgo_admission_requests_total: %d series (%v), want none before a request", n, err)
+	}
+	m.AdmissionRequest("check", 200, 2*time.Millisecond)
+	m.AdmissionRequest("check", 200, 3*time.Millisecond)
+	m.AdmissionRequest("unknown", 404, time.Millisecond)
+	want := `
+# HELP kopfgo_admission_requests_total Admission reviews the webhook server answered, by webhook (the handler id in the path; "" for the root, "unknown" for no handler's) and HTTP code (200 for every verdict, rejections included).
+# TYPE kopfgo_admission_requests_total counter
+kopfgo_admission_requests_total{code="200",webhook="check"} 2
+kopfgo_admission_requests_total{code="404",webhook="unknown"} 1
+`
+	if err := testutil.GatherAndCompare(m.reg, strings.NewReader(want), "kopfgo_admission_requests_total"); err != nil {
+		t.Error(err)
+	}
+	families, err := m.reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range families {
+		if mf.GetName() != "kopfgo_admission_request_duration_seconds" {
+			continue
+		}
+		for _, s := range mf.GetMetric() {
+			if s.GetLabel()[0].GetValue() == "check" && (s.GetHistogram().GetSampleCount() != 2 || math.Abs(s.GetHistogram().GetSampleSum()-0.005) > 1e-9) {
+				t.Errorf("check's answers: %d timed, %gs in all; want 2 and 0.005s", s.GetHistogram().GetSampleCount(), s.GetHistogram().GetSampleSum())
+			}
+		}
 	}
 }
 
@@ -184,6 +220,7 @@ func exercise(m *Metrics) {
 	m.Paused(false)
 	m.Leading(true)
 	m.ShardsHeld(2)
+	m.AdmissionRequest("check", 200, time.Millisecond)
 	m.Daemons(func() int { return 1 })
 	m.Waiting(func() int { return 0 })
 	m.APIFlow(func() ([]APIFlowClass, bool) { return []APIFlowClass{{Class: "write", Limit: 16}}, false })
