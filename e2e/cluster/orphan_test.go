@@ -137,6 +137,11 @@ func TestRecoverKillsOnlyOurLeftoverBuild(t *testing.T) {
 		done := make(chan struct{})
 		go func() { _ = leftover.Wait(); close(done) }()
 		pgid := leftover.Process.Pid
+		// Start returns once exec has begun, before the kernel has set the
+		// new command line: /proc shows it empty for a moment, and recover
+		// would take the group for someone else's. A real leftover has long
+		// been running; so does this one before the lock's next holder looks.
+		waitForCmdline(t, pgid, tc.marker)
 
 		lock, err := lockFile(t.Context(), filepath.Join(binDir, ".lock"), nil)
 		must(t, err)
@@ -163,6 +168,22 @@ func TestRecoverKillsOnlyOurLeftoverBuild(t *testing.T) {
 		if rec, _ := readLockRecord(filepath.Join(binDir, ".lock")); rec.pgid != 0 {
 			t.Errorf("the lock still records group %d", rec.pgid)
 		}
+	}
+}
+
+// waitForCmdline waits until process pid's command line ends in last.
+func waitForCmdline(t *testing.T, pid int, last string) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		data, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+		if args := strings.Split(strings.TrimSuffix(string(data), "\x00"), "\x00"); args[len(args)-1] == last {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("process %d's command line is %q, want one ending in %q", pid, data, last)
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
 }
 
