@@ -278,8 +278,8 @@ func TestScaleOutReport(t *testing.T) {
 	r := report{Params: map[string]any{"rounds": 1}, Results: []result{
 		{Scenario: "scaleout", Contender: "kopfgo@old", Error: "its bench operator has no sharding"},
 		res("kopfgo×1", "replica-0's", 100, 0, replicaFigures{CPUSeconds: 2, PeakRSSMB: 50, AnonRSSMB: 20}),
-		res("kopfgo×2", "all, behind one address", 100, 3, replicaFigures{CPUSeconds: 1.5, PeakRSSMB: 40, AnonRSSMB: 7, ShardLabels: 3, WebhookKB: 1200, IdleCPUMsPerS: 3.5},
-			replicaFigures{CPUSeconds: 1, PeakRSSMB: 25, AnonRSSMB: 6, WebhookKB: 1180, IdleCPUMsPerS: 2}),
+		res("kopfgo×2", "all, behind one address", 100, 3, replicaFigures{CPUSeconds: 1.5, PeakRSSMB: 40, AnonRSSMB: 7, ShardLabels: 3, WebhookKB: 1200, LabelReviews: 51, IdleCPUMsPerS: 3.5},
+			replicaFigures{CPUSeconds: 1, PeakRSSMB: 25, AnonRSSMB: 6, WebhookKB: 1180, LabelReviews: 49, IdleCPUMsPerS: 2}),
 		res("kopfgo@abc×1", "none: the bench operator of kopfgo@abc has no KOPFGO_BENCH_WEBHOOK", 0, 0,
 			replicaFigures{CPUSeconds: 4, PeakRSSMB: 60, LabelsUncounted: true}),
 		res("kopfgo@abc×2", "none: the bench operator of kopfgo@abc has no KOPFGO_BENCH_WEBHOOK", 0, 0,
@@ -310,6 +310,7 @@ func TestScaleOutReport(t *testing.T) {
 		"1.25",                                                                                                                         // kopfgo×2's sum, to kopfgo×1's
 		"0.75 / 0.50  ", "0.80 / 0.50  ", "7 / 6  ", "0.35 / 0.30  ", "3 / 0  ", "all, behind one address  ", "100 (3)", "17.0 (15.5)", // kopfgo×2's replicas, to kopfgo×1
 		"1200 / 1180  ",            // the reviews' KB each of kopfgo×2's replicas was sent
+		"51 / 49  ",                // the reviews each answered, by its metrics
 		"3.5 / 2.0  ",              // their CPU when idle
 		"0.75 / 0.25  ", "? / ?  ", // kopfgo@abc×2's CPU, to kopfgo@abc×1's; its labels not counted
 		"100 objects created at once", // the title's, of a contender that ran, though the first failed

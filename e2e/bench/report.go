@@ -221,7 +221,7 @@ func (r *report) print(w io.Writer) {
 					x.KBPerObject, x.ChurnCPUPerObjectMs, ratio(x, "churnCpuPerObject"), churnRSS(x.ChurnRSSMB))
 			}
 		case "scaleout":
-			fmt.Fprintln(tw, "replicas\tseconds\tobjects/s\tCPU s (sum)\t×1\tCPU ms/object\tpeak RSS MB (largest)\twrites/object\tcalls\twatch events per replica\tCPU s per replica\t×1\tidle CPU ms/s per replica\tpeak RSS MB per replica\t×1\tRssAnon MB per replica\t×1\tlabel patches per replica\tlabel webhook\twebhook calls (failed open)\twebhook KB per replica\thandover after SIGKILL s (shards taken)\t")
+			fmt.Fprintln(tw, "replicas\tseconds\tobjects/s\tCPU s (sum)\t×1\tCPU ms/object\tpeak RSS MB (largest)\twrites/object\tcalls\twatch events per replica\tCPU s per replica\t×1\tidle CPU ms/s per replica\tpeak RSS MB per replica\t×1\tRssAnon MB per replica\t×1\tlabel patches per replica\tlabel webhook\twebhook calls (failed open)\twebhook KB per replica\tlabel reviews per replica\thandover after SIGKILL s (shards taken)\t")
 			for _, x := range rows {
 				if x.Error != "" {
 					continue // in the notes
@@ -235,7 +235,7 @@ func (r *report) print(w io.Writer) {
 				if webhook == "" {
 					webhook = "-"
 				}
-				fmt.Fprintf(tw, "%s\t%.2f\t%.0f\t%.2f\t%s\t%.2f\t%.0f\t%.2f\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d (%d)\t%s\t%s\t\n", x.Contender, x.Seconds, x.PerSecond,
+				fmt.Fprintf(tw, "%s\t%.2f\t%.0f\t%.2f\t%s\t%.2f\t%.0f\t%.2f\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d (%d)\t%s\t%s\t%s\t\n", x.Contender, x.Seconds, x.PerSecond,
 					x.CPUSeconds, times(x.CPUSeconds, one.CPUSeconds), x.CPUPerObjectMs, x.PeakRSSMB, x.WritesPerObject, x.Calls,
 					perReplica(x.Replicas, "%.0f", func(f replicaFigures) float64 { return f.WatchEvents }),
 					perReplica(x.Replicas, "%.2f", func(f replicaFigures) float64 { return f.CPUSeconds }),
@@ -245,7 +245,7 @@ func (r *report) print(w io.Writer) {
 					perReplica(x.Replicas, "%.2f", func(f replicaFigures) float64 { return f.PeakRSSMB / one.PeakRSSMB }),
 					perReplica(x.Replicas, "%.0f", func(f replicaFigures) float64 { return f.AnonRSSMB }),
 					perReplica(x.Replicas, "%.2f", func(f replicaFigures) float64 { return f.AnonRSSMB / oneAnon(one) }),
-					shardLabels(x.Replicas), webhook, x.WebhookCalls, x.WebhookFailOpen, webhookShares(x.Replicas), handover)
+					shardLabels(x.Replicas), webhook, x.WebhookCalls, x.WebhookFailOpen, webhookShares(x.Replicas), labelReviewShares(x.Replicas), handover)
 			}
 		case "backlog", "backlog-shed":
 			fmt.Fprintln(tw, "contender\tdrain s\t×floor\tCPU s\t×floor\tpeak RSS MB\t×floor\tcalls\twrites sent\tpatches made\tfailed requests by code\tload average after\t")
@@ -312,6 +312,17 @@ func webhookShares(rs []replicaFigures) string {
 	for _, f := range rs {
 		if f.WebhookKB > 0 {
 			return perReplica(rs, "%.0f", func(f replicaFigures) float64 { return f.WebhookKB })
+		}
+	}
+	return "-"
+}
+
+// labelReviewShares are the label reviews each replica answered over the
+// burst, "a / b / c", or "-" where no replica counted any.
+func labelReviewShares(rs []replicaFigures) string {
+	for _, f := range rs {
+		if f.LabelReviews > 0 {
+			return perReplica(rs, "%.0f", func(f replicaFigures) float64 { return float64(f.LabelReviews) })
 		}
 	}
 	return "-"

@@ -250,6 +250,10 @@ func (b *bench) scaleOutOne(ctx context.Context, contender string, can abilities
 	if svc != nil {
 		sent = svc.bytesIn()
 	}
+	reviewed, err := labelReviews(ctx, metrics)
+	if err != nil {
+		return result{}, err
+	}
 	r, profiles, err := b.scaleOutBurst(ctx, name, ns, t, ps, events, func(ctx context.Context, i int) error { return b.create(ctx, ns, i, false) })
 	if err != nil {
 		return result{}, err
@@ -257,6 +261,15 @@ func (b *bench) scaleOutOne(ctx context.Context, contender string, can abilities
 	if svc != nil {
 		for i, n := range svc.bytesIn() {
 			r.Replicas[i].WebhookKB = float64(n-sent[i]) / 1024
+		}
+	}
+	if can.webhook {
+		now, err := labelReviews(ctx, metrics)
+		if err != nil {
+			return result{}, err
+		}
+		for i, n := range now {
+			r.Replicas[i].LabelReviews = int64(n - reviewed[i])
 		}
 	}
 	r.Webhook = webhook
@@ -544,6 +557,10 @@ type replicaFigures struct {
 	// burst, through the service in front of the replicas (0 without it):
 	// its share of the label webhook's reviews.
 	WebhookKB float64 `json:"webhookKB,omitempty"`
+	// LabelReviews are the label webhook's reviews it answered over the
+	// burst, by its own count (kopfgo_admission_requests_total); 0 for a
+	// revision without the metric.
+	LabelReviews int64 `json:"labelReviews,omitempty"`
 }
 
 // hostsOf are the hosts of HOST:PORT addresses.
@@ -623,11 +640,34 @@ func freeAddr() (string, error) {
 	return l.Addr().String(), nil
 }
 
-var watchEventSeries = regexp.MustCompile(`(?m)^kopfgo_watch_events_total\{resource="kopfexamples\.v1\.kopf\.dev",type="[A-Z]+"\} (\S+)$`)
+var (
+	watchEventSeries  = regexp.MustCompile(`(?m)^kopfgo_watch_events_total\{resource="kopfexamples\.v1\.kopf\.dev",type="[A-Z]+"\} (\S+)$`)
+	labelReviewSeries = regexp.MustCompile(`(?m)^kopfgo_admission_requests_total\{code="\d+",webhook="shard\.kopfgo\.dev/[^"]*"\} (\S+)$`)
+)
 
 // watchEvents are the watch events of KopfExamples a replica has received
 // so far, of every type (its kopfgo_watch_events_total).
 func watchEvents(ctx context.Context, addr string) (float64, error) {
+	return metricSum(ctx, addr, watchEventSeries)
+}
+
+// labelReviews are the label webhook's reviews each replica has answered
+// so far, whatever the answer's code (its kopfgo_admission_requests_total
+// of the shard labelling's webhooks).
+func labelReviews(ctx context.Context, addrs []string) ([]float64, error) {
+	out := make([]float64, len(addrs))
+	for i, a := range addrs {
+		var err error
+		if out[i], err = metricSum(ctx, a, labelReviewSeries); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// metricSum is the sum of the series that series matches (its one group
+// the value) in the metrics served at addr.
+func metricSum(ctx context.Context, addr string, series *regexp.Regexp) (float64, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/metrics", nil)
 	if err != nil {
 		return 0, err
@@ -642,7 +682,7 @@ func watchEvents(ctx context.Context, addr string) (float64, error) {
 		return 0, err
 	}
 	total := 0.0
-	for _, m := range watchEventSeries.FindAllStringSubmatch(string(body), -1) {
+	for _, m := range series.FindAllStringSubmatch(string(body), -1) {
 		v, err := strconv.ParseFloat(m[1], 64)
 		if err != nil {
 			return 0, err
