@@ -246,9 +246,9 @@ func (b *bench) scaleOutOne(ctx context.Context, contender string, can abilities
 		return result{}, err
 	}
 	events := func(i int) (float64, error) { return watchEvents(ctx, metrics[i]) }
-	var sent []int64
+	var sent, dealt []int64
 	if svc != nil {
-		sent = svc.bytesIn()
+		sent, dealt = svc.bytesIn(), svc.connections()
 	}
 	reviewed, err := labelReviews(ctx, metrics)
 	if err != nil {
@@ -261,6 +261,9 @@ func (b *bench) scaleOutOne(ctx context.Context, contender string, can abilities
 	if svc != nil {
 		for i, n := range svc.bytesIn() {
 			r.Replicas[i].WebhookKB = float64(n-sent[i]) / 1024
+		}
+		for i, n := range svc.connections() {
+			r.Replicas[i].WebhookConns = n - dealt[i]
 		}
 	}
 	if can.webhook {
@@ -278,8 +281,9 @@ func (b *bench) scaleOutOne(ctx context.Context, contender string, can abilities
 		return result{}, err
 	}
 	r.WebhookCalls, r.WebhookFailOpen = after.calls-calls.calls, after.failOpen-calls.failOpen
-	logf("scaleout: %s: %.0f objects/s, %.2f ms CPU per object, %.2f writes per object, label patches per replica %s, the label webhook called %d times (%d failed open)",
-		name, r.PerSecond, r.CPUPerObjectMs, r.WritesPerObject, shardLabels(r.Replicas), r.WebhookCalls, r.WebhookFailOpen)
+	logf("scaleout: %s: %.0f objects/s, %.2f ms CPU per object, %.2f writes per object, label patches per replica %s, the label webhook called %d times (%d failed open), connections to it per replica %s",
+		name, r.PerSecond, r.CPUPerObjectMs, r.WritesPerObject, shardLabels(r.Replicas), r.WebhookCalls, r.WebhookFailOpen,
+		perReplica(r.Replicas, "%.0f", func(f replicaFigures) float64 { return float64(f.WebhookConns) }))
 	profiles.wait()
 	if replicas > 1 {
 		survivors := slices.Delete(slices.Clone(ps), victim, victim+1)
@@ -561,6 +565,10 @@ type replicaFigures struct {
 	// burst, by its own count (kopfgo_admission_requests_total); 0 for a
 	// revision without the metric.
 	LabelReviews int64 `json:"labelReviews,omitempty"`
+	// WebhookConns are the connections the API server opened to its
+	// webhook server over the burst, through the service (0 without it):
+	// a TLS handshake each.
+	WebhookConns int64 `json:"webhookConns,omitempty"`
 }
 
 // hostsOf are the hosts of HOST:PORT addresses.

@@ -99,6 +99,15 @@ func (w counting) Write(p []byte) (int, error) {
 	return n, err
 }
 
+// connections are the connections dealt to each backend so far.
+func (s *service) connections() []int64 {
+	out := make([]int64, len(s.conns))
+	for i := range s.conns {
+		out[i] = s.conns[i].Load()
+	}
+	return out
+}
+
 // bytesIn are the bytes each backend has been sent so far.
 func (s *service) bytesIn() []int64 {
 	out := make([]int64, len(s.in))

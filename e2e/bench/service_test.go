@@ -89,7 +89,7 @@ func TestServiceDealsConnectionsRoundRobin(t *testing.T) {
 		if len(got[i]) != rounds {
 			t.Errorf("backend %d received %q, want %d connections", i, got[i], rounds)
 		}
-		if c := svc.conns[i].Load(); c != rounds {
+		if c := svc.connections()[i]; c != rounds {
 			t.Errorf("backend %d was dealt %d connections, want %d", i, c, rounds)
 		}
 	}
