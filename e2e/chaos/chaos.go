@@ -3,7 +3,6 @@ package chaos
 import (
 	"bufio"
 	"context"
-	"encoding/base64"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -269,7 +268,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		return nil, fmt.Errorf("building the chaos operator: %w\n%s", err, out)
 	}
 	kubeconfig := filepath.Join(dir, "operator-kubeconfig")
-	if err := os.WriteFile(kubeconfig, []byte(operatorKubeconfig(r.proxy.URL(), r.proxy.CA(), c.Token)), 0o600); err != nil {
+	if err := os.WriteFile(kubeconfig, r.proxy.Kubeconfig(c.Token, namespace), 0o600); err != nil {
 		return nil, err
 	}
 	env := []string{"KUBECONFIG=" + kubeconfig, "KOPFGO_CHAOS_JOURNAL=" + r.journal.path}
@@ -369,16 +368,6 @@ func (r *run) wait(ctx context.Context, round int) (time.Duration, error) {
 	case <-ctx.Done():
 		return 0, ctx.Err()
 	}
-}
-
-func operatorKubeconfig(server string, ca []byte, token string) string {
-	return fmt.Sprintf(`apiVersion: v1
-kind: Config
-clusters: [{name: chaos, cluster: {server: %q, certificate-authority-data: %q}}]
-users: [{name: chaos, user: {token: %q}}]
-contexts: [{name: chaos, context: {cluster: chaos, user: chaos, namespace: %s}}]
-current-context: chaos
-`, server, base64.StdEncoding.EncodeToString(ca), token, namespace)
 }
 
 // watch follows the objects and moves each along: once its creation is

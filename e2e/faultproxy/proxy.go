@@ -8,6 +8,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"encoding/base64"
 	"encoding/json"
 	"encoding/pem"
 	"fmt"
@@ -182,6 +183,19 @@ func (p *Proxy) Config(cfg *rest.Config) *rest.Config {
 	c.Host = p.URL()
 	c.TLSClientConfig = rest.TLSClientConfig{CAData: p.caPEM}
 	return c
+}
+
+// Kubeconfig is a kubeconfig for processes of their own (an operator's
+// binary) pointed at the proxy: the bearer token, and the namespace of its
+// context.
+func (p *Proxy) Kubeconfig(token, namespace string) []byte {
+	return fmt.Appendf(nil, `apiVersion: v1
+kind: Config
+clusters: [{name: faultproxy, cluster: {server: %q, certificate-authority-data: %q}}]
+users: [{name: faultproxy, user: {token: %q}}]
+contexts: [{name: faultproxy, context: {cluster: faultproxy, user: faultproxy, namespace: %s}}]
+current-context: faultproxy
+`, p.URL(), base64.StdEncoding.EncodeToString(p.caPEM), token, namespace)
 }
 
 // selfSigned makes the proxy's certificate for 127.0.0.1, valid for a day.
