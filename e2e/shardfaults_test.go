@@ -3,23 +3,16 @@
 package e2e
 
 import (
-	"context"
-	"fmt"
 	"math/rand/v2"
 	"net/http"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
 	"github.com/kopfgo/kopfgo/e2e/cluster"
 	"github.com/kopfgo/kopfgo/e2e/faultproxy"
-	"github.com/kopfgo/kopfgo/internal/conventions"
 )
 
 // TestShardedReplicasUnderAPIFaults: three replicas with --shards talk to
@@ -72,18 +65,7 @@ func TestShardedReplicasUnderAPIFaults(t *testing.T) {
 
 	created := 0
 	create := func(prefix string) {
-		var wg sync.WaitGroup
-		sem := make(chan struct{}, 8)
-		for i := range batch {
-			sem <- struct{}{}
-			wg.Go(func() {
-				defer func() { <-sem }()
-				obj := objYAML(t)
-				obj["metadata"].(map[string]any)["name"] = fmt.Sprintf("%s-%03d", prefix, i)
-				createKex(t, ns, obj)
-			})
-		}
-		wg.Wait()
+		createKexes(t, ns, prefix, batch)
 		created += batch
 	}
 
@@ -105,31 +87,15 @@ func TestShardedReplicasUnderAPIFaults(t *testing.T) {
 	t.Logf("the proxy forwarded %d requests and answered %d with a fault", forwarded, injected)
 	proxy.Clear()
 
-	list, err := dyn(t).Resource(kexGVR).Namespace(ns).List(context.Background(), metav1.ListOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	label := conventions.ShardLabel(name)
-	for i := range list.Items {
-		u := &list.Items[i]
-		if got, want := u.GetLabels()[label], strconv.Itoa(conventions.Shard(ns, u.GetName(), shardingShards)); got != want {
-			t.Errorf("%s is labelled with shard %q, want %s (its key's)", u.GetName(), got, want)
-		}
-	}
-	settle(t, func() int {
-		total := 0
-		for _, pods := range rs.creations() {
-			total += len(pods)
-		}
-		return total
-	})
+	rs.checkLabelled()
+	creations := rs.settledCreations()
 	t.Logf("the handler calls settled after %s", time.Since(began).Round(time.Second))
-	for obj, pods := range rs.creations() {
+	for obj, pods := range creations {
 		if len(pods) != 1 {
 			t.Errorf("%s was created by %v, want once", obj, pods)
 		}
 	}
-	if got := len(rs.creations()); got != created {
+	if got := len(creations); got != created {
 		t.Errorf("%d objects have been created, want %d", got, created)
 	}
 	_, overlaps := daemonsRunning(t, rs.journal)

@@ -277,6 +277,53 @@ func (s *shardedReplicas) creations() map[string][]string {
 	return out
 }
 
+// checkLabelled checks that every object of the namespace is labelled
+// with its key's shard.
+func (s *shardedReplicas) checkLabelled() {
+	t := s.t
+	list, err := dyn(t).Resource(kexGVR).Namespace(s.ns).List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	label := conventions.ShardLabel(s.name)
+	for i := range list.Items {
+		u := &list.Items[i]
+		if got, want := u.GetLabels()[label], strconv.Itoa(conventions.Shard(s.ns, u.GetName(), shardingShards)); got != want {
+			t.Errorf("%s is labelled with shard %q, want %s (its key's)", u.GetName(), got, want)
+		}
+	}
+}
+
+// settledCreations are the creations once the handler calls have stopped
+// growing (settle).
+func (s *shardedReplicas) settledCreations() map[string][]string {
+	settle(s.t, func() int {
+		total := 0
+		for _, pods := range s.creations() {
+			total += len(pods)
+		}
+		return total
+	})
+	return s.creations()
+}
+
+// createKexes creates n objects named prefix-000 on, 8 at a time.
+func createKexes(t *testing.T, ns, prefix string, n int) {
+	t.Helper()
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 8)
+	for i := range n {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			obj := objYAML(t)
+			obj["metadata"].(map[string]any)["name"] = fmt.Sprintf("%s-%03d", prefix, i)
+			createKex(t, ns, obj)
+		})
+	}
+	wg.Wait()
+}
+
 // buildChaos builds the chaos operator (e2e/operators/chaos).
 func buildChaos(t *testing.T) string {
 	t.Helper()

@@ -40,18 +40,7 @@ func TestShardedWatchesSplitTheEvents(t *testing.T) {
 	}
 	created := 0
 	create := func(prefix string, n int) {
-		var wg sync.WaitGroup
-		sem := make(chan struct{}, 8)
-		for i := range n {
-			sem <- struct{}{}
-			wg.Go(func() {
-				defer func() { <-sem }()
-				obj := objYAML(t)
-				obj["metadata"].(map[string]any)["name"] = fmt.Sprintf("%s-%03d", prefix, i)
-				createKex(t, ns, obj)
-			})
-		}
-		wg.Wait()
+		createKexes(t, ns, prefix, n)
 		created += n
 	}
 	allHandled := func() { waitBacklogHandled(t, dyn(t), ns, created, handled) }
@@ -169,29 +158,14 @@ func TestShardedWatchesSplitTheEvents(t *testing.T) {
 	// killed replica finished but could not record (SIGKILL's
 	// at-least-once window).
 	allHandled()
-	list, err := dyn(t).Resource(kexGVR).Namespace(ns).List(context.Background(), metav1.ListOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := range list.Items {
-		u := &list.Items[i]
-		if got, want := u.GetLabels()[label], strconv.Itoa(conventions.Shard(ns, u.GetName(), shardingShards)); got != want {
-			t.Errorf("%s is labelled with shard %q, want %s (its key's)", u.GetName(), got, want)
-		}
-	}
-	settle(t, func() int {
-		total := 0
-		for _, pods := range rs.creations() {
-			total += len(pods)
-		}
-		return total
-	})
-	for obj, pods := range rs.creations() {
+	rs.checkLabelled()
+	creations := rs.settledCreations()
+	for obj, pods := range creations {
 		if len(pods) != 1 && !(len(pods) == 2 && pods[0] == "replica-c" && pods[1] != "replica-c") {
 			t.Errorf("%s was created by %v, want once", obj, pods)
 		}
 	}
-	if got := len(rs.creations()); got != created {
+	if got := len(creations); got != created {
 		t.Errorf("%d objects have been created, want %d", got, created)
 	}
 	_, overlaps := daemonsRunning(t, rs.journal)
