@@ -14,10 +14,13 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/kopfgo/kopfgo/e2e/runner"
 	"github.com/kopfgo/kopfgo/internal/conventions"
@@ -307,21 +310,31 @@ func (s *shardedReplicas) settledCreations() map[string][]string {
 	return s.creations()
 }
 
-// createKexes creates n objects named prefix-000 on, 8 at a time.
+// createKexes creates n objects named prefix-000 on, 8 at a time. The
+// goroutines report failures with t.Errorf (t.Fatal belongs to the test's
+// own goroutine), and the test stops once they are done.
 func createKexes(t *testing.T, ns, prefix string, n int) {
 	t.Helper()
+	d, base := dyn(t), objYAML(t)
 	var wg sync.WaitGroup
+	var failed atomic.Bool
 	sem := make(chan struct{}, 8)
 	for i := range n {
 		sem <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-sem }()
-			obj := objYAML(t)
-			obj["metadata"].(map[string]any)["name"] = fmt.Sprintf("%s-%03d", prefix, i)
-			createKex(t, ns, obj)
+			u := &unstructured.Unstructured{Object: runtime.DeepCopyJSON(base)}
+			u.SetName(fmt.Sprintf("%s-%03d", prefix, i))
+			if _, err := d.Resource(kexGVR).Namespace(ns).Create(context.Background(), u, metav1.CreateOptions{}); err != nil {
+				t.Errorf("creating %s: %v", u.GetName(), err)
+				failed.Store(true)
+			}
 		})
 	}
 	wg.Wait()
+	if failed.Load() {
+		t.FailNow()
+	}
 }
 
 // buildChaos builds the chaos operator (e2e/operators/chaos).
