@@ -82,7 +82,7 @@ type options struct {
 	// shards are the shards of the scale-out scenario (-shards).
 	shards int
 	// replicas are the scale-out scenario's replica counts (-replicas);
-	// its ratios are to the first, normally 1.
+	// its ratios are to one replica's, so without 1 it has none.
 	replicas []int
 	// scaleOutRate paces the scale-out's creations (objects per second); 0
 	// creates them at once, as fast as -creators requests go.
