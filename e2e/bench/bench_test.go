@@ -1,9 +1,12 @@
 package main
 
 import (
+	"context"
+	"errors"
 	"os"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -91,7 +94,7 @@ func TestProcReaders(t *testing.T) {
 }
 
 func TestOptionsValidate(t *testing.T) {
-	ok := options{n: 1, restartN: 1, rate: 1, duration: time.Second, creators: 1, rounds: 1, scaleN: 1, backlogN: 1, shedInflight: 1, shedMutating: 1, shards: 12,
+	ok := options{n: 1, restartN: 1, rate: 1, duration: time.Second, creators: 1, rounds: 1, scaleN: 1, backlogN: 1, shedInflight: 1, shedMutating: 1, shards: 12, replicas: []int{1, 2, 4},
 		scenarios: []string{"burst", "backlog", "backlog-shed"}, contenders: []string{"floor", "kopfgo@a83e75b"}}
 	if err := ok.validate(); err != nil {
 		t.Fatal(err)
@@ -109,12 +112,67 @@ func TestOptionsValidate(t *testing.T) {
 		"zero shed limit":     func(o *options) { o.shedMutating = 0 },
 		"shards unshared":     func(o *options) { o.shards = 6 },
 		"zero shards":         func(o *options) { o.shards = 0 },
+		"replicas unshared":   func(o *options) { o.replicas = []int{1, 5} },
+		"no replicas":         func(o *options) { o.replicas = nil },
+		"zero replicas":       func(o *options) { o.replicas = []int{0} },
+		"negative rate":       func(o *options) { o.scaleOutRate = -1 },
 	} {
 		o := ok
 		mutate(&o)
 		if o.validate() == nil {
 			t.Errorf("%s: accepted", name)
 		}
+	}
+}
+
+// The scale-out's title says how its objects arrived and over which
+// replica counts.
+func TestScaleOutTitle(t *testing.T) {
+	x := result{Objects: 2500}
+	for _, tc := range []struct {
+		params map[string]any
+		want   string
+	}{
+		{map[string]any{"replicas": []int{1, 2, 4}, "scaleoutRate": 0.0}, "over 1, 2 and 4 replicas (12 shards; ×1: to the same contender with one replica), 2500 objects created at once;"},
+		{map[string]any{"replicas": []int{1}, "scaleoutRate": 25.0}, "over 1 replica (12 shards; ×1: to the same contender with one replica), 2500 objects created at 25/s;"},
+		{map[string]any{}, "over several replicas"},
+	} {
+		tc.params["shards"] = 12
+		if got := title("scaleout", x, tc.params); !strings.Contains(got, tc.want) {
+			t.Errorf("title(%v) = %q, want it to say %q", tc.params, got, tc.want)
+		}
+	}
+}
+
+// paced calls do once for each index, whether paced or not, and stops
+// with its context.
+func TestPaced(t *testing.T) {
+	b := &bench{o: options{creators: 3}}
+	for _, rate := range []float64{0, 1000} {
+		var mu sync.Mutex
+		seen := map[int]int{}
+		err := b.paced(t.Context(), 20, rate, func(_ context.Context, i int) error {
+			mu.Lock()
+			defer mu.Unlock()
+			seen[i]++
+			return nil
+		})
+		if err != nil {
+			t.Fatalf("rate %g: %v", rate, err)
+		}
+		for i := range 20 {
+			if seen[i] != 1 {
+				t.Errorf("rate %g: object %d created %d times, want once", rate, i, seen[i])
+			}
+		}
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	if err := b.paced(ctx, 20, 0.001, func(context.Context, int) error {
+		t.Error("called with its context done")
+		return nil
+	}); !errors.Is(err, context.Canceled) {
+		t.Errorf("paced with its context done: %v, want context.Canceled", err)
 	}
 }
 
@@ -275,7 +333,7 @@ func TestScaleOutReport(t *testing.T) {
 		}
 		return x
 	}
-	r := report{Params: map[string]any{"rounds": 1}, Results: []result{
+	r := report{Params: map[string]any{"rounds": 1, "replicas": []int{1, 2}}, Results: []result{
 		{Scenario: "scaleout", Contender: "kopfgo@old", Error: "its bench operator has no sharding"},
 		res("kopfgo×1", "replica-0's", 100, 0, replicaFigures{CPUSeconds: 2, PeakRSSMB: 50, AnonRSSMB: 20}),
 		res("kopfgo×2", "all, behind one address", 100, 3, replicaFigures{CPUSeconds: 1.5, PeakRSSMB: 40, AnonRSSMB: 7, ShardLabels: 3, WebhookKB: 1200, LabelReviews: 51, IdleCPUMsPerS: 3.5},
@@ -314,6 +372,7 @@ func TestScaleOutReport(t *testing.T) {
 		"3.5 / 2.0  ",              // their CPU when idle
 		"0.75 / 0.25  ", "? / ?  ", // kopfgo@abc×2's CPU, to kopfgo@abc×1's; its labels not counted
 		"100 objects created at once", // the title's, of a contender that ran, though the first failed
+		"sharded over 1 and 2 replicas",
 	} {
 		if !strings.Contains(table, want) {
 			t.Errorf("the table has no %q:\n%s", want, table)

@@ -30,6 +30,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -80,13 +81,19 @@ type options struct {
 	shedInflight, shedMutating int
 	// shards are the shards of the scale-out scenario (-shards).
 	shards int
+	// replicas are the scale-out scenario's replica counts (-replicas);
+	// its ratios are to one replica's, so without 1 it has none.
+	replicas []int
+	// scaleOutRate paces the scale-out's creations (objects per second); 0
+	// creates them at once, as fast as -creators requests go.
+	scaleOutRate float64
 	// prebuilt are contenders' binaries given rather than built (-prebuilt).
 	prebuilt map[string]string
 }
 
 func main() {
 	var o options
-	var scenarios, contenders, prebuilt string
+	var scenarios, contenders, prebuilt, replicas string
 	flag.IntVar(&o.n, "n", 2000, "objects in the burst and updates scenarios")
 	flag.IntVar(&o.restartN, "restart-n", 10000, "existing, already handled objects in the restart scenario")
 	flag.Float64Var(&o.rate, "rate", 20, "objects created per second in the latency scenario")
@@ -100,7 +107,9 @@ func main() {
 	flag.IntVar(&o.shedInflight, "shed-inflight", 20, "the API server's --max-requests-inflight in the backlog-shed scenario")
 	flag.IntVar(&o.shedMutating, "shed-mutating", 10, "the API server's --max-mutating-requests-inflight in the backlog-shed scenario")
 	flag.StringVar(&contenders, "contenders", strings.Join(contenderNames, ","), "comma-separated contenders to run; the floor is needed for ratios")
-	flag.IntVar(&o.shards, "shards", 12, "shards in the scaleout scenario, a multiple of 4 (1, 2 and 4 replicas each hold an equal share; each shard is one watch of a replica)")
+	flag.IntVar(&o.shards, "shards", 12, "shards in the scaleout scenario, a multiple of every -replicas count (each replica holds an equal share; each shard is one watch of a replica)")
+	flag.StringVar(&replicas, "replicas", "1,2,4", "comma-separated replica counts of the scaleout scenario; its ratios are to one replica, so keep 1 among them")
+	flag.Float64Var(&o.scaleOutRate, "scaleout-rate", 0, "objects created per second in the scaleout scenario (0: all at once, as fast as -creators requests go); a steady arrival instead of a burst")
 	flag.IntVar(&o.creators, "creators", 16, "concurrent requests of the driver when it creates or updates objects")
 	flag.StringVar(&o.out, "json", "bench.json", "write the results here as JSON (empty: do not)")
 	flag.StringVar(&o.profileDir, "profile", "", "write CPU and heap profiles of every contender run to this directory (profiling costs some CPU itself)")
@@ -111,6 +120,11 @@ func main() {
 	flag.Parse()
 	o.scenarios = split(scenarios)
 	o.contenders = split(contenders)
+	var err error
+	if o.replicas, err = counts(replicas); err != nil {
+		fmt.Fprintln(os.Stderr, "bench: -replicas:", err)
+		os.Exit(2)
+	}
 	o.prebuilt = map[string]string{}
 	for _, nb := range split(prebuilt) {
 		name, path, _ := strings.Cut(nb, "=")
@@ -121,7 +135,7 @@ func main() {
 		os.Exit(2)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
-	err := run(ctx, o)
+	err = run(ctx, o)
 	stop()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
@@ -137,6 +151,19 @@ func split(s string) []string {
 		}
 	}
 	return out
+}
+
+// counts parses a comma-separated list of whole numbers.
+func counts(s string) ([]int, error) {
+	var out []int
+	for _, f := range split(s) {
+		n, err := strconv.Atoi(f)
+		if err != nil {
+			return nil, fmt.Errorf("%q is not a whole number", f)
+		}
+		out = append(out, n)
+	}
+	return out, nil
 }
 
 func (o options) validate() error {
@@ -165,8 +192,13 @@ func (o options) validate() error {
 		o.backlogN <= 0 || o.shedInflight <= 0 || o.shedMutating <= 0 || o.shards <= 0 {
 		return fmt.Errorf("-n, -restart-n, -rate, -duration, -creators, -rounds, -scale-n, -backlog-n, -shed-inflight, -shed-mutating and -shards must be positive, -churn-rate and -churn not negative")
 	}
-	if o.shards%4 != 0 {
-		return fmt.Errorf("-shards %d: give a multiple of 4, so that 1, 2 and 4 replicas each hold an equal share", o.shards)
+	if len(o.replicas) == 0 || o.scaleOutRate < 0 {
+		return fmt.Errorf("-replicas must name at least one count, and -scaleout-rate must not be negative")
+	}
+	for _, r := range o.replicas {
+		if r <= 0 || o.shards%r != 0 {
+			return fmt.Errorf("-replicas %d with -shards %d: give positive counts that divide the shards, so that each replica holds an equal share", r, o.shards)
+		}
 	}
 	return nil
 }

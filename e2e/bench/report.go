@@ -5,6 +5,7 @@ import (
 	"io"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 )
@@ -100,6 +101,7 @@ func (o options) params() map[string]any {
 		"profiling": o.profileDir != "", "idleWindow": idleWindow.String(), "rounds": o.rounds,
 		"scaleN": o.scaleN, "churnRate": o.churnRate, "churn": o.churn.String(), "prebuilt": o.prebuilt,
 		"backlogN": o.backlogN, "shedInflight": o.shedInflight, "shedMutating": o.shedMutating, "shards": o.shards,
+		"replicas": o.replicas, "scaleoutRate": o.scaleOutRate,
 	}
 }
 
@@ -385,6 +387,34 @@ func ratio(x result, k string) string {
 	return fmt.Sprintf("%.2f", v)
 }
 
+// replicaCounts says the scale-out's replica counts as a sentence does:
+// "1, 2 and 4 replicas".
+func replicaCounts(v any) string {
+	ns, _ := v.([]int)
+	var out []string
+	for _, n := range ns {
+		out = append(out, strconv.Itoa(n))
+	}
+	switch {
+	case len(out) == 0:
+		return "several replicas"
+	case len(out) == 1 && ns[0] == 1:
+		return "1 replica"
+	case len(out) == 1:
+		return out[0] + " replicas"
+	}
+	return strings.Join(out[:len(out)-1], ", ") + " and " + out[len(out)-1] + " replicas"
+}
+
+// arrival says how the objects of a scenario paced by rate (objects per
+// second, 0 for none) were created.
+func arrival(rate any) string {
+	if r, ok := rate.(float64); ok && r > 0 {
+		return fmt.Sprintf("at %g/s", r)
+	}
+	return "at once"
+}
+
 func title(sc string, x result, p map[string]any) string {
 	switch sc {
 	case "burst":
@@ -404,7 +434,7 @@ func title(sc string, x result, p map[string]any) string {
 	case "backlog-shed":
 		return fmt.Sprintf("backlog-shed: the backlog against an API server with --max-requests-inflight=%v --max-mutating-requests-inflight=%v, the contenders as a service account in an APF priority level of fixed seats (%d shares, no lending or borrowing)", p["shedInflight"], p["shedMutating"], contenderShares)
 	case "scaleout":
-		return fmt.Sprintf("scaleout: kopfgo sharded over 1, 2 and 4 replicas (%v shards; ×1: to the same contender with one replica), %d objects created at once; until all are handled; then a replica SIGKILLed (the last one, or the one before if the last alone serves the label webhook) and %d objects created, until they are handled. The label webhook labels new objects with their shard: all replicas behind one address as behind a Service (each connection of the API server's to the next replica; the KB each was sent over the burst is its share), or the replica whose URL the configuration holds; label patches are the coordinator's, for objects that came without the label. floor×N: N bare client-go floors, each watching its shards' objects by the same label selectors, the objects created labelled; no Leases, no webhook, no handover", p["shards"], x.Objects, handoverObjects)
+		return fmt.Sprintf("scaleout: kopfgo sharded over %s (%v shards; ×1: to the same contender with one replica), %d objects created %s; until all are handled; then a replica SIGKILLed (the last one, or the one before if the last alone serves the label webhook) and %d objects created, until they are handled. The label webhook labels new objects with their shard: all replicas behind one address as behind a Service (each connection of the API server's to the next replica; the KB each was sent over the burst is its share), or the replica whose URL the configuration holds; label patches are the coordinator's, for objects that came without the label. floor×N: N bare client-go floors, each watching its shards' objects by the same label selectors, the objects created labelled; no Leases, no webhook, no handover", replicaCounts(p["replicas"]), p["shards"], x.Objects, arrival(p["scaleoutRate"]), handoverObjects)
 	}
 	return sc
 }

@@ -27,13 +27,9 @@ import (
 	"github.com/kopfgo/kopfgo/internal/conventions"
 )
 
-// scaleOutReplicas are the numbers of kopfgo replicas the scale-out
-// scenario compares; they share -shards shards (a multiple of each gives
-// each replica an equal share).
-var scaleOutReplicas = []int{1, 2, 4}
-
 // scaleOut is the burst with kopfgo sharded over 1, 2 and 4 replicas
-// (--shards): N objects created at once, until all are handled, against the
+// (--shards; -replicas): N objects created at once (or at -scaleout-rate,
+// a steady arrival), until all are handled, against the
 // same API server, for each kopfgo contender (kopfgo, and kopfgo@REV for a
 // before and after). Throughput is the whole's; CPU is the replicas' sum,
 // per object; peak RSS is the largest replica's. The replicas share the
@@ -69,7 +65,7 @@ func (b *bench) scaleOut(ctx context.Context) ([]result, error) {
 	}
 	var out []result
 	if floor {
-		for _, replicas := range scaleOutReplicas {
+		for _, replicas := range b.o.replicas {
 			r, err := b.scaleOutFloor(ctx, replicas)
 			if err != nil {
 				return out, fmt.Errorf("scaleout, the floor over %d processes: %w", replicas, err)
@@ -84,7 +80,7 @@ func (b *bench) scaleOut(ctx context.Context) ([]result, error) {
 			out = append(out, result{Scenario: "scaleout", Contender: name, Error: "its bench operator has no sharding (KOPFGO_BENCH_SHARDS and KOPFGO_BENCH_METRICS_ADDR); not run"})
 			continue
 		}
-		for _, replicas := range scaleOutReplicas {
+		for _, replicas := range b.o.replicas {
 			r, err := b.scaleOutOne(ctx, name, can, replicas)
 			if err != nil {
 				return out, fmt.Errorf("scaleout, %s, %d replicas: %w", name, replicas, err)
@@ -323,7 +319,7 @@ func (b *bench) scaleOutBurst(ctx context.Context, name, ns string, t *tracker, 
 	}
 	profiles := b.profileWindow(ctx, ps, "burst", scaleOutProfileWindow(n))
 	begin := time.Now()
-	if err := b.parallel(ctx, n, create); err != nil {
+	if err := b.paced(ctx, n, b.o.scaleOutRate, create); err != nil {
 		return result{}, nil, err
 	}
 	created := time.Since(begin)

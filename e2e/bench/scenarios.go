@@ -121,6 +121,25 @@ func object(i int, handled bool) (*unstructured.Unstructured, error) {
 	}}, nil
 }
 
+// paced is parallel with at most perSecond calls of do begun per second
+// (none: as fast as the driver's concurrency goes). A steady arrival is
+// not a burst: a process sees its events one by one rather than queued.
+func (b *bench) paced(ctx context.Context, n int, perSecond float64, do func(ctx context.Context, i int) error) error {
+	if perSecond <= 0 {
+		return b.parallel(ctx, n, do)
+	}
+	tick := time.NewTicker(time.Duration(float64(time.Second) / perSecond))
+	defer tick.Stop()
+	return b.parallel(ctx, n, func(ctx context.Context, i int) error {
+		select {
+		case <-tick.C:
+			return do(ctx, i)
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	})
+}
+
 // parallel runs do(i) for i in [0, n) with the driver's concurrency.
 func (b *bench) parallel(ctx context.Context, n int, do func(ctx context.Context, i int) error) error {
 	var (
@@ -129,6 +148,7 @@ func (b *bench) parallel(ctx context.Context, n int, do func(ctx context.Context
 		mu   sync.Mutex
 		errs []error
 	)
+	parent := ctx
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	for range b.o.creators {
@@ -149,7 +169,8 @@ func (b *bench) parallel(ctx context.Context, n int, do func(ctx context.Context
 		})
 	}
 	wg.Wait()
-	return errors.Join(errs...)
+	// Stopped by the caller, it has not done all: say so.
+	return errors.Join(append(errs, parent.Err())...)
 }
 
 // retried calls do again, a few times, while the API server answers that it
