@@ -144,6 +144,23 @@ func TestScaleOutTitle(t *testing.T) {
 	}
 }
 
+// The profiles of a scale-out last as long as its objects take to arrive,
+// and longer.
+func TestScaleOutProfileWindowCoversTheArrival(t *testing.T) {
+	for _, tc := range []struct {
+		n         int
+		perSecond float64
+	}{{10000, 0}, {10000, 100}, {2500, 25}, {100, 1}} {
+		arrival := time.Duration(0)
+		if tc.perSecond > 0 {
+			arrival = time.Duration(float64(tc.n) / tc.perSecond * float64(time.Second))
+		}
+		if got := scaleOutProfileWindow(tc.n, tc.perSecond); got <= arrival || got < scaleOutProfileWindow(tc.n, 0) {
+			t.Errorf("%d objects at %g/s: profiles of %v, which end before the arrival (%v) or the burst's window", tc.n, tc.perSecond, got, arrival)
+		}
+	}
+}
+
 // paced calls do once for each index, whether paced or not, and stops
 // with its context.
 func TestPaced(t *testing.T) {

@@ -317,7 +317,7 @@ func (b *bench) scaleOutBurst(ctx context.Context, name, ns string, t *tracker, 
 			return result{}, nil, err
 		}
 	}
-	profiles := b.profileWindow(ctx, ps, "burst", scaleOutProfileWindow(n))
+	profiles := b.profileWindow(ctx, ps, "burst", scaleOutProfileWindow(n, b.o.scaleOutRate))
 	begin := time.Now()
 	if err := b.paced(ctx, n, b.o.scaleOutRate, create); err != nil {
 		return result{}, nil, err
@@ -473,9 +473,14 @@ func (b *bench) scaleOutFloor(ctx context.Context, replicas int) (result, error)
 func podName(i int) string { return fmt.Sprintf("replica-%d", i) }
 
 // scaleOutProfileWindow is how long the CPU profiles of a burst of n
-// objects last (-profile): the burst and some of the quiet after it.
-func scaleOutProfileWindow(n int) time.Duration {
-	return 5*time.Second + time.Duration(n)*20*time.Millisecond
+// objects last (-profile): the burst and some of the quiet after it. Paced
+// at perSecond (-scaleout-rate), the creations alone take n/perSecond.
+func scaleOutProfileWindow(n int, perSecond float64) time.Duration {
+	d := 5*time.Second + time.Duration(n)*20*time.Millisecond
+	if perSecond > 0 {
+		d = max(d, 10*time.Second+time.Duration(float64(n)/perSecond*float64(time.Second)))
+	}
+	return d
 }
 
 // handoverProfileWindow covers a handover: a lease duration (15 s), the
