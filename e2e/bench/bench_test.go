@@ -165,7 +165,7 @@ func TestScaleOutProfileWindowCoversTheArrival(t *testing.T) {
 // with its context.
 func TestPaced(t *testing.T) {
 	b := &bench{o: options{creators: 3}}
-	for _, rate := range []float64{0, 1000} {
+	for _, rate := range []float64{0, 1000, 1e12} {
 		var mu sync.Mutex
 		seen := map[int]int{}
 		err := b.paced(t.Context(), 20, rate, func(_ context.Context, i int) error {

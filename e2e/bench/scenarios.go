@@ -128,7 +128,12 @@ func (b *bench) paced(ctx context.Context, n int, perSecond float64, do func(ctx
 	if perSecond <= 0 {
 		return b.parallel(ctx, n, do)
 	}
-	tick := time.NewTicker(time.Duration(float64(time.Second) / perSecond))
+	every := time.Duration(float64(time.Second) / perSecond)
+	if every <= 0 {
+		// Faster than a ticker can tick (a zero period panics): unpaced.
+		return b.parallel(ctx, n, do)
+	}
+	tick := time.NewTicker(every)
 	defer tick.Stop()
 	return b.parallel(ctx, n, func(ctx context.Context, i int) error {
 		select {
