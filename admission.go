@@ -35,8 +35,8 @@ type WebhookService = config.WebhookService
 // Settings.Admission.CertSecret live and when they are replaced.
 type CertRotation = config.CertRotation
 
-// applyWebhookFlags applies --webhook-service and --webhook-secret (checked
-// by the flags' validation already).
+// applyWebhookFlags applies --webhook-service, --webhook-secret and
+// --webhook-goaway-chance (checked by the flags' validation already).
 func applyWebhookFlags(a *AdmissionSettings, f *cli.RunFlags) {
 	if f.WebhookService != "" {
 		ns, name, port, _ := cli.ParseWebhookService(f.WebhookService)
@@ -44,6 +44,9 @@ func applyWebhookFlags(a *AdmissionSettings, f *cli.RunFlags) {
 	}
 	if f.WebhookSecret != "" {
 		a.CertSecret = f.WebhookSecret
+	}
+	if f.WebhookGoawayChance != 0 {
+		a.GoawayChance = f.WebhookGoawayChance
 	}
 }
 

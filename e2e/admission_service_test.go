@@ -329,3 +329,52 @@ func TestAdmissionCertificateRotationUnderLoad(t *testing.T) {
 		t.Errorf("the webhook's CA bundle is not the Secret's")
 	}
 }
+
+// Two replicas behind one Service, with the default GoawayChance: reviews
+// that come one at a time reach both. The API server picks a replica when
+// it dials and keeps its connection while it has no more calls in flight,
+// so without the chance one replica would answer them all; an answer that
+// closes the connection makes the next review dial again (compat:
+// admission-servers).
+func TestAdmissionReviewsSpreadOverReplicas(t *testing.T) {
+	gvr, resource := admissionCRD(t)
+	ns := namespace(t)
+	managed := fmt.Sprintf("g%d.auto.kopf.dev", time.Now().UnixNano()%1e9)
+	deleteConfigs(t, managed)
+	addr := machineAddr(t)
+	ports := []int{freePortOn(t, addr), freePortOn(t, addr)}
+	webhookService(t, ns, "hooks", addr, ports...)
+	calls := make([]*atomic.Int64, len(ports))
+	for i, port := range ports {
+		calls[i] = &atomic.Int64{}
+		opts := kopfgo.Options{}
+		opts.Settings.Admission = kopfgo.AdmissionSettings{
+			Server: &kopfgo.WebhookServer{Addr: addr, Port: port}, Managed: managed,
+			Service: &kopfgo.WebhookService{Name: "hooks", Namespace: ns}, CertSecret: ns + "/hooks-certs",
+		}
+		operatorWith(t, ns, opts, func(op *kopfgo.Operator) { op.On.Validate(resource, denyWrong(calls[i]), kopfgo.ID("check")) })
+	}
+	gates := dyn(t).Resource(gvr).Namespace(ns)
+	dry := metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}
+	eventually(t, waitLong, "the webhook to be called", func() (bool, error) {
+		_, err := gates.Create(context.Background(), gateObj(gvr, "wrong", map[string]any{"field": "wrong"}, nil), dry)
+		return err != nil && strings.Contains(err.Error(), "denied the request: Change the field."), nil
+	})
+	// At the default chance of 0.02, 1500 reviews dial about 30 times:
+	// all of them reaching one replica of two is a chance of about 1e-7.
+	const reviews = 1500
+	before := []int64{calls[0].Load(), calls[1].Load()}
+	for i := range reviews {
+		if _, err := gates.Create(context.Background(), gateObj(gvr, fmt.Sprintf("g%d", i), map[string]any{"field": "fine"}, nil), dry); err != nil {
+			t.Fatalf("review %d: %v", i, err)
+		}
+	}
+	got := []int64{calls[0].Load() - before[0], calls[1].Load() - before[1]}
+	t.Logf("%d reviews one at a time; answered per replica: %d, %d", reviews, got[0], got[1])
+	if got[0]+got[1] != reviews {
+		t.Errorf("the replicas answered %d reviews, want %d", got[0]+got[1], reviews)
+	}
+	if got[0] == 0 || got[1] == 0 {
+		t.Errorf("one replica answered every review (%d, %d): the API server kept its connection", got[0], got[1])
+	}
+}

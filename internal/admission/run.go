@@ -1,6 +1,7 @@
 package admission
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -65,6 +66,7 @@ func Run(ctx context.Context, cfg Config) error {
 		srv = &Server{Config: *cfg.Settings.Server}
 	}
 	srv.Logger = cfg.Logger
+	srv.GoawayChance = cmp.Or(cfg.Settings.GoawayChance, config.DefaultGoawayChance)
 	if svc := cfg.Settings.Service; svc != nil && srv.Service == nil {
 		srv.Service = svc
 	}

@@ -6,6 +6,7 @@ import (
 	"crypto/tls"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"net/url"
@@ -47,6 +48,11 @@ type Server struct {
 	// client config names it, and a generated certificate is made for its
 	// DNS names too.
 	Service *config.WebhookService
+
+	// GoawayChance is the chance, per request, that the answer moves the
+	// client's next requests to a new connection (Admission.GoawayChance,
+	// defaults applied); 0 or less: never.
+	GoawayChance float64
 
 	// certs, when set and there are no certificate files, keeps the
 	// certificates in a Secret (Run sets it from CertSecret).
@@ -120,8 +126,27 @@ func (s *Server) Run(ctx context.Context, configs func(ClientConfig)) error {
 			})
 		})
 	}
-	return health.Serve(ctx, "", tls.NewListener(ln, tlsCfg), s.Handler, s.Timeouts, s.Logger,
+	handler := s.Handler
+	if s.GoawayChance > 0 {
+		handler = goaway(handler, s.GoawayChance, rand.Float64)
+	}
+	return health.Serve(ctx, "", tls.NewListener(ln, tlsCfg), handler, s.Timeouts, s.Logger,
 		"admission webhook server", "Listening for webhooks at https://%s"+cfg.Path)
+}
+
+// goaway asks the client, at chance per request (draw gives a number in
+// [0, 1)), to send its next requests over a new connection: the answer's
+// "Connection: close" makes net/http close the connection after it. The
+// server speaks HTTP/1.1 (its TLS offers no h2), one request at a time per
+// connection, so no other request is cut short; over HTTP/2, net/http
+// would send a GOAWAY and let the streams in flight finish.
+func goaway(h http.Handler, chance float64, draw func() float64) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if draw() < chance {
+			w.Header().Set("Connection", "close")
+		}
+		h.ServeHTTP(w, r)
+	})
 }
 
 // certFiles are the certificate files being watched, with what they held.

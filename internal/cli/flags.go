@@ -56,6 +56,9 @@ type RunFlags struct {
 	// Settings.Admission.Service and CertSecret).
 	WebhookService string // --webhook-service [NAMESPACE/]NAME[:PORT]
 	WebhookSecret  string // --webhook-secret [NAMESPACE/]NAME
+	// WebhookGoawayChance: --webhook-goaway-chance; 0 not given, negative
+	// off (see Settings.Admission.GoawayChance).
+	WebhookGoawayChance float64
 
 	// The caps on passes (kopfgo's own; see Settings.Execution.MaxWorkers
 	// and Settings.Queueing): 0 not given.
@@ -120,6 +123,8 @@ var envNames = map[string]string{
 	"webhook-service": "KOPFGO_WEBHOOK_SERVICE",
 	"webhook-secret":  "KOPFGO_WEBHOOK_SECRET",
 
+	"webhook-goaway-chance": "KOPFGO_WEBHOOK_GOAWAY_CHANCE",
+
 	"leader-elect":                "KOPFGO_LEADER_ELECT",
 	"leader-elect-lease":          "KOPFGO_LEADER_ELECT_LEASE",
 	"leader-elect-namespace":      "KOPFGO_LEADER_ELECT_NAMESPACE",
@@ -178,7 +183,7 @@ func (f *RunFlags) Bind(fs *pflag.FlagSet) {
 			"/readyz there answers readiness probes, and /metrics serves the metrics unless --metrics-addr is given"))
 	fs.StringVar(&f.MetricsAddr, "metrics-addr", "", usage("metrics-addr",
 		"serve Prometheus metrics at http://ADDR/metrics (and readiness at /readyz), e.g. 0.0.0.0:9090"))
-	fs.Var(&ratioValue{&f.MemoryLimitRatio}, "memory-limit-ratio", usage("memory-limit-ratio",
+	fs.Var(&ratioValue{&f.MemoryLimitRatio, "a share of the memory limit"}, "memory-limit-ratio", usage("memory-limit-ratio",
 		"give Go's garbage collector this share of the container's (cgroup's) memory limit as its soft limit, "+
 			"unless GOMEMLIMIT is set; off to leave it alone (default 0.9)"))
 	fs.IntVar(&f.MaxWorkers, "max-workers", 0, usage("max-workers",
@@ -209,6 +214,9 @@ func (f *RunFlags) Bind(fs *pflag.FlagSet) {
 	fs.StringVar(&f.WebhookSecret, "webhook-secret", "", usage("webhook-secret",
 		"keep the admission server's CA and certificate in this Secret, [NAMESPACE/]NAME: created if absent, "+
 			"shared by the replicas, rotated before expiry"))
+	fs.Var(&ratioValue{&f.WebhookGoawayChance, "a chance"}, "webhook-goaway-chance", usage("webhook-goaway-chance",
+		"the chance, per admission request, that the answer asks the API server to send the next ones over a new connection, "+
+			"so that behind a Service they spread over the replicas; off to keep the connections (default 0.02)"))
 	fs.BoolVar(&f.LeaderElect, "leader-elect", false, usage("leader-elect",
 		"run as one of several replicas: only the holder of a Lease serves, the others stand by (no peering)"))
 	fs.StringVar(&f.LeaderElectLease, "leader-elect-lease", "", usage("leader-elect-lease",
@@ -402,9 +410,13 @@ func (p *prefixValue) String() string {
 
 func (p *prefixValue) Type() string { return "bool" }
 
-// ratioValue is --memory-limit-ratio: a share in (0, 1], or off (0 and
-// "off" both), which it keeps as -1.
-type ratioValue struct{ p *float64 }
+// ratioValue is a flag of a share in (0, 1] (--memory-limit-ratio,
+// --webhook-goaway-chance), or off (0 and "off" both), which it keeps as
+// -1; what names the share in errors.
+type ratioValue struct {
+	p    *float64
+	what string
+}
 
 func (v *ratioValue) String() string {
 	switch {
@@ -424,7 +436,7 @@ func (v *ratioValue) Set(s string) error {
 	r, err := strconv.ParseFloat(s, 64)
 	switch {
 	case err != nil || r < 0 || r > 1:
-		return fmt.Errorf("not a share of the memory limit between 0 and 1, nor off: %q", s)
+		return fmt.Errorf("not %s between 0 and 1, nor off: %q", v.what, s)
 	case r == 0:
 		*v.p = -1
 	default:

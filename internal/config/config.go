@@ -191,5 +191,8 @@ func (s Settings) Validate() error {
 	if s.Queueing.ObjectInterval < 0 {
 		bad("Queueing.ObjectInterval", s.Queueing.ObjectInterval, "give a duration, or 0 for none")
 	}
+	if !(s.Admission.GoawayChance <= 1) {
+		bad("Admission.GoawayChance", s.Admission.GoawayChance, "give a chance up to 1, 0 for the default (0.02), or a negative one for never")
+	}
 	return errors.Join(errs...)
 }

@@ -2,6 +2,7 @@ package config
 
 import (
 	"errors"
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -21,6 +22,10 @@ func TestValidate(t *testing.T) {
 		{"negative rate", func(s *Settings) { s.Queueing.ResourceRate = -2 }, "Queueing.ResourceRate is -2"},
 		{"negative burst", func(s *Settings) { s.Queueing.ResourceBurst = -3 }, "Queueing.ResourceBurst is -3"},
 		{"negative interval", func(s *Settings) { s.Queueing.ObjectInterval = -time.Second }, "Queueing.ObjectInterval is -1s"},
+		{"goaway chance of 1", func(s *Settings) { s.Admission.GoawayChance = 1 }, ""},
+		{"goaway chance never", func(s *Settings) { s.Admission.GoawayChance = -1 }, ""},
+		{"goaway chance above 1", func(s *Settings) { s.Admission.GoawayChance = 2 }, "Admission.GoawayChance is 2"},
+		{"goaway chance NaN", func(s *Settings) { s.Admission.GoawayChance = math.NaN() }, "Admission.GoawayChance is NaN"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var s Settings
