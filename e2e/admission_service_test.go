@@ -361,7 +361,7 @@ func TestAdmissionReviewsSpreadOverReplicas(t *testing.T) {
 		return err != nil && strings.Contains(err.Error(), "denied the request: Change the field."), nil
 	})
 	// At the default chance of 0.02, 1500 reviews dial about 30 times:
-	// all of them reaching one replica of two is a chance of about 1e-7.
+	// all of them reaching one replica of two is a chance under 1e-6.
 	const reviews = 1500
 	before := []int64{calls[0].Load(), calls[1].Load()}
 	for i := range reviews {
