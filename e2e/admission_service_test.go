@@ -106,6 +106,30 @@ func denyWrong(calls *atomic.Int64) kopfgo.AdmissionFunc {
 	}
 }
 
+// replicasBehindAService starts an operator for each port on addr, behind
+// the Service "hooks" in ns (its endpoints), sharing the certificates'
+// Secret "hooks-certs" and serving the validating handler "check" of
+// resource (denyWrong); tune, when set, changes each one's admission
+// settings. It returns each replica's count of calls.
+func replicasBehindAService(t *testing.T, ns, managed, resource, addr string, ports []int, tune func(*kopfgo.AdmissionSettings)) []*atomic.Int64 {
+	t.Helper()
+	webhookService(t, ns, "hooks", addr, ports...)
+	calls := make([]*atomic.Int64, len(ports))
+	for i, port := range ports {
+		calls[i] = &atomic.Int64{}
+		opts := kopfgo.Options{}
+		opts.Settings.Admission = kopfgo.AdmissionSettings{
+			Server: &kopfgo.WebhookServer{Addr: addr, Port: port}, Managed: managed,
+			Service: &kopfgo.WebhookService{Name: "hooks", Namespace: ns}, CertSecret: ns + "/hooks-certs",
+		}
+		if tune != nil {
+			tune(&opts.Settings.Admission)
+		}
+		operatorWith(t, ns, opts, func(op *kopfgo.Operator) { op.On.Validate(resource, denyWrong(calls[i]), kopfgo.ID("check")) })
+	}
+	return calls
+}
+
 // The managed webhook names the Service (clientConfig.service, the
 // namespace from $POD_NAMESPACE as the downward API gives it), the API
 // server calls the operator through the Service's endpoints, and the CA is
@@ -191,20 +215,11 @@ func TestAdmissionCertificateRotationUnderLoad(t *testing.T) {
 	deleteConfigs(t, managed)
 	addr := machineAddr(t)
 	ports := []int{freePortOn(t, addr), freePortOn(t, addr)}
-	webhookService(t, ns, "hooks", addr, ports...)
-	calls := make([]*atomic.Int64, len(ports))
-	for i, port := range ports {
-		calls[i] = &atomic.Int64{}
-		opts := kopfgo.Options{}
-		opts.Settings.Admission = kopfgo.AdmissionSettings{
-			Server: &kopfgo.WebhookServer{Addr: addr, Port: port}, Managed: managed,
-			Service: &kopfgo.WebhookService{Name: "hooks", Namespace: ns}, CertSecret: ns + "/hooks-certs",
-			// Rotated 18 s after the issue, served 2 s later, the old CA
-			// retired at 30 s, the next rotation at 38 s.
-			Rotation: kopfgo.CertRotation{Validity: 30 * time.Second, RenewBefore: 12 * time.Second, CheckInterval: time.Second},
-		}
-		operatorWith(t, ns, opts, func(op *kopfgo.Operator) { op.On.Validate(resource, denyWrong(calls[i]), kopfgo.ID("check")) })
-	}
+	calls := replicasBehindAService(t, ns, managed, resource, addr, ports, func(a *kopfgo.AdmissionSettings) {
+		// Rotated 18 s after the issue, served 2 s later, the old CA
+		// retired at 30 s, the next rotation at 38 s.
+		a.Rotation = kopfgo.CertRotation{Validity: 30 * time.Second, RenewBefore: 12 * time.Second, CheckInterval: time.Second}
+	})
 	var first string
 	eventually(t, waitLong, "the managed webhook", func() (bool, error) {
 		b := caBundles(t, managed)
@@ -342,18 +357,7 @@ func TestAdmissionReviewsSpreadOverReplicas(t *testing.T) {
 	managed := fmt.Sprintf("g%d.auto.kopf.dev", time.Now().UnixNano()%1e9)
 	deleteConfigs(t, managed)
 	addr := machineAddr(t)
-	ports := []int{freePortOn(t, addr), freePortOn(t, addr)}
-	webhookService(t, ns, "hooks", addr, ports...)
-	calls := make([]*atomic.Int64, len(ports))
-	for i, port := range ports {
-		calls[i] = &atomic.Int64{}
-		opts := kopfgo.Options{}
-		opts.Settings.Admission = kopfgo.AdmissionSettings{
-			Server: &kopfgo.WebhookServer{Addr: addr, Port: port}, Managed: managed,
-			Service: &kopfgo.WebhookService{Name: "hooks", Namespace: ns}, CertSecret: ns + "/hooks-certs",
-		}
-		operatorWith(t, ns, opts, func(op *kopfgo.Operator) { op.On.Validate(resource, denyWrong(calls[i]), kopfgo.ID("check")) })
-	}
+	calls := replicasBehindAService(t, ns, managed, resource, addr, []int{freePortOn(t, addr), freePortOn(t, addr)}, nil)
 	gates := dyn(t).Resource(gvr).Namespace(ns)
 	dry := metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}
 	eventually(t, waitLong, "the webhook to be called", func() (bool, error) {

@@ -296,23 +296,9 @@ func TestServerTLS(t *testing.T) {
 		}, nil)),
 	}
 	srv.Handler.(*Engine).Root = "/hooks"
-	ctx, cancel := context.WithCancel(context.Background())
-	configs := make(chan ClientConfig, 2)
-	done := make(chan error)
-	go func() { done <- srv.Run(ctx, func(cc ClientConfig) { configs <- cc }) }()
-	defer func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Error(err)
-		}
-	}()
-	cc := <-configs
+	cc, pool := serve(t, srv)
 	if !strings.HasPrefix(cc.URL, "https://127.0.0.1:") || !strings.HasSuffix(cc.URL, "/hooks") {
 		t.Errorf("url = %s", cc.URL)
-	}
-	pool := x509.NewCertPool()
-	if !pool.AppendCertsFromPEM(cc.CABundle) {
-		t.Fatal("bad CA bundle")
 	}
 	if dumped, err := os.ReadFile(srv.Config.CADump); err != nil || string(dumped) != string(cc.CABundle) {
 		t.Errorf("CADump: %v, %q", err, dumped)
@@ -348,6 +334,28 @@ func TestServerTLS(t *testing.T) {
 			t.Errorf("plain HTTP answered %d: %s", resp.StatusCode, body)
 		}
 	}
+}
+
+// serve runs srv until the test ends, and returns the client config it
+// published first and a pool that trusts its CA bundle.
+func serve(tb testing.TB, srv *Server) (ClientConfig, *x509.CertPool) {
+	tb.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	configs := make(chan ClientConfig, 2)
+	done := make(chan error)
+	go func() { done <- srv.Run(ctx, func(cc ClientConfig) { configs <- cc }) }()
+	tb.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			tb.Error(err)
+		}
+	})
+	cc := <-configs
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(cc.CABundle) {
+		tb.Fatal("the server's CA bundle holds no certificate")
+	}
+	return cc, pool
 }
 
 // The resolver knows only the resources some handler serves (Kopf's 404

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"crypto/tls"
-	"crypto/x509"
 	"encoding/json"
 	"io"
 	"log/slog"
@@ -49,19 +48,7 @@ func BenchmarkValidatingCallAt200RPS(b *testing.B) {
 	}
 	e := engine(reg.Admissions()...)
 	srv := &Server{Config: config.WebhookServer{Addr: "127.0.0.1"}, Listener: ln, Logger: slog.New(slog.DiscardHandler), Handler: e}
-	ctx, cancel := context.WithCancel(context.Background())
-	configs := make(chan ClientConfig, 1)
-	done := make(chan error)
-	go func() { done <- srv.Run(ctx, func(cc ClientConfig) { configs <- cc }) }()
-	defer func() {
-		cancel()
-		if err := <-done; err != nil {
-			b.Error(err)
-		}
-	}()
-	cc := <-configs
-	pool := x509.NewCertPool()
-	pool.AppendCertsFromPEM(cc.CABundle)
+	cc, pool := serve(b, srv)
 	client := &http.Client{Transport: &http.Transport{
 		TLSClientConfig: &tls.Config{RootCAs: pool}, MaxIdleConnsPerHost: 64,
 	}}

@@ -1,9 +1,7 @@
 package admission
 
 import (
-	"context"
 	"crypto/tls"
-	"crypto/x509"
 	"io"
 	"log/slog"
 	"net"
@@ -58,21 +56,7 @@ func TestGoawayMovesTheNextRequestToANewConnection(t *testing.T) {
 					_, _ = io.WriteString(w, "{}")
 				}),
 			}
-			ctx, cancel := context.WithCancel(context.Background())
-			configs := make(chan ClientConfig, 2)
-			done := make(chan error)
-			go func() { done <- srv.Run(ctx, func(cc ClientConfig) { configs <- cc }) }()
-			defer func() {
-				cancel()
-				if err := <-done; err != nil {
-					t.Error(err)
-				}
-			}()
-			cc := <-configs
-			pool := x509.NewCertPool()
-			if !pool.AppendCertsFromPEM(cc.CABundle) {
-				t.Fatal("bad CA bundle")
-			}
+			cc, pool := serve(t, srv)
 			// A client that would take HTTP/2 if offered.
 			transport := &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}, ForceAttemptHTTP2: true}
 			defer transport.CloseIdleConnections()
