@@ -32,12 +32,12 @@ type Admission struct {
 	// GoawayChance is the chance, per request, that the server's answer
 	// asks the API server to send its next reviews over a new connection
 	// ("Connection: close"), as kube-apiserver's --goaway-chance does for
-	// its own clients. Behind a
-	// Service, the API server keeps sending reviews over the connections
-	// it has, to the replicas it dialled: when reviews come a few at a
-	// time, one replica answers them all. A new connection may reach
-	// another replica, so the reviews spread over them. Default 0.02 (a
-	// TLS handshake per 50 reviews, about); at most 1; negative disables.
+	// its own clients. Behind a Service, the API server keeps sending
+	// reviews over the connections it has, to the replicas it dialled:
+	// when reviews come a few at a time, one replica answers them all. A
+	// new connection may reach another replica, so the reviews spread over
+	// them. Default 0.02 (a TLS handshake per 50 reviews, about); at most
+	// 1; negative disables.
 	GoawayChance float64
 }
 
