@@ -150,12 +150,9 @@ func (b *bench) scaleOutOne(ctx context.Context, contender string, can abilities
 	var metrics, hooks []string         // each replica's metrics and webhook addresses
 	var svc *service                    // in front of the webhooks, where the replicas can be put behind one
 	if can.webhook && can.service {
-		front, backends, spread, err := sameAddrs(replicas)
+		front, backends, err := sameAddrs(replicas)
 		if err != nil {
 			return result{}, err
-		}
-		if !spread {
-			logf("scaleout: %s: this machine has no address but loopback ones: the API server calls the webhook's service there over HTTP/2, one connection, so one replica answers every review", name)
 		}
 		if svc, err = newService(front, backends); err != nil {
 			return result{}, err
