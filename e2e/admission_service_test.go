@@ -139,8 +139,7 @@ func TestAdmissionThroughAService(t *testing.T) {
 	gvr, resource := admissionCRD(t)
 	ns := namespace(t)
 	t.Setenv("POD_NAMESPACE", ns)
-	managed := fmt.Sprintf("s%d.auto.kopf.dev", time.Now().UnixNano()%1e9)
-	deleteConfigs(t, managed)
+	managed := managedConfigs(t, "s")
 	addr := machineAddr(t)
 	port := freePortOn(t, addr)
 	webhookService(t, ns, "hooks", addr, port)
@@ -211,8 +210,7 @@ func TestAdmissionThroughAService(t *testing.T) {
 func TestAdmissionCertificateRotationUnderLoad(t *testing.T) {
 	gvr, resource := admissionCRD(t)
 	ns := namespace(t)
-	managed := fmt.Sprintf("r%d.auto.kopf.dev", time.Now().UnixNano()%1e9)
-	deleteConfigs(t, managed)
+	managed := managedConfigs(t, "r")
 	addr := machineAddr(t)
 	ports := []int{freePortOn(t, addr), freePortOn(t, addr)}
 	calls := replicasBehindAService(t, ns, managed, resource, addr, ports, func(a *kopfgo.AdmissionSettings) {
@@ -354,8 +352,7 @@ func TestAdmissionCertificateRotationUnderLoad(t *testing.T) {
 func TestAdmissionReviewsSpreadOverReplicas(t *testing.T) {
 	gvr, resource := admissionCRD(t)
 	ns := namespace(t)
-	managed := fmt.Sprintf("g%d.auto.kopf.dev", time.Now().UnixNano()%1e9)
-	deleteConfigs(t, managed)
+	managed := managedConfigs(t, "g")
 	addr := machineAddr(t)
 	calls := replicasBehindAService(t, ns, managed, resource, addr, []int{freePortOn(t, addr), freePortOn(t, addr)}, nil)
 	gates := dyn(t).Resource(gvr).Namespace(ns)

@@ -59,14 +59,18 @@ func gateObj(gvr schema.GroupVersionResource, name string, spec, labels map[stri
 	}}
 }
 
-// deleteConfigs removes the managed configurations at the end of a test
-// (persistent webhooks stay after the operator's exit, by design).
-func deleteConfigs(t *testing.T, name string) {
+// managedConfigs is a name for a test's managed webhook configurations,
+// unique to the run (the prefix tells the tests apart in the cluster), and
+// removes the configurations of that name at the end of the test:
+// persistent webhooks stay after the operator's exit, by design.
+func managedConfigs(t *testing.T, prefix string) string {
+	name := fmt.Sprintf("%s%d.auto.kopf.dev", prefix, time.Now().UnixNano()%1e9)
 	t.Cleanup(func() {
 		for _, gvr := range []schema.GroupVersionResource{validatingGVR, mutatingGVR} {
 			_ = dyn(t).Resource(gvr).Delete(context.Background(), name, metav1.DeleteOptions{})
 		}
 	})
+	return name
 }
 
 func webhooksOf(t *testing.T, gvr schema.GroupVersionResource, name string) []map[string]any {
@@ -104,8 +108,7 @@ func hookNames(hooks []map[string]any) string {
 func TestAdmissionValidateMutateManaged(t *testing.T) {
 	gvr, resource := admissionCRD(t)
 	ns := namespace(t)
-	managed := fmt.Sprintf("m%d.auto.kopf.dev", time.Now().UnixNano()%1e9)
-	deleteConfigs(t, managed)
+	managed := managedConfigs(t, "m")
 	var sawDry atomic.Bool
 	opts := kopfgo.Options{Namespaces: []string{ns}}
 	opts.Settings.Admission = kopfgo.AdmissionSettings{Server: &kopfgo.WebhookServer{Addr: "127.0.0.1"}, Managed: managed}
@@ -309,8 +312,7 @@ func sameOps(t *testing.T, got []byte, want string) bool {
 func TestAdmissionPanics(t *testing.T) {
 	gvr, resource := admissionCRD(t)
 	ns := namespace(t)
-	managed := fmt.Sprintf("p%d.auto.kopf.dev", time.Now().UnixNano()%1e9)
-	deleteConfigs(t, managed)
+	managed := managedConfigs(t, "p")
 	opts := kopfgo.Options{Namespaces: []string{ns}}
 	opts.Settings.Admission = kopfgo.AdmissionSettings{Server: &kopfgo.WebhookServer{Addr: "127.0.0.1"}, Managed: managed}
 	operatorWith(t, ns, opts, func(op *kopfgo.Operator) {
@@ -393,8 +395,7 @@ func caBundles(t *testing.T, name string) []string {
 func TestAdmissionManagedConfigsFollowCertificatesAndHandlers(t *testing.T) {
 	gvr, resource := admissionCRD(t)
 	ns := namespace(t)
-	managed := fmt.Sprintf("c%d.auto.kopf.dev", time.Now().UnixNano()%1e9)
-	deleteConfigs(t, managed)
+	managed := managedConfigs(t, "c")
 	dir := t.TempDir()
 	certFile, keyFile := filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
 	first := base64.StdEncoding.EncodeToString(writeCert(t, certFile, keyFile))
@@ -458,8 +459,7 @@ func TestAdmissionResourceAppearingLater(t *testing.T) {
 	ns := namespace(t)
 	group := fmt.Sprintf("late%d.e2e.kopfgo.dev", time.Now().UnixNano()%1e9)
 	gvr := schema.GroupVersionResource{Group: group, Version: "v1", Resource: "gates"}
-	managed := fmt.Sprintf("l%d.auto.kopf.dev", time.Now().UnixNano()%1e9)
-	deleteConfigs(t, managed)
+	managed := managedConfigs(t, "l")
 	opts := kopfgo.Options{}
 	opts.Settings.Admission = kopfgo.AdmissionSettings{Server: &kopfgo.WebhookServer{Addr: "127.0.0.1"}, Managed: managed}
 	log, _ := operatorWith(t, ns, opts, func(op *kopfgo.Operator) {

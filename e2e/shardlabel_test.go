@@ -37,8 +37,7 @@ func TestShardLabelAtCreation(t *testing.T) {
 	ns := namespace(t)
 	name := fmt.Sprintf("lbl%d", time.Now().UnixNano()%1e6)
 	label := conventions.ShardLabel(name)
-	managed := fmt.Sprintf("s%d.auto.kopf.dev", time.Now().UnixNano()%1e9)
-	deleteConfigs(t, managed)
+	managed := managedConfigs(t, "s")
 	metricsAddr := fmt.Sprintf("127.0.0.1:%d", freePortOn(t, "127.0.0.1"))
 	opts := kopfgo.Options{MetricsAddr: metricsAddr}
 	opts.Settings.Admission = kopfgo.AdmissionSettings{Server: &kopfgo.WebhookServer{Addr: "127.0.0.1"}, Managed: managed}
