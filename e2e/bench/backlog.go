@@ -89,10 +89,7 @@ func (b *bench) backlogOne(ctx context.Context, scenario, name string) (result, 
 	if err := b.namespace(ctx, ns); err != nil {
 		return result{}, err
 	}
-	// The next contender meets the API server as this one did: without
-	// this one's objects, which would grow etcd and the watch cache it
-	// serves from (deferred first, so it runs after the contender stops).
-	defer b.clear(ns)
+	defer b.clear(ctx, ns, n) // deferred first, so it runs after the contender stops
 	logf("%s: %s: creating %d unhandled objects", scenario, name, n)
 	if err := b.parallel(ctx, n, func(ctx context.Context, i int) error { return b.create(ctx, ns, i, false) }); err != nil {
 		return result{}, err
@@ -149,23 +146,44 @@ func (b *bench) backlogOne(ctx context.Context, scenario, name string) (result, 
 	return r, p.stop()
 }
 
-// clear deletes the objects of a namespace (the harness runs no namespace
-// controller to do it for a deleted namespace). One request deletes them
-// all unless etcd times it out first (20 000 objects on a busy machine do):
-// then again, for those left.
-func (b *bench) clear(ns string) {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	for {
-		err := b.dyn.Resource(probe.GVR).Namespace(ns).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{})
-		if err == nil {
+// clearPage is how many objects one request of clear deletes: the API
+// server deletes a collection one object at a time, and 20 000 at once
+// outlasted its 60 s request timeout on a busy machine.
+const clearPage = 2000
+
+// clear deletes the n objects of a namespace (the harness runs no namespace
+// controller to do it for a deleted namespace), so that the next contender
+// or set meets the API server as this one did: its watch cache keeps about
+// 16 KB of heap per object, and two sets of 300 000 do not fit in 24 GB. It
+// gives up after n/clearPage pages and a few more (an object with a
+// finalizer stays however often it is deleted), or after 5 minutes without
+// a page deleted, and says so: a set left behind costs memory, not results.
+func (b *bench) clear(ctx context.Context, ns string, n int) {
+	res := b.dyn.Resource(probe.GVR).Namespace(ns)
+	start, progress := time.Now(), time.Now()
+	var err error
+	for pages := 0; pages <= n/clearPage+2 && time.Since(progress) < 5*time.Minute && ctx.Err() == nil; {
+		if err = retried(ctx, func() error {
+			return res.DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{Limit: clearPage})
+		}); err != nil {
+			time.Sleep(time.Second) // a refused connection, say: not again at once
+			continue
+		}
+		pages, progress = pages+1, time.Now()
+		l, lerr := res.List(ctx, metav1.ListOptions{Limit: 1})
+		if lerr == nil && len(l.Items) == 0 {
+			logf("deleted the objects of %s in %.0fs", ns, time.Since(start).Seconds())
 			return
 		}
-		if ctx.Err() != nil {
-			logf("cannot delete the objects of %s: %v; the contenders after it meet a larger API server", ns, err)
-			return
-		}
+		err = lerr
 	}
+	if ctx.Err() != nil {
+		return // the run is ending: nothing comes after
+	}
+	if err == nil {
+		err = errors.New("some remain after every page was deleted")
+	}
+	logf("cannot delete the objects of %s: %v; the contenders after it meet a larger API server", ns, err)
 }
 
 // sofar fills in the figures of a contender still at work: time, CPU and

@@ -134,7 +134,7 @@ func (b *bench) scaleOutOne(ctx context.Context, contender string, can abilities
 	if err := b.namespace(ctx, ns); err != nil {
 		return result{}, err
 	}
-	defer b.dropSet(ctx, ns) // the last defer to run: once the replicas are stopped
+	defer b.clear(ctx, ns, n) // the last defer to run: once the replicas are stopped
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	t, err := b.watch(ctx, ns)
@@ -411,7 +411,7 @@ func (b *bench) scaleOutFloor(ctx context.Context, replicas int) (result, error)
 	if err := b.namespace(ctx, ns); err != nil {
 		return result{}, err
 	}
-	defer b.dropSet(ctx, ns) // the last defer to run: once the processes are stopped
+	defer b.clear(ctx, ns, b.o.n) // the last defer to run: once the processes are stopped
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	t, err := b.watch(ctx, ns)
@@ -858,42 +858,4 @@ func (b *bench) webhookCalls(ctx context.Context, managed string) (webhookCounts
 		}
 	}
 	return out, nil
-}
-
-// dropSetPage is how many objects one request of dropSet deletes: the API
-// server deletes them one at a time, and a page must end within its 60 s
-// request timeout even when it is busy.
-const dropSetPage = 2000
-
-// dropSet deletes a measured set's objects before the next set starts, so
-// that the API server holds one set at a time: its watch cache keeps about
-// 16 KB of heap per object, and two sets of 300 000 do not fit in 24 GB.
-// It runs once the set's processes are stopped, so that no contender sees
-// the deletions, and before the next set, so that no measurement shares
-// the API server with them. A set left behind only costs memory, so a
-// failure is reported, not returned.
-func (b *bench) dropSet(ctx context.Context, ns string) {
-	res := b.dyn.Resource(probe.GVR).Namespace(ns)
-	start := time.Now()
-	// Bounded: an object with a finalizer would stay however often it is
-	// deleted. The pages, and some failed requests.
-	var err error
-	for range b.o.n/dropSetPage + 20 {
-		if ctx.Err() != nil {
-			return
-		}
-		if err = res.DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{Limit: dropSetPage}); err != nil {
-			continue
-		}
-		l, lerr := res.List(ctx, metav1.ListOptions{Limit: 1})
-		if lerr == nil && len(l.Items) == 0 {
-			logf("scaleout: %s: the set's objects deleted in %.0fs", ns, time.Since(start).Seconds())
-			return
-		}
-		err = lerr
-	}
-	if err == nil {
-		err = errors.New("some remain after every page was deleted")
-	}
-	logf("scaleout: %s: the set's objects left in place, the API server holds them: %v", ns, err)
 }
