@@ -89,7 +89,7 @@ func (b *bench) backlogOne(ctx context.Context, scenario, name string) (result, 
 	if err := b.namespace(ctx, ns); err != nil {
 		return result{}, err
 	}
-	defer b.clear(ctx, ns, n) // deferred first, so it runs after the contender stops
+	b.leave(ns, n)
 	logf("%s: %s: creating %d unhandled objects", scenario, name, n)
 	if err := b.parallel(ctx, n, func(ctx context.Context, i int) error { return b.create(ctx, ns, i, false) }); err != nil {
 		return result{}, err

@@ -134,7 +134,7 @@ func (b *bench) scaleOutOne(ctx context.Context, contender string, can abilities
 	if err := b.namespace(ctx, ns); err != nil {
 		return result{}, err
 	}
-	defer b.clear(ctx, ns, n) // the last defer to run: once the replicas are stopped
+	b.leave(ns, n)
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	t, err := b.watch(ctx, ns)
@@ -411,7 +411,7 @@ func (b *bench) scaleOutFloor(ctx context.Context, replicas int) (result, error)
 	if err := b.namespace(ctx, ns); err != nil {
 		return result{}, err
 	}
-	defer b.clear(ctx, ns, b.o.n) // the last defer to run: once the processes are stopped
+	b.leave(ns, b.o.n)
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	t, err := b.watch(ctx, ns)
