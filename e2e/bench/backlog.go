@@ -166,7 +166,10 @@ func (b *bench) clear(ctx context.Context, ns string, n int) {
 		if err = retried(ctx, func() error {
 			return res.DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{Limit: clearPage})
 		}); err != nil {
-			time.Sleep(time.Second) // a refused connection, say: not again at once
+			select { // a refused connection, say: not again at once
+			case <-ctx.Done():
+			case <-time.After(time.Second):
+			}
 			continue
 		}
 		pages, progress = pages+1, time.Now()
