@@ -252,7 +252,8 @@ func run(ctx context.Context, o options) error {
 	// etcd's default quota (2 GB) fills in a scale-out run of a few hundred
 	// thousand objects: every object is written three times, a set is
 	// deleted only when the next one starts (the last one never), and the
-	// space of old revisions is reused, not returned. 8 GB is the largest quota etcd recommends.
+	// space of old revisions is reused, not returned. 8 GB is the largest
+	// quota etcd recommends.
 	c, err := cluster.Start(ctx, cluster.Options{Logf: logf, ExtraEtcdArgs: []string{"--quota-backend-bytes", strconv.Itoa(8 << 30)}})
 	if err != nil {
 		return err

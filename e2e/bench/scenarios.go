@@ -104,7 +104,7 @@ func (b *bench) start(name, namespace, scenario string) (*process, error) {
 // namespace makes a set's namespace once the objects of the sets before it
 // are deleted (clear), so that each set meets the API server as the first
 // did. The last set's objects are not deleted: the cluster goes with the
-// run, and deleting 300 000 took 17 minutes.
+// run, and deleting 300 000 took 8 to 17 minutes.
 func (b *bench) namespace(ctx context.Context, name string) error {
 	for _, s := range b.left {
 		b.clear(ctx, s.ns, s.n)
